@@ -1,0 +1,2 @@
+"""The in-memory cluster model fed by informers: nodes joined to NodeClaims, pods bound
+per node, in-flight capacity and nominations."""

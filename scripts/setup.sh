@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs everything karpy needs on a fresh machine into ./.venv and builds the local
+# control plane (tests/controlplane). Safe to run again: each step is skipped or cached
+# when nothing changed.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+py=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$py" -m venv .venv
+fi
+stamp=.venv/.karpy-installed
+deps="pyproject.toml providers/aws/pyproject.toml providers/azure/pyproject.toml"
+if [ ! -f "$stamp" ] || [ -n "$(find $deps -newer "$stamp" 2>/dev/null)" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e ".[dev]" -e providers/aws -e providers/azure -e examples/provider-plugin 2>/dev/null \
+    || .venv/bin/python -m pip install -q -e ".[dev]" -e providers/aws -e providers/azure
+  touch "$stamp"
+fi
+
+bash tests/controlplane/build.sh
