@@ -1,2 +1,71 @@
 """The CloudProvider protocol, its errors, the plugin registry (entry-point group
-``karpy.cloudproviders``), the kwok provider and a conformance kit for provider authors."""
+``karpy.cloudproviders``), the kwok provider and a conformance kit for provider authors.
+
+A cloud plugs into karpy by implementing :class:`CloudProvider` and registering a
+factory under the ``karpy.cloudproviders`` entry-point group (see docs/providers.md).
+Submodules: :mod:`karpy.cloudprovider.errors` (the error tree),
+:mod:`karpy.cloudprovider.kwok` (the provider for kwok-run fake nodes),
+:mod:`karpy.cloudprovider.fake` (an in-memory provider for unit tests) and
+:mod:`karpy.cloudprovider.testing` (the conformance kit).
+"""
+
+from karpy.cloudprovider._nodeclass import (
+    NODE_CLASS_READY,
+    NodeClassReadiness,
+    node_class_readiness,
+    resolve_node_class,
+)
+from karpy.cloudprovider._protocol import CloudProvider
+from karpy.cloudprovider._registry import (
+    CLOUD_PROVIDER_ENV,
+    ENTRY_POINT_GROUP,
+    ProviderContext,
+    ProviderFactory,
+    build_provider,
+    close_provider,
+    installed_providers,
+    load_factory,
+    open_provider,
+    provider_name,
+)
+from karpy.cloudprovider._types import DriftReason, NodeClassKind, OfferingKey, RepairPolicy
+from karpy.cloudprovider.errors import (
+    CloudProviderError,
+    CreateError,
+    InsufficientCapacityError,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+    ProviderLoadError,
+    ProviderRegistryError,
+    UnknownProviderError,
+)
+
+__all__ = [
+    "CLOUD_PROVIDER_ENV",
+    "ENTRY_POINT_GROUP",
+    "NODE_CLASS_READY",
+    "CloudProvider",
+    "CloudProviderError",
+    "CreateError",
+    "DriftReason",
+    "InsufficientCapacityError",
+    "NodeClaimNotFoundError",
+    "NodeClassKind",
+    "NodeClassNotReadyError",
+    "NodeClassReadiness",
+    "OfferingKey",
+    "ProviderContext",
+    "ProviderFactory",
+    "ProviderLoadError",
+    "ProviderRegistryError",
+    "RepairPolicy",
+    "UnknownProviderError",
+    "build_provider",
+    "close_provider",
+    "installed_providers",
+    "load_factory",
+    "node_class_readiness",
+    "open_provider",
+    "provider_name",
+    "resolve_node_class",
+]

@@ -1,0 +1,182 @@
+"""Finding providers through the ``karpy.cloudproviders`` entry points and building them.
+
+A distribution registers a provider with one line in its pyproject.toml::
+
+    [project.entry-points."karpy.cloudproviders"]
+    example = "karpy_example_provider:ExampleCloudProvider.from_context"
+
+The entry point names a *factory*: a callable taking a :class:`ProviderContext` and
+returning a provider, or an awaitable of one (so that a factory can await its cloud
+SDK's set-up). Every provider is built the same way, so the operator needs to know
+nothing about any of them but the name.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint, entry_points
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from karpy.cloudprovider._protocol import CloudProvider
+from karpy.cloudprovider.errors import (
+    ProviderLoadError,
+    ProviderRegistryError,
+    UnknownProviderError,
+)
+
+if TYPE_CHECKING:
+    from karpy.runtime import Client
+
+ENTRY_POINT_GROUP = "karpy.cloudproviders"
+"""The entry-point group providers register under."""
+
+CLOUD_PROVIDER_ENV = "CLOUD_PROVIDER"
+"""The environment variable naming the provider when ``--cloud-provider`` is not given."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderContext:
+    """Everything a provider factory gets from the operator.
+
+    ``client`` talks to the cluster's API server (reads may be cached). ``settings`` are
+    the provider's own options as strings, from the operator's configuration; each
+    provider documents its keys and must reject keys it does not know, so that a typo
+    fails at start-up rather than being ignored.
+    """
+
+    client: Client
+    cluster_name: str = ""
+    settings: Mapping[str, str] = field(default_factory=dict)
+
+
+ProviderFactory: TypeAlias = Callable[
+    [ProviderContext], "CloudProvider | Awaitable[CloudProvider]"
+]
+"""What an entry point names: ``factory(context) -> provider`` (sync or async)."""
+
+
+def _entry_points() -> dict[str, list[EntryPoint]]:
+    found: dict[str, list[EntryPoint]] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, []).append(ep)
+    return found
+
+
+def _origin(ep: EntryPoint) -> str:
+    dist = ep.dist.name if ep.dist is not None else "?"
+    return f"{ep.value} from {dist}"
+
+
+def installed_providers() -> dict[str, str]:
+    """Map each installed provider's name to its entry point target, sorted by name."""
+    return {name: eps[0].value for name, eps in sorted(_entry_points().items())}
+
+
+def provider_name(flag: str | None, environ: Mapping[str, str]) -> str:
+    """Pick the provider name: the ``--cloud-provider`` flag, else ``CLOUD_PROVIDER``.
+
+    Raises UnknownProviderError (which lists what is installed) when neither is set.
+    """
+    name = flag or environ.get(CLOUD_PROVIDER_ENV, "")
+    if not name:
+        raise UnknownProviderError("", list(installed_providers()))
+    return name
+
+
+def load_factory(name: str) -> ProviderFactory:
+    """Import the factory registered as ``name``.
+
+    Raises UnknownProviderError (listing the installed names) if there is none,
+    ProviderRegistryError if two distributions claim the name, and ProviderLoadError
+    (with the provider's traceback) if importing it raises.
+    """
+    found = _entry_points()
+    candidates = found.get(name)
+    if not candidates:
+        raise UnknownProviderError(name, list(found))
+    # The same distribution can be seen twice (e.g. on sys.path twice); only distinct
+    # targets are a real conflict.
+    targets = {ep.value for ep in candidates}
+    if len(targets) > 1:
+        raise ProviderRegistryError(
+            f"cloud provider {name!r} is registered more than once: "
+            + "; ".join(sorted(_origin(ep) for ep in candidates))
+            + ". Uninstall all but one of those distributions."
+        )
+    ep = candidates[0]
+    try:
+        factory = ep.load()
+    except Exception as exc:  # any import-time failure is the provider's bug: report it
+        raise ProviderLoadError(name, ep.value, exc) from exc
+    if not callable(factory):
+        raise ProviderLoadError(
+            name, ep.value, TypeError(f"{ep.value} is a {type(factory).__name__}, not callable")
+        )
+    loaded: ProviderFactory = factory
+    return loaded
+
+
+async def build_provider(name: str, context: ProviderContext) -> CloudProvider:
+    """Load the provider registered as ``name`` and build it with ``context``.
+
+    Raises what :func:`load_factory` raises, and ProviderLoadError if the factory raises
+    or returns something that is not a CloudProvider.
+    """
+    factory = load_factory(name)
+    target = installed_providers().get(name, name)
+    try:
+        made: Any = factory(context)
+        if inspect.isawaitable(made):
+            made = await made
+    except Exception as exc:
+        raise ProviderLoadError(name, target, exc) from exc
+    if not isinstance(made, CloudProvider):
+        missing = _missing_members(made)
+        raise ProviderLoadError(
+            name,
+            target,
+            TypeError(
+                f"the factory returned a {type(made).__name__}, which does not implement "
+                f"the CloudProvider protocol (missing: {', '.join(missing)})"
+            ),
+        )
+    return made
+
+
+def _missing_members(obj: object) -> list[str]:
+    members = [
+        "name",
+        "create",
+        "delete",
+        "get",
+        "list",
+        "get_instance_types",
+        "is_drifted",
+        "repair_policies",
+        "supported_node_classes",
+    ]
+    return [m for m in members if not hasattr(obj, m)]
+
+
+@asynccontextmanager
+async def open_provider(name: str, context: ProviderContext) -> AsyncIterator[CloudProvider]:
+    """Build the provider ``name`` and close it on exit.
+
+    Closing awaits the provider's ``aclose()`` if it has one (an optional ability for
+    providers that hold sessions or background tasks).
+    """
+    provider = await build_provider(name, context)
+    try:
+        yield provider
+    finally:
+        await close_provider(provider)
+
+
+async def close_provider(provider: object) -> None:
+    """Await ``provider.aclose()`` when the provider defines it."""
+    aclose: Callable[[], Awaitable[None]] | None = getattr(provider, "aclose", None)
+    if aclose is not None:
+        await aclose()

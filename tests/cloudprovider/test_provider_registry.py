@@ -1,0 +1,170 @@
+"""Providers are found through the ``karpy.cloudproviders`` entry points: a user choosing
+a provider by name gets it built, and every way of getting the name or the plugin wrong
+fails at start-up with a message that says what is installed or where the plugin broke."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from karpy.cloudprovider import (
+    CLOUD_PROVIDER_ENV,
+    ENTRY_POINT_GROUP,
+    CloudProvider,
+    ProviderContext,
+    ProviderLoadError,
+    ProviderRegistryError,
+    UnknownProviderError,
+    build_provider,
+    installed_providers,
+    load_factory,
+    open_provider,
+    provider_name,
+)
+
+STUB_PROVIDER = '''
+class StubProvider:
+    closed = False
+    def __init__(self, context):
+        self.context = context
+    @property
+    def name(self):
+        return "{name}"
+    async def create(self, nodeclaim): return nodeclaim
+    async def delete(self, nodeclaim): return None
+    async def get(self, provider_id): raise LookupError(provider_id)
+    async def list(self): return []
+    async def get_instance_types(self, nodepool): return []
+    async def is_drifted(self, nodeclaim): return None
+    def repair_policies(self): return []
+    def supported_node_classes(self): return []
+    async def aclose(self):
+        StubProvider.closed = True
+
+def factory(context):
+    return StubProvider(context)
+
+async def async_factory(context):
+    return StubProvider(context)
+
+def not_a_provider(context):
+    return object()
+'''
+
+
+def install_plugin(
+    root: Path, monkeypatch: pytest.MonkeyPatch, dist: str, entries: dict[str, str], module: str
+) -> None:
+    """Make a distribution ``dist`` with ``entries`` (name -> target) and a module importable."""
+    info = root / f"{dist}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    lines = "\n".join(f"{name} = {target}" for name, target in entries.items())
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{lines}\n")
+    (root / f"{dist}_mod.py").write_text(module)
+    monkeypatch.syspath_prepend(str(root))
+
+
+@pytest.fixture
+def context() -> ProviderContext:
+    # The stub never touches the client; a real provider gets karpy.runtime's Client.
+    return ProviderContext(client=None, cluster_name="test", settings={"a": "b"})  # type: ignore[arg-type]
+
+
+def test_the_core_registers_the_kwok_provider() -> None:
+    assert installed_providers()["kwok"].startswith("karpy.cloudprovider.kwok:")
+
+
+async def test_a_registered_provider_is_built_with_the_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, context: ProviderContext
+) -> None:
+    install_plugin(
+        tmp_path, monkeypatch, "stubprov", {"stub": "stubprov_mod:factory"},
+        STUB_PROVIDER.format(name="stub"),
+    )
+    assert installed_providers()["stub"] == "stubprov_mod:factory"
+    provider = await build_provider("stub", context)
+    assert isinstance(provider, CloudProvider)
+    assert provider.name == "stub"
+    assert provider.context is context  # type: ignore[attr-defined]
+
+
+async def test_an_async_factory_is_awaited_and_open_provider_closes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, context: ProviderContext
+) -> None:
+    install_plugin(
+        tmp_path, monkeypatch, "asyncprov", {"asyncstub": "asyncprov_mod:async_factory"},
+        STUB_PROVIDER.format(name="asyncstub"),
+    )
+    async with open_provider("asyncstub", context) as provider:
+        assert provider.name == "asyncstub"
+        assert type(provider).closed is False  # type: ignore[attr-defined]
+    assert type(provider).closed is True  # type: ignore[attr-defined]
+
+
+def test_an_unknown_name_lists_the_installed_providers() -> None:
+    with pytest.raises(UnknownProviderError) as raised:
+        load_factory("no-such-cloud")
+    message = str(raised.value)
+    assert "'no-such-cloud'" in message
+    assert "kwok" in message
+    assert "kwok" in raised.value.installed
+
+
+def test_the_flag_wins_over_the_environment_and_neither_is_an_error() -> None:
+    assert provider_name("kwok", {CLOUD_PROVIDER_ENV: "aws"}) == "kwok"
+    assert provider_name(None, {CLOUD_PROVIDER_ENV: "aws"}) == "aws"
+    with pytest.raises(UnknownProviderError, match=r"no cloud provider was chosen.*kwok"):
+        provider_name(None, {})
+
+
+def test_a_provider_that_fails_to_import_is_reported_with_its_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = textwrap.dedent(
+        """
+        def helper():
+            raise RuntimeError("the SDK is missing a credential file")
+        helper()
+        """
+    )
+    install_plugin(tmp_path, monkeypatch, "brokenprov", {"broken": "brokenprov_mod:f"}, broken)
+    with pytest.raises(ProviderLoadError) as raised:
+        load_factory("broken")
+    message = str(raised.value)
+    assert "'broken'" in message
+    assert "the SDK is missing a credential file" in message
+    # the traceback points at the plugin's own file and function, not at karpy
+    assert "brokenprov_mod.py" in message
+    assert "in helper" in message
+    assert isinstance(raised.value.__cause__, RuntimeError)
+
+
+async def test_a_factory_that_returns_something_else_names_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, context: ProviderContext
+) -> None:
+    install_plugin(
+        tmp_path, monkeypatch, "badprov", {"bad": "badprov_mod:not_a_provider"},
+        STUB_PROVIDER.format(name="bad"),
+    )
+    with pytest.raises(ProviderLoadError, match="does not implement the CloudProvider protocol"):
+        await build_provider("bad", context)
+
+
+def test_two_distributions_claiming_one_name_is_an_error_naming_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install_plugin(
+        tmp_path / "one", monkeypatch, "oneprov", {"twice": "oneprov_mod:factory"},
+        STUB_PROVIDER.format(name="twice"),
+    )
+    install_plugin(
+        tmp_path / "two", monkeypatch, "twoprov", {"twice": "twoprov_mod:factory"},
+        STUB_PROVIDER.format(name="twice"),
+    )
+    with pytest.raises(ProviderRegistryError) as raised:
+        load_factory("twice")
+    assert "oneprov" in str(raised.value)
+    assert "twoprov" in str(raised.value)
