@@ -1,0 +1,38 @@
+"""The kwok provider: "launches" a machine by creating a Node object that kwok then
+plays the kubelet for. It needs no cloud, so the demo and the end-to-end tests use it.
+
+It mirrors Karpenter's kwok provider: a synthetic catalogue (or one from a JSON file in
+Karpenter kwok's format), the KWOKNodeClass NodeClass, providerIDs ``kwok://<node>``
+and the ``karpenter.kwok.sh/instance-*`` labels. Options add what tests need: launch
+and registration delays, injected insufficient capacity, launches that never register.
+"""
+
+from karpy.cloudprovider.kwok._catalogue import (
+    CatalogueError,
+    InstanceTypeSpec,
+    OfferingSpec,
+    dump_catalogue,
+    generate_catalogue,
+    load_catalogue,
+)
+from karpy.cloudprovider.kwok._options import (
+    KwokFaults,
+    KwokOptions,
+    KwokSettingsError,
+    OfferingPattern,
+)
+from karpy.cloudprovider.kwok._wellknown import KWOK_NODE_CLASS
+
+__all__ = [
+    "KWOK_NODE_CLASS",
+    "CatalogueError",
+    "InstanceTypeSpec",
+    "KwokFaults",
+    "KwokOptions",
+    "KwokSettingsError",
+    "OfferingPattern",
+    "OfferingSpec",
+    "dump_catalogue",
+    "generate_catalogue",
+    "load_catalogue",
+]

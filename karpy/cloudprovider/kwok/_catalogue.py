@@ -1,0 +1,210 @@
+"""The kwok provider's instance-type catalogue: generated, or read from a JSON file.
+
+The generated catalogue follows Karpenter's kwok tool (kwok/tools/gen_instance_types.go):
+for every size of 1 to 256 vCPU, three families by vCPU:memory ratio (``c`` 1:2,
+``m`` 1:4, ``r`` 1:8), two architectures and two operating systems, offered spot and
+on-demand in four zones. Prices come from the resources (0.025 $/vCPU/h plus
+0.001 $/GB/h), spot at 70% of on-demand. Names read ``c-4x-amd64-linux``.
+
+The JSON file format is Karpenter kwok's ``instance_types.json`` (a list of
+``{name, architecture, operatingSystems, resources, offerings: [{Price, Available,
+Requirements}]}``), so its catalogues load unchanged. Unlike Karpenter, ``Available``
+is honoured, which lets a catalogue mark offerings unavailable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from karpy.apis import labels as wk
+from karpy.cloudprovider.errors import CloudProviderError
+
+ZONES = ("test-zone-a", "test-zone-b", "test-zone-c", "test-zone-d")
+CAPACITY_TYPES = ("spot", "on-demand")
+SIZES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256)
+FAMILIES = {"c": 2, "m": 4, "r": 8}  # family -> GiB of memory per vCPU
+ARCHITECTURES = ("amd64", "arm64")
+OPERATING_SYSTEMS = ("linux", "windows")
+SPOT_DISCOUNT = 0.7
+EPHEMERAL_STORAGE = "20Gi"
+
+
+class CatalogueError(CloudProviderError):
+    """The catalogue file cannot be read or does not describe valid instance types."""
+
+
+class RequirementSpec(BaseModel):
+    """One node-selector requirement, as in a Kubernetes manifest."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+class OfferingSpec(BaseModel):
+    """One offering: where (zone, capacity type) and at what price per hour."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    price: float = Field(alias="Price", ge=0)
+    available: bool = Field(default=True, alias="Available")
+    requirements: tuple[RequirementSpec, ...] = Field(alias="Requirements")
+
+    def _single(self, key: str) -> str:
+        for req in self.requirements:
+            if req.key == key:
+                if req.operator != "In" or len(req.values) != 1:
+                    raise ValueError(f"offering requirement {key} must be In with one value")
+                return req.values[0]
+        raise ValueError(f"offering has no {key} requirement")
+
+    @property
+    def zone(self) -> str:
+        """The offering's zone (``topology.kubernetes.io/zone``)."""
+        return self._single(wk.LABEL_ZONE)
+
+    @property
+    def capacity_type(self) -> str:
+        """The offering's capacity type (``karpenter.sh/capacity-type``)."""
+        return self._single(wk.LABEL_CAPACITY_TYPE)
+
+    @field_validator("requirements")
+    @classmethod
+    def _zone_and_capacity_type(
+        cls, reqs: tuple[RequirementSpec, ...]
+    ) -> tuple[RequirementSpec, ...]:
+        for key in (wk.LABEL_ZONE, wk.LABEL_CAPACITY_TYPE):
+            found = [r for r in reqs if r.key == key]
+            if len(found) != 1 or found[0].operator != "In" or len(found[0].values) != 1:
+                raise ValueError(f"needs exactly one requirement {key} In [one value]")
+        return reqs
+
+
+class InstanceTypeSpec(BaseModel):
+    """One catalogue entry, in Karpenter kwok's JSON shape."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str = Field(min_length=1)
+    architecture: str
+    operating_systems: tuple[str, ...] = Field(alias="operatingSystems", min_length=1)
+    resources: dict[str, str]
+    offerings: tuple[OfferingSpec, ...] = Field(min_length=1)
+
+    @field_validator("resources", mode="before")
+    @classmethod
+    def _quantities_as_strings(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: str(v) for k, v in value.items()}
+        return value
+
+    @field_validator("resources")
+    @classmethod
+    def _cpu_and_memory(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in ("cpu", "memory"):
+            if key not in value:
+                raise ValueError(f"resources needs {key}")
+        return value
+
+
+def price_from_resources(cpu: int, memory_gib: int) -> float:
+    """The on-demand $/h of a generated type: 0.025 per vCPU plus 0.001 per GB."""
+    return 0.025 * cpu + 0.001 * memory_gib * 2**30 / 1e9
+
+
+def instance_type_name(family: str, cpu: int, arch: str, os: str) -> str:
+    """``c-4x-amd64-linux``: family, vCPU count, architecture, OS."""
+    return f"{family}-{cpu}x-{arch}-{os}"
+
+
+def generate_catalogue(
+    *,
+    zones: Sequence[str] = ZONES,
+    sizes: Sequence[int] = SIZES,
+    architectures: Sequence[str] = ARCHITECTURES,
+    operating_systems: Sequence[str] = OPERATING_SYSTEMS,
+) -> list[InstanceTypeSpec]:
+    """Generate the synthetic catalogue (144 types x 8 offerings by default)."""
+    specs: list[InstanceTypeSpec] = []
+    for cpu in sizes:
+        for family, gib_per_cpu in FAMILIES.items():
+            for os in operating_systems:
+                for arch in architectures:
+                    memory = cpu * gib_per_cpu
+                    on_demand = price_from_resources(cpu, memory)
+                    offerings = [
+                        OfferingSpec(
+                            price=on_demand * SPOT_DISCOUNT if ct == "spot" else on_demand,
+                            available=True,
+                            requirements=(
+                                RequirementSpec(
+                                    key=wk.LABEL_CAPACITY_TYPE, operator="In", values=(ct,)
+                                ),
+                                RequirementSpec(
+                                    key=wk.LABEL_ZONE, operator="In", values=(zone,)
+                                ),
+                            ),
+                        )
+                        for zone in zones
+                        for ct in CAPACITY_TYPES
+                    ]
+                    specs.append(
+                        InstanceTypeSpec(
+                            name=instance_type_name(family, cpu, arch, os),
+                            architecture=arch,
+                            operating_systems=(os,),
+                            resources={
+                                "cpu": str(cpu),
+                                "memory": f"{memory}Gi",
+                                "pods": str(min(cpu * 16, 1024)),
+                                "ephemeral-storage": EPHEMERAL_STORAGE,
+                            },
+                            offerings=tuple(offerings),
+                        )
+                    )
+    return specs
+
+
+def load_catalogue(path: str | Path) -> list[InstanceTypeSpec]:
+    """Read a catalogue in Karpenter kwok's JSON format; raise CatalogueError naming the
+    file and the bad entry if it is unreadable or invalid."""
+    try:
+        raw = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CatalogueError(f"cannot read instance-type catalogue {path}: {exc}") from exc
+    if not isinstance(raw, list):
+        raise CatalogueError(f"instance-type catalogue {path} must be a JSON list")
+    specs: list[InstanceTypeSpec] = []
+    for i, entry in enumerate(raw):
+        try:
+            specs.append(InstanceTypeSpec.model_validate(entry))
+        except ValidationError as exc:
+            label = entry.get("name", f"#{i}") if isinstance(entry, dict) else f"#{i}"
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in err['loc']) or '(entry)'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise CatalogueError(
+                f"instance-type catalogue {path}: entry {label}: {problems}"
+            ) from exc
+    names = [s.name for s in specs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise CatalogueError(
+            f"instance-type catalogue {path}: duplicate names {', '.join(duplicates)}"
+        )
+    return specs
+
+
+def dump_catalogue(specs: Sequence[InstanceTypeSpec]) -> str:
+    """Write ``specs`` as JSON in the format :func:`load_catalogue` reads."""
+    return json.dumps(
+        [s.model_dump(by_alias=True, mode="json") for s in specs], indent=2
+    )

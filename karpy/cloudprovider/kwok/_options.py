@@ -1,0 +1,155 @@
+"""Options of the kwok provider, including the faults tests inject.
+
+From the operator they arrive as string settings (``ProviderContext.settings``):
+
+====================== ================================================================
+``instanceTypesFile``  a catalogue in Karpenter kwok's JSON format (default: generated)
+``launchDelay``        how long ``create`` takes, like a cloud API call ("2s")
+``registrationDelay``  how long after ``create`` the Node appears ("30s")
+``insufficientCapacity`` offerings that fail with insufficient capacity, comma-separated
+                       ``type/zone/capacity-type`` patterns where ``*`` matches anything
+                       (``*/test-zone-a/spot``)
+``unregisteredLaunches`` how many of the next launches never get a Node, so their
+                       NodeClaims never register
+====================== ================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from karpy.apis.duration import parse_duration
+from karpy.cloudprovider._types import OfferingKey
+
+SETTINGS = (
+    "instanceTypesFile",
+    "launchDelay",
+    "registrationDelay",
+    "insufficientCapacity",
+    "unregisteredLaunches",
+)
+
+
+class KwokSettingsError(ValueError):
+    """A kwok provider setting is unknown or malformed; the message names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class OfferingPattern:
+    """Matches offerings by instance type, zone and capacity type; ``*`` matches any."""
+
+    instance_type: str = "*"
+    zone: str = "*"
+    capacity_type: str = "*"
+
+    @classmethod
+    def parse(cls, text: str) -> OfferingPattern:
+        """Parse ``type/zone/capacity-type`` (``*`` allowed in each part)."""
+        parts = text.strip().split("/")
+        if len(parts) != 3 or not all(parts):
+            raise KwokSettingsError(
+                f"insufficientCapacity: {text!r} is not type/zone/capacity-type "
+                "(use * for any, e.g. */test-zone-a/spot)"
+            )
+        return cls(*parts)
+
+    def matches(self, key: OfferingKey) -> bool:
+        """True if ``key`` is one of the offerings this pattern names."""
+        return all(
+            want in ("*", got)
+            for want, got in (
+                (self.instance_type, key.instance_type),
+                (self.zone, key.zone),
+                (self.capacity_type, key.capacity_type),
+            )
+        )
+
+    def __str__(self) -> str:
+        return f"{self.instance_type}/{self.zone}/{self.capacity_type}"
+
+
+@dataclass
+class KwokFaults:
+    """Faults the provider injects; tests change them while the provider runs.
+
+    ``insufficient_capacity``: launches on a matching offering fail as a real cloud's
+    would; the provider raises InsufficientCapacityError naming the offerings, when no
+    other compatible offering is left. ``unregistered_launches``: the next N launches
+    succeed but no Node ever appears (the instance is listed, so garbage collection and
+    the registration timeout are what remove it).
+    """
+
+    insufficient_capacity: set[OfferingPattern] = field(default_factory=set)
+    unregistered_launches: int = 0
+
+    def refuses(self, key: OfferingKey) -> bool:
+        """True if a launch on ``key`` is to fail with insufficient capacity."""
+        return any(p.matches(key) for p in self.insufficient_capacity)
+
+    def take_unregistered(self) -> bool:
+        """Consume one unregistered launch, if any are left."""
+        if self.unregistered_launches > 0:
+            self.unregistered_launches -= 1
+            return True
+        return False
+
+
+@dataclass(frozen=True, kw_only=True)
+class KwokOptions:
+    """How the kwok provider behaves. All defaults give a fast, fault-free provider."""
+
+    instance_types_file: Path | None = None
+    launch_delay: timedelta = timedelta(0)
+    registration_delay: timedelta = timedelta(0)
+    insufficient_capacity: frozenset[OfferingPattern] = frozenset()
+    unregistered_launches: int = 0
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, str]) -> KwokOptions:
+        """Build options from the operator's string settings (keys in this module's doc).
+
+        Raises KwokSettingsError for an unknown key or a malformed value.
+        """
+        unknown = sorted(set(settings) - set(SETTINGS))
+        if unknown:
+            raise KwokSettingsError(
+                f"unknown kwok provider setting(s) {', '.join(unknown)}; "
+                f"known: {', '.join(SETTINGS)}"
+            )
+        path = settings.get("instanceTypesFile")
+        return cls(
+            instance_types_file=Path(path) if path else None,
+            launch_delay=_duration(settings, "launchDelay"),
+            registration_delay=_duration(settings, "registrationDelay"),
+            insufficient_capacity=frozenset(
+                _patterns(settings.get("insufficientCapacity", "").split(","))
+            ),
+            unregistered_launches=_count(settings, "unregisteredLaunches"),
+        )
+
+
+def _duration(settings: Mapping[str, str], key: str) -> timedelta:
+    text = settings.get(key)
+    if not text:
+        return timedelta(0)
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise KwokSettingsError(f"{key}: {exc}") from exc
+    if value < timedelta(0):
+        raise KwokSettingsError(f"{key}: {text!r} is negative")
+    return value
+
+
+def _count(settings: Mapping[str, str], key: str) -> int:
+    text = settings.get(key, "0") or "0"
+    if not text.isdigit():
+        raise KwokSettingsError(f"{key}: {text!r} is not a non-negative integer")
+    return int(text)
+
+
+def _patterns(items: Iterable[str]) -> list[OfferingPattern]:
+    return [OfferingPattern.parse(item) for item in items if item.strip()]
