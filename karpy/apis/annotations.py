@@ -1,0 +1,42 @@
+"""Annotations and the finalizer that karpy shares with Karpenter."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from karpy.apis.labels import COMPATIBILITY_GROUP, GROUP
+
+__all__ = [
+    "ANNOTATION_DO_NOT_DISRUPT",
+    "ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED",
+    "ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP",
+    "ANNOTATION_NODEPOOL_HASH",
+    "ANNOTATION_NODEPOOL_HASH_VERSION",
+    "ANNOTATION_PROVIDER_COMPATIBILITY",
+    "FINALIZER_TERMINATION",
+    "KARPENTER_NODEPOOL_HASH_VERSION",
+    "NODEPOOL_HASH_VERSION",
+]
+
+#: On a pod or node: Karpenter must not voluntarily disrupt it.
+ANNOTATION_DO_NOT_DISRUPT: Final = GROUP + "/do-not-disrupt"
+#: On a NodeClaim: the hash of its NodePool's template when it was created (drift).
+ANNOTATION_NODEPOOL_HASH: Final = GROUP + "/nodepool-hash"
+#: On a NodeClaim: which hash algorithm produced ``ANNOTATION_NODEPOOL_HASH``.
+ANNOTATION_NODEPOOL_HASH_VERSION: Final = GROUP + "/nodepool-hash-version"
+#: On a NodeClaim: when its termination grace period ends (RFC 3339).
+ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: Final = GROUP + "/nodeclaim-termination-timestamp"
+#: On a NodeClaim: the scheduler relaxed minValues to launch it.
+ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED: Final = GROUP + "/nodeclaim-min-values-relaxed"
+#: Provider-specific compatibility data carried across API versions.
+ANNOTATION_PROVIDER_COMPATIBILITY: Final = COMPATIBILITY_GROUP + "/provider"
+
+#: The hash version Karpenter v1 writes. karpy's hash is its own algorithm, so it writes
+#: ``NODEPOOL_HASH_VERSION`` instead: a NodeClaim hashed by Karpenter then has another
+#: version, which Karpenter and karpy both answer by re-hashing, not by drifting the node.
+KARPENTER_NODEPOOL_HASH_VERSION: Final = "v3"
+#: The hash version karpy writes next to ``ANNOTATION_NODEPOOL_HASH``.
+NODEPOOL_HASH_VERSION: Final = "karpy-v1"
+
+#: Held by NodeClaims and Nodes until their instance is gone.
+FINALIZER_TERMINATION: Final = GROUP + "/termination"
