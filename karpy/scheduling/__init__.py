@@ -1,3 +1,40 @@
 """The scheduling simulator: pure, synchronous and I/O-free. Requirements algebra,
 resources, taints, topology, affinity and the bin-packing that decides which pods go on
-existing capacity and which new NodeClaims to create."""
+existing capacity and which new NodeClaims to create.
+
+Inputs are plain values built once from API objects (:meth:`Pod.from_dict`,
+:meth:`ExistingNode.from_node_dict`, :meth:`NodePoolTemplate.from_nodepool_dict`);
+outputs are :class:`Results`. See docs/scheduling.md.
+"""
+
+from karpy.scheduling import resources
+from karpy.scheduling.instancetype import InstanceType, Offering, Overhead
+from karpy.scheduling.node import ExistingNode
+from karpy.scheduling.nodepool import NodePoolTemplate
+from karpy.scheduling.pod import AffinityTerm, HostPort, Pod, SpreadConstraint
+from karpy.scheduling.requirements import Requirement, Requirements
+from karpy.scheduling.results import ExistingNodePlan, NodeClaimPlan, PodError, Results
+from karpy.scheduling.selectors import LabelSelector
+from karpy.scheduling.taints import Taint, Toleration
+
+__all__ = [
+    "AffinityTerm",
+    "ExistingNode",
+    "ExistingNodePlan",
+    "HostPort",
+    "InstanceType",
+    "LabelSelector",
+    "NodeClaimPlan",
+    "NodePoolTemplate",
+    "Offering",
+    "Overhead",
+    "Pod",
+    "PodError",
+    "Requirement",
+    "Requirements",
+    "Results",
+    "SpreadConstraint",
+    "Taint",
+    "Toleration",
+    "resources",
+]

@@ -1,0 +1,99 @@
+"""Nodes that exist already (or are in flight): what pods could still go there."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from karpy.apis.labels import LABEL_HOSTNAME
+from karpy.scheduling import resources as res
+from karpy.scheduling.pod import Pod
+from karpy.scheduling.taints import EPHEMERAL_TAINTS, Taint
+
+__all__ = ["ExistingNode"]
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ExistingNode:
+    """A node, or an in-flight NodeClaim that has no node yet, and the pods bound to it.
+
+    ``taints`` are the taints pods must tolerate. For a node that is not ``initialized``
+    the startup taints and the well-known ephemeral taints (not-ready, uninitialized ...)
+    are ignored, because they will go away. ``schedulable=False`` keeps pods off the
+    node (cordoned, being deleted) while its pods still count for topology.
+    """
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    allocatable: Mapping[str, int] = field(default_factory=dict)
+    capacity: Mapping[str, int] = field(default_factory=dict)
+    pods: tuple[Pod, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    initialized: bool = True
+    schedulable: bool = True
+    nodepool: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
+        object.__setattr__(self, "allocatable", MappingProxyType(dict(self.allocatable)))
+        object.__setattr__(
+            self, "capacity", MappingProxyType(dict(self.capacity or self.allocatable))
+        )
+        object.__setattr__(self, "pods", tuple(self.pods))
+
+    @classmethod
+    def from_node_dict(
+        cls,
+        node: Mapping[str, Any],
+        pods: Iterable[Pod] = (),
+        *,
+        startup_taints: Iterable[Taint] = (),
+        initialized: bool | None = None,
+    ) -> ExistingNode:
+        """From a Kubernetes Node dict and the pods bound to it.
+
+        ``initialized`` defaults to the ``karpenter.sh/initialized`` label (nodes without
+        it, i.e. not managed by karpy, count as initialized).
+        """
+        metadata = node.get("metadata") or {}
+        spec = node.get("spec") or {}
+        status = node.get("status") or {}
+        labels: Mapping[str, str] = metadata.get("labels") or {}
+        if initialized is None:
+            managed = "karpenter.sh/nodepool" in labels
+            initialized = not managed or labels.get("karpenter.sh/initialized") == "true"
+        return cls(
+            name=metadata.get("name") or "",
+            labels=labels,
+            taints=tuple(Taint.from_dict(t) for t in spec.get("taints") or ()),
+            allocatable=res.parse_resource_list(status.get("allocatable")),
+            capacity=res.parse_resource_list(status.get("capacity")),
+            pods=tuple(pods),
+            startup_taints=tuple(startup_taints),
+            initialized=initialized,
+            schedulable=not spec.get("unschedulable", False),
+            nodepool=labels.get("karpenter.sh/nodepool", ""),
+        )
+
+    @property
+    def hostname(self) -> str:
+        """The node's hostname label, or its name when the label is missing (not yet
+        registered), which is how topology counts it."""
+        return self.labels.get(LABEL_HOSTNAME) or self.name
+
+    def effective_taints(self) -> tuple[Taint, ...]:
+        """The taints that keep pods off this node now and later (see class docstring)."""
+        if self.initialized:
+            return self.taints
+        ignored = (*self.startup_taints, *EPHEMERAL_TAINTS)
+        return tuple(
+            t
+            for t in self.taints
+            if not any(t.matches(i) and (i.value == t.value or not i.value) for i in ignored)
+            and not t.key.startswith("readiness.k8s.io/")
+        )

@@ -1,0 +1,372 @@
+"""The simulator's view of a pod: parsed once from the API object, then read many times.
+
+:meth:`Pod.from_dict` turns a pod as the Kubernetes API returns it (a dict, camelCase
+keys) into plain, hashable, pre-computed fields: canonical resource requests, the
+node-selector and node-affinity terms as :class:`Requirements`, tolerations, spread
+constraints, pod (anti-)affinity terms and host ports. Nothing downstream looks at the
+dict again ("parse once at the edge").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final
+
+from karpy.scheduling import resources as res
+from karpy.scheduling.requirements import Requirements
+from karpy.scheduling.selectors import LabelSelector, SelectorTerm
+from karpy.scheduling.taints import Toleration
+
+__all__ = [
+    "AffinityTerm",
+    "HostPort",
+    "Pod",
+    "SpreadConstraint",
+    "pod_requests",
+]
+
+DO_NOT_SCHEDULE: Final = "DoNotSchedule"
+SCHEDULE_ANYWAY: Final = "ScheduleAnyway"
+HONOR: Final = "Honor"
+IGNORE: Final = "Ignore"
+
+_EMPTY_LABELS: Mapping[str, str] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    """A host port a container binds: unique per node per (ip, port, protocol), where
+    the unspecified address ``0.0.0.0`` clashes with every address."""
+
+    port: int
+    protocol: str = "TCP"
+    ip: str = "0.0.0.0"
+
+    def conflicts(self, other: HostPort) -> bool:
+        """Whether the two cannot be bound on the same node."""
+        if self.port != other.port or self.protocol != other.protocol:
+            return False
+        unspecified = ("0.0.0.0", "::")
+        return self.ip == other.ip or self.ip in unspecified or other.ip in unspecified
+
+    def __str__(self) -> str:
+        return f"{self.ip}:{self.port}/{self.protocol}"
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    """A topology spread constraint, with ``matchLabelKeys`` already folded into the
+    selector (as the API server does)."""
+
+    topology_key: str
+    max_skew: int
+    selector: LabelSelector
+    when_unsatisfiable: str = DO_NOT_SCHEDULE
+    min_domains: int | None = None
+    node_affinity_policy: str = HONOR
+    node_taints_policy: str = IGNORE
+
+    @property
+    def required(self) -> bool:
+        """DoNotSchedule (a rule) rather than ScheduleAnyway (a preference)."""
+        return self.when_unsatisfiable != SCHEDULE_ANYWAY
+
+    def __str__(self) -> str:
+        return (
+            f"topology spread on {self.topology_key} (maxSkew={self.max_skew}, "
+            f"{self.when_unsatisfiable}, selector {self.selector})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """A pod (anti-)affinity term. ``namespaces`` is the explicit list plus, when no
+    list and no selector is given, the pod's own namespace; a ``namespace_selector`` is
+    resolved against the cluster's namespaces by the simulator."""
+
+    topology_key: str
+    selector: LabelSelector
+    namespaces: frozenset[str]
+    namespace_selector: LabelSelector | None = None
+    weight: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.selector} on {self.topology_key}"
+
+
+def _terms_from_keys(
+    keys: Iterable[str] | None, labels: Mapping[str, str], operator: str
+) -> list[SelectorTerm]:
+    return [
+        SelectorTerm(key, operator, frozenset((labels[key],)))
+        for key in keys or ()
+        if key in labels
+    ]
+
+
+def _affinity_term(
+    term: Mapping[str, Any], namespace: str, labels: Mapping[str, str], weight: int = 0
+) -> AffinityTerm:
+    selector = LabelSelector.from_dict(term.get("labelSelector"))
+    extra = _terms_from_keys(term.get("matchLabelKeys"), labels, "In")
+    extra += _terms_from_keys(term.get("mismatchLabelKeys"), labels, "NotIn")
+    if extra:
+        selector = selector.with_terms(extra)
+    namespaces = frozenset(term.get("namespaces") or ())
+    raw_ns_selector = term.get("namespaceSelector")
+    ns_selector = None if raw_ns_selector is None else LabelSelector.from_dict(raw_ns_selector)
+    if not namespaces and ns_selector is None:
+        namespaces = frozenset((namespace,))
+    return AffinityTerm(
+        topology_key=term.get("topologyKey") or "",
+        selector=selector,
+        namespaces=namespaces,
+        namespace_selector=ns_selector,
+        weight=weight,
+    )
+
+
+def _container_requests(container: Mapping[str, Any]) -> res.ResourceList:
+    resources = container.get("resources") or {}
+    requests = res.parse_resource_list(resources.get("requests"))
+    # The API server defaults a missing request to the limit; do the same for pods
+    # built by hand so the simulator sees what the kubelet will reserve.
+    for name, amount in res.parse_resource_list(resources.get("limits")).items():
+        requests.setdefault(name, amount)
+    return requests
+
+
+def pod_requests(spec: Mapping[str, Any]) -> res.ResourceList:
+    """What a pod reserves on a node, as kube-scheduler counts it (KEP-753).
+
+    Sidecars (init containers with ``restartPolicy: Always``) run beside the regular
+    containers and add to their sum; each ordinary init container needs its own request
+    plus the sidecars started before it. The pod needs the larger of the two, plus
+    ``spec.overhead``, plus one ``pods``. Pod-level ``spec.resources.requests`` replace
+    the container sums for the resources they name.
+    """
+    total: res.ResourceList = {}
+    for container in spec.get("containers") or ():
+        for name, amount in _container_requests(container).items():
+            total[name] = total.get(name, 0) + amount
+    sidecars: res.ResourceList = {}
+    init_peak: res.ResourceList = {}
+    for container in spec.get("initContainers") or ():
+        requests = _container_requests(container)
+        if container.get("restartPolicy") == "Always":
+            for name, amount in requests.items():
+                total[name] = total.get(name, 0) + amount
+                sidecars[name] = sidecars.get(name, 0) + amount
+            need = dict(sidecars)
+        else:
+            need = res.add(requests, sidecars)
+        for name, amount in need.items():
+            if amount > init_peak.get(name, 0):
+                init_peak[name] = amount
+    for name, amount in init_peak.items():
+        if amount > total.get(name, 0):
+            total[name] = amount
+    pod_level = (spec.get("resources") or {}).get("requests")
+    if pod_level:
+        total.update(res.parse_resource_list(pod_level))
+    for name, amount in res.parse_resource_list(spec.get("overhead")).items():
+        total[name] = total.get(name, 0) + amount
+    total[res.PODS] = total.get(res.PODS, 0) + 1
+    return {name: amount for name, amount in total.items() if amount}
+
+
+def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    ports: list[HostPort] = []
+    containers = list(spec.get("containers") or ())
+    containers += [
+        c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"
+    ]
+    for container in containers:
+        for port in container.get("ports") or ():
+            host_port = port.get("hostPort") or 0
+            if host_port:
+                ports.append(
+                    HostPort(
+                        port=int(host_port),
+                        protocol=port.get("protocol") or "TCP",
+                        ip=port.get("hostIP") or "0.0.0.0",
+                    )
+                )
+    return tuple(ports)
+
+
+def _weighted(terms: Iterable[Mapping[str, Any]]) -> list[tuple[int, Mapping[str, Any]]]:
+    weighted = [(int(t.get("weight") or 0), t) for t in terms]
+    # Heaviest first, stable: the order in which preferences are tried and relaxed.
+    weighted.sort(key=lambda item: -item[0])
+    return weighted
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Pod:
+    """A pod as the simulator needs it. Build with :meth:`from_dict`.
+
+    ``volume_requirements`` are alternatives (any one will do) for where the pod's
+    volumes can be mounted: a bound PersistentVolume's node affinity or a StorageClass's
+    ``allowedTopologies``, resolved by the caller (see :mod:`karpy.scheduling.volumes`).
+    """
+
+    name: str
+    namespace: str = "default"
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    requests: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({res.PODS: 1}))
+    node_selector: Requirements = field(default_factory=Requirements)
+    required_node_terms: tuple[Requirements, ...] = ()
+    preferred_node_terms: tuple[tuple[int, Requirements], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    spread_constraints: tuple[SpreadConstraint, ...] = ()
+    pod_affinity: tuple[AffinityTerm, ...] = ()
+    preferred_pod_affinity: tuple[AffinityTerm, ...] = ()
+    pod_anti_affinity: tuple[AffinityTerm, ...] = ()
+    preferred_pod_anti_affinity: tuple[AffinityTerm, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    volume_requirements: tuple[Requirements, ...] = ()
+    node_name: str = ""
+    is_daemon: bool = False
+    terminal: bool = False
+    raw: Mapping[str, Any] | None = field(default=None, repr=False)
+    key: str = field(init=False, repr=False)
+    signature: tuple[Any, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
+        object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
+        object.__setattr__(self, "requests", MappingProxyType(dict(self.requests)))
+        # Everything that decides where the pod may go, except its requests: pods with
+        # equal signatures are interchangeable for the simulator, which schedules them
+        # as one group. Labels and namespace count because other pods select on them.
+        object.__setattr__(
+            self,
+            "signature",
+            (
+                self.namespace,
+                frozenset(self.labels.items()),
+                self.node_selector,
+                self.required_node_terms,
+                self.preferred_node_terms,
+                frozenset(self.tolerations),
+                self.spread_constraints,
+                self.pod_affinity,
+                self.preferred_pod_affinity,
+                self.pod_anti_affinity,
+                self.preferred_pod_anti_affinity,
+                self.host_ports,
+                self.volume_requirements,
+            ),
+        )
+
+    @classmethod
+    def from_dict(
+        cls,
+        pod: Mapping[str, Any],
+        *,
+        volume_requirements: Sequence[Requirements] = (),
+        keep_raw: bool = True,
+    ) -> Pod:
+        """Parse a Kubernetes pod (as a dict with the API's camelCase keys)."""
+        metadata = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        status = pod.get("status") or {}
+        namespace = metadata.get("namespace") or "default"
+        labels: Mapping[str, str] = metadata.get("labels") or {}
+        affinity = spec.get("affinity") or {}
+        node_affinity = affinity.get("nodeAffinity") or {}
+        required = (node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
+            "nodeSelectorTerms"
+        ) or ()
+        preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+        pod_affinity = affinity.get("podAffinity") or {}
+        pod_anti = affinity.get("podAntiAffinity") or {}
+
+        spreads = []
+        for tsc in spec.get("topologySpreadConstraints") or ():
+            selector = LabelSelector.from_dict(tsc.get("labelSelector"))
+            extra = _terms_from_keys(tsc.get("matchLabelKeys"), labels, "In")
+            if extra:
+                selector = selector.with_terms(extra)
+            spreads.append(
+                SpreadConstraint(
+                    topology_key=tsc["topologyKey"],
+                    max_skew=int(tsc.get("maxSkew") or 1),
+                    selector=selector,
+                    when_unsatisfiable=tsc.get("whenUnsatisfiable") or DO_NOT_SCHEDULE,
+                    min_domains=tsc.get("minDomains"),
+                    node_affinity_policy=tsc.get("nodeAffinityPolicy") or HONOR,
+                    node_taints_policy=tsc.get("nodeTaintsPolicy") or IGNORE,
+                )
+            )
+
+        def required_terms(block: Mapping[str, Any]) -> tuple[AffinityTerm, ...]:
+            terms = block.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
+            return tuple(_affinity_term(t, namespace, labels) for t in terms)
+
+        def preferred_terms(block: Mapping[str, Any]) -> tuple[AffinityTerm, ...]:
+            terms = block.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+            return tuple(
+                _affinity_term(t.get("podAffinityTerm") or {}, namespace, labels, weight)
+                for weight, t in _weighted(terms)
+            )
+
+        owners = metadata.get("ownerReferences") or ()
+        return cls(
+            name=metadata.get("name") or "",
+            namespace=namespace,
+            uid=metadata.get("uid") or "",
+            labels=labels,
+            requests=pod_requests(spec),
+            node_selector=Requirements.from_labels(spec.get("nodeSelector")),
+            required_node_terms=tuple(
+                Requirements.from_node_selector(t.get("matchExpressions")) for t in required
+            ),
+            preferred_node_terms=tuple(
+                (
+                    weight,
+                    Requirements.from_node_selector(
+                        (t.get("preference") or {}).get("matchExpressions")
+                    ),
+                )
+                for weight, t in _weighted(preferred)
+            ),
+            tolerations=tuple(Toleration.from_dict(t) for t in spec.get("tolerations") or ()),
+            spread_constraints=tuple(spreads),
+            pod_affinity=required_terms(pod_affinity),
+            preferred_pod_affinity=preferred_terms(pod_affinity),
+            pod_anti_affinity=required_terms(pod_anti),
+            preferred_pod_anti_affinity=preferred_terms(pod_anti),
+            host_ports=_host_ports(spec),
+            volume_requirements=tuple(volume_requirements),
+            node_name=spec.get("nodeName") or "",
+            is_daemon=any(o.get("kind") == "DaemonSet" for o in owners),
+            terminal=status.get("phase") in ("Succeeded", "Failed")
+            or bool(metadata.get("deletionTimestamp")),
+            raw=pod if keep_raw else None,
+        )
+
+    @classmethod
+    def from_daemonset_dict(cls, daemonset: Mapping[str, Any]) -> Pod:
+        """The pod a DaemonSet would run on every node it selects (its template)."""
+        metadata = daemonset.get("metadata") or {}
+        template = (daemonset.get("spec") or {}).get("template") or {}
+        template_meta = dict(template.get("metadata") or {})
+        template_meta.setdefault("name", metadata.get("name") or "")
+        template_meta.setdefault("namespace", metadata.get("namespace") or "default")
+        template_meta["ownerReferences"] = [{"kind": "DaemonSet", "name": metadata.get("name")}]
+        return cls.from_dict({"metadata": template_meta, "spec": template.get("spec") or {}})
+
+    @property
+    def strict_requirements(self) -> Requirements:
+        """nodeSelector plus the first required node-affinity term (no preferences)."""
+        if self.required_node_terms:
+            return self.node_selector.intersect(self.required_node_terms[0])
+        return self.node_selector
+
+    def __repr__(self) -> str:
+        return f"Pod({self.key})"

@@ -1,0 +1,135 @@
+"""What the simulator decides: pods for existing nodes, NodeClaims to create, and why
+the remaining pods fit nowhere."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy.apis.labels import LABEL_INSTANCE_TYPE
+from karpy.scheduling import resources as res
+from karpy.scheduling.instancetype import InstanceType
+from karpy.scheduling.pod import Pod
+from karpy.scheduling.requirements import Requirements
+from karpy.scheduling.taints import Taint
+
+__all__ = ["ExistingNodePlan", "NodeClaimPlan", "PodError", "Results"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class NodeClaimPlan:
+    """A NodeClaim to create: its NodePool, the pods it is for, and the requirements
+    narrowed to the instance types and offerings that fit them all.
+
+    ``instance_types`` are ordered cheapest first (by the cheapest available offering
+    compatible with ``requirements``), at most ``max_instance_types`` of them, chosen so
+    that ``minValues`` still hold; ``requirements`` include an instance-type ``In`` over
+    exactly these. ``requests`` are the pods' requests plus the DaemonSet overhead.
+    """
+
+    nodepool: str
+    pods: tuple[Pod, ...]
+    requirements: Requirements
+    instance_types: tuple[InstanceType, ...]
+    requests: Mapping[str, int]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    hostname: str = ""
+
+    @property
+    def price(self) -> float:
+        """The hourly price of the cheapest compatible offering (what a launch would
+        most likely cost)."""
+        for instance_type in self.instance_types:
+            price = instance_type.cheapest_price(self.requirements)
+            if price is not None:
+                return price
+        return 0.0
+
+    @property
+    def instance_type_names(self) -> list[str]:
+        """The instance type names, cheapest first."""
+        return [it.name for it in self.instance_types]
+
+    def node_selector_requirements(self) -> list[dict[str, Any]]:
+        """``spec.requirements`` for the NodeClaim: node-selector requirement dicts with
+        ``minValues`` where set; the instance-type requirement lists the types cheapest
+        first (the order a provider should try them in)."""
+        out = []
+        for requirement in self.requirements.requirements():
+            dicts = requirement.to_dicts()
+            if requirement.key == LABEL_INSTANCE_TYPE and requirement.operator == "In":
+                dicts[0]["values"] = self.instance_type_names
+            out.extend(dicts)
+        return out
+
+    def resource_requests(self) -> dict[str, str]:
+        """``spec.resources.requests`` as Kubernetes quantity strings."""
+        return res.format_resource_list(self.requests)
+
+    def __repr__(self) -> str:
+        return (
+            f"NodeClaimPlan({self.nodepool}, pods={len(self.pods)}, "
+            f"types={self.instance_type_names[:3]}{'...' if len(self.instance_types) > 3 else ''})"
+        )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ExistingNodePlan:
+    """Pods the simulator placed on a node (or in-flight NodeClaim) that already exists."""
+
+    node: str
+    pods: tuple[Pod, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PodError:
+    """Why a pod fits nowhere, in words a person can act on."""
+
+    pod: Pod
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.pod.key}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Results:
+    """The simulator's decision."""
+
+    new_nodeclaims: tuple[NodeClaimPlan, ...] = ()
+    existing_nodes: tuple[ExistingNodePlan, ...] = ()
+    errors: tuple[PodError, ...] = ()
+
+    @property
+    def scheduled_pods(self) -> int:
+        """How many pods were placed (on new or existing capacity)."""
+        return sum(len(n.pods) for n in self.new_nodeclaims) + sum(
+            len(n.pods) for n in self.existing_nodes
+        )
+
+    @property
+    def price(self) -> float:
+        """Total hourly price of the new NodeClaims."""
+        return sum(n.price for n in self.new_nodeclaims)
+
+    def error_for(self, pod_key: str) -> str | None:
+        """The reason pod ``namespace/name`` was not placed, or None."""
+        for error in self.errors:
+            if error.pod.key == pod_key:
+                return error.reason
+        return None
+
+    def placements(self) -> dict[str, str]:
+        """Pod key to where it goes: a node name, or ``"new:<n>"`` for the n-th new
+        NodeClaim (handy in tests and logs)."""
+        out: dict[str, str] = {}
+        for index, claim in enumerate(self.new_nodeclaims):
+            for pod in claim.pods:
+                out[pod.key] = f"new:{index}"
+        for node in self.existing_nodes:
+            for pod in node.pods:
+                out[pod.key] = node.node
+        return out
