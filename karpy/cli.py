@@ -16,8 +16,84 @@ def build_parser() -> argparse.ArgumentParser:
         description="A Kubernetes node autoscaler that speaks Karpenter's v1 API.",
     )
     parser.add_argument("--version", action="version", version=f"karpy {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_crds_command(commands)
+    _add_convert_command(commands)
     return parser
+
+
+# `karpy crds` and `karpy convert` (the API's commands) ----------------------------------
+
+
+def _add_crds_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cmd = commands.add_parser(
+        "crds",
+        help="write the CustomResourceDefinitions (Karpenter's and every installed provider's)",
+        description="Write the CRDs generated from karpy's API models and the installed "
+        "providers' NodeClass models.",
+    )
+    cmd.add_argument("--output", "-o", default="crds", help="directory to write (default: crds)")
+    cmd.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if the directory's CRDs are missing or out of date",
+    )
+    cmd.set_defaults(func=_run_crds)
+
+
+def _run_crds(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from karpy.apis import crdgen
+
+    directory = Path(args.output)
+    if args.check:
+        stale = crdgen.stale(directory)
+        for name in stale:
+            print(f"{directory / name} is out of date; run `karpy crds`", file=sys.stderr)
+        return 1 if stale else 0
+    for path in crdgen.write(directory):
+        print(path)
+    return 0
+
+
+def _add_convert_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cmd = commands.add_parser(
+        "convert",
+        help="convert v1beta1 (and v1alpha5) Karpenter manifests to v1",
+        description="Read Karpenter v1beta1 NodePool/NodeClaim/NodeClass (and v1alpha5 "
+        "Provisioner/AWSNodeTemplate) manifests, write v1 manifests to stdout and report "
+        "every field dropped or changed on stderr.",
+    )
+    cmd.add_argument("files", nargs="*", default=["-"], help="YAML files; '-' or none: stdin")
+    cmd.add_argument(
+        "--default-nodeclass",
+        metavar="KIND.GROUP",
+        help="NodeClass for old references that name no kind (e.g. EC2NodeClass.karpenter.k8s.aws)",
+    )
+    cmd.set_defaults(func=_run_convert)
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    from karpy.apis.convert import (
+        ConversionError,
+        convert_documents,
+        dump_documents,
+        load_documents,
+        parse_nodeclass,
+    )
+
+    try:
+        default = parse_nodeclass(args.default_nodeclass) if args.default_nodeclass else None
+        documents = load_documents(args.files, stdin=sys.stdin)
+        result = convert_documents(documents, default_nodeclass=default)
+    except ConversionError as err:
+        print(f"karpy convert: {err}", file=sys.stderr)
+        return 1
+    sys.stdout.write(dump_documents(result.documents))
+    for note in result.notes:
+        print(note, file=sys.stderr)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -27,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    func = getattr(args, "func", None)
+    if func is not None:
+        return int(func(args))
     return 0
 
 

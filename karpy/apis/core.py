@@ -71,7 +71,10 @@ class ObjectMeta(KubeModel):
 
 
 class Taint(KubeModel):
-    """A taint: the node repels pods that do not tolerate it. Immutable and hashable."""
+    """A taint: the node repels pods that do not tolerate it.
+
+    Immutable and hashable, so taints can be compared as sets.
+    """
 
     model_config = ConfigDict(frozen=True)
 

@@ -168,6 +168,8 @@ class CRDInfo:
     scale: tuple[str, str] | None = None
     #: Top-level fields the schema requires (``spec`` for most kinds).
     required: tuple[str, ...] = ()
+    #: Label keys this kind may not use in its label rules beyond every extension's.
+    restricted_labels: tuple[str, ...] = ()
     #: Extra keys for ``metadata.annotations`` of the CRD object itself.
     annotations: dict[str, str] = field(default_factory=dict)
 

@@ -88,7 +88,7 @@ Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
 
 
 class NodeSelectorRequirementWithMinValues(KubeModel):
-    """A node selector requirement (key, operator, values) with an optional ``minValues``:
+    """A node selector requirement (key, operator, values) with an optional minValues:
     the least number of distinct values the launched capacity must keep open."""
 
     key: str = Field(
@@ -236,8 +236,11 @@ class NodeClaimSpec(_NodeClaimSpecBase):
 
 
 class NodeClaimCondition(Condition):
-    """A NodeClaim condition. Karpenter's NodeClaim CRD lets reason be empty and message
-    be absent, so the schema is looser than for other kinds."""
+    """One observation of the NodeClaim's state.
+
+    Karpenter's NodeClaim CRD lets reason be empty and message be absent, so this
+    schema is looser than the Condition of other kinds.
+    """
 
     reason: str = Field(
         "",

@@ -16,7 +16,7 @@ from pydantic import Field
 from karpy.apis.conditions import ConditionSet, utc_now
 from karpy.apis.core import Condition, LabelValue, ObjectMeta
 from karpy.apis.duration import DURATION_OR_NEVER_PATTERN, parse_duration, parse_nillable_duration
-from karpy.apis.labels import GROUP
+from karpy.apis.labels import GROUP, LABEL_NODEPOOL
 from karpy.apis.model import (
     CRDInfo,
     KubeModel,
@@ -298,6 +298,7 @@ class NodePool(Resource):
         singular="nodepool",
         categories=("karpenter",),
         required=("spec",),
+        restricted_labels=(LABEL_NODEPOOL,),
         printer_columns=(
             PrinterColumn("NodeClass", ".spec.template.spec.nodeClassRef.name"),
             PrinterColumn("Nodes", ".status.nodes"),

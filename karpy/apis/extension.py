@@ -1,0 +1,97 @@
+"""What an API extension (a cloud provider's package) contributes to karpy's API:
+its NodeClass kinds, the label domains it reserves and the manifests it can convert.
+
+karpy never imports a provider. A provider announces an ``APIExtension`` object in
+the ``karpy.crds`` entry-point group of its distribution::
+
+    [project.entry-points."karpy.crds"]
+    aws = "karpy_aws.apis:EXTENSION"
+
+``karpy crds`` then writes the provider's CRDs next to Karpenter's and adds its
+reserved label domains to the NodePool and NodeClaim CRDs' rules; ``karpy convert``
+uses its converters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Final
+
+from karpy.apis.labels import (
+    GROUP,
+    LABEL_CAPACITY_TYPE,
+    LABEL_NODEPOOL,
+    RESTRICTED_LABELS,
+    WELL_KNOWN_LABELS,
+)
+from karpy.apis.model import Resource
+from karpy.apis.v1 import NodeClaim, NodePool
+
+if TYPE_CHECKING:
+    from karpy.apis.convert.types import Converter
+
+__all__ = [
+    "CORE",
+    "ENTRY_POINT_GROUP",
+    "APIExtension",
+    "ExtensionError",
+    "load_extensions",
+]
+
+#: The entry-point group providers announce their ``APIExtension`` in.
+ENTRY_POINT_GROUP: Final = "karpy.crds"
+
+
+class ExtensionError(Exception):
+    """An entry point of ``karpy.crds`` could not be loaded or is not an APIExtension."""
+
+
+@dataclass(frozen=True)
+class APIExtension:
+    """One package's contribution to the API."""
+
+    #: A short name (the entry point's name, e.g. "aws").
+    name: str
+    #: The kinds it defines (each a ``Resource`` subclass with ``crd`` set).
+    resources: Sequence[type[Resource]] = ()
+    #: Label domains a NodePool may not use, each with the well-known keys it still may.
+    restricted_label_domains: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    #: Single label keys a NodePool may not use.
+    restricted_labels: Sequence[str] = ()
+    #: Labels the provider sets on nodes and that pods and NodePools may select on.
+    well_known_labels: Sequence[str] = ()
+    #: Converters from older API versions of its kinds (used by ``karpy convert``).
+    converters: Sequence[Converter] = ()
+
+
+#: Karpenter's own kinds and reserved labels.
+CORE: Final = APIExtension(
+    name="karpenter",
+    resources=(NodePool, NodeClaim),
+    restricted_label_domains={GROUP: (LABEL_CAPACITY_TYPE, LABEL_NODEPOOL)},
+    restricted_labels=tuple(sorted(RESTRICTED_LABELS)),
+    well_known_labels=tuple(sorted(WELL_KNOWN_LABELS)),
+)
+
+
+def load_extensions(*, include_core: bool = True) -> list[APIExtension]:
+    """The core extension followed by every installed provider's, sorted by name."""
+    found: list[APIExtension] = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            value = ep.load()
+        except Exception as err:
+            raise ExtensionError(
+                f"entry point {ep.name!r} ({ep.value}) in group {ENTRY_POINT_GROUP} "
+                f"failed to load: {err}"
+            ) from err
+        if not isinstance(value, APIExtension):
+            raise ExtensionError(
+                f"entry point {ep.name!r} ({ep.value}) in group {ENTRY_POINT_GROUP} gave "
+                f"{type(value).__name__}, not a karpy.apis.extension.APIExtension"
+            )
+        found.append(value)
+    found.sort(key=lambda e: e.name)
+    return [CORE, *found] if include_core else found

@@ -1,0 +1,159 @@
+"""The checked-in CRDs are what the generator writes today, and they are structural
+schemas the API server will accept (checked here without a server; the cluster tests
+install them for real)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from karpy.apis import crdgen
+from karpy.apis.extension import load_extensions
+
+REPO = Path(__file__).resolve().parents[2]
+CRDS = REPO / "crds"
+
+
+def load(name: str) -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load(crdgen.generate()[name].split("---\n", 1)[1])
+    return doc
+
+
+def schema_of(name: str) -> dict[str, Any]:
+    node: dict[str, Any] = load(name)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return node
+
+
+def at(schema: dict[str, Any], path: str) -> dict[str, Any]:
+    node = schema
+    for part in path.split("."):
+        node = node["items"] if part == "[]" else node["properties"][part]
+    return node
+
+
+def test_checked_in_crds_are_up_to_date() -> None:
+    stale = crdgen.stale(CRDS)
+    assert not stale, f"crds/ is stale ({', '.join(stale)}): run `karpy crds`"
+    generated = set(crdgen.generate())
+    on_disk = {p.name for p in CRDS.glob("*.yaml")}
+    assert generated <= on_disk
+
+
+def test_every_installed_provider_contributes_its_nodeclass_crd() -> None:
+    names = set(crdgen.generate())
+    assert {"karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml"} <= names
+    kinds = {cls.crd.kind for ext in load_extensions() for cls in ext.resources}
+    assert {"NodePool", "NodeClaim"} <= kinds
+
+
+def walk(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    if isinstance(node, dict):
+        out.append((path, node))
+        for key, child in node.get("properties", {}).items():
+            out.extend(walk(child, f"{path}.{key}"))
+        if "items" in node:
+            out.extend(walk(node["items"], f"{path}[]"))
+        if isinstance(node.get("additionalProperties"), dict):
+            out.extend(walk(node["additionalProperties"], f"{path}{{}}"))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(crdgen.generate()))
+def test_schemas_are_structural(name: str) -> None:
+    schema = schema_of(name)
+    for path, node in walk(schema):
+        where = f"{name}{path}"
+        assert "$ref" not in node, where
+        if node.get("x-kubernetes-int-or-string"):
+            assert node["anyOf"] == [{"type": "integer"}, {"type": "string"}], where
+            continue
+        if node.get("x-kubernetes-preserve-unknown-fields"):
+            continue
+        assert node.get("type") in {"object", "array", "string", "integer", "number", "boolean"}, (
+            where
+        )
+        if "properties" in node or "additionalProperties" in node:
+            assert node["type"] == "object", where
+        for required in node.get("required", []):
+            assert required in node["properties"], f"{where} requires unknown {required}"
+        if "enum" in node:
+            assert all(isinstance(v, str) for v in node["enum"]), where
+        if "pattern" in node:
+            re.compile(node["pattern"])
+        for rule in node.get("x-kubernetes-validations", []):
+            assert set(rule) == {"rule", "message"} and rule["message"], where
+
+
+def test_defaults_are_karpenters() -> None:
+    spec = at(schema_of("karpenter.sh_nodepools.yaml"), "spec")
+    assert at(spec, "disruption")["default"] == {"consolidateAfter": "0s"}
+    assert at(spec, "disruption.consolidationPolicy")["default"] == "WhenEmptyOrUnderutilized"
+    assert at(spec, "disruption.budgets")["default"] == [{"nodes": "10%"}]
+    assert at(spec, "template.spec.expireAfter")["default"] == "720h"
+    assert at(spec, "weight")["minimum"] == 1 and at(spec, "weight")["maximum"] == 100
+    req = at(spec, "template.spec.requirements.[]")
+    assert req["properties"]["minValues"]["minimum"] == 1
+    assert req["properties"]["minValues"]["maximum"] == 50
+    claim = at(schema_of("karpenter.sh_nodeclaims.yaml"), "spec")
+    assert at(claim, "expireAfter")["default"] == "720h"
+    assert claim["x-kubernetes-validations"] == [
+        {"message": "spec is immutable", "rule": "self == oldSelf"}
+    ]
+
+
+def test_printer_columns_match_kubectl_get_of_karpenter() -> None:
+    def columns(name: str, wide: bool) -> list[str]:
+        cols = load(name)["spec"]["versions"][0]["additionalPrinterColumns"]
+        return [c["name"].upper() for c in cols if bool(c.get("priority", 0)) == wide]
+
+    assert columns("karpenter.sh_nodeclaims.yaml", False) == [
+        "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE",
+    ]  # fmt: skip
+    assert columns("karpenter.sh_nodeclaims.yaml", True) == [
+        "IMAGEID", "ID", "NODEPOOL", "NODECLASS", "DRIFTED",
+    ]  # fmt: skip
+    assert columns("karpenter.sh_nodepools.yaml", False) == ["NODECLASS", "NODES", "READY", "AGE"]
+
+
+def test_nodepool_label_rules_cover_core_and_provider_domains() -> None:
+    spec = at(schema_of("karpenter.sh_nodepools.yaml"), "spec")
+    key_rules = at(spec, "template.spec.requirements.[].key")["x-kubernetes-validations"]
+    messages = [r["message"] for r in key_rules]
+    assert messages[:3] == [
+        'label domain "karpenter.sh" is restricted',
+        'label "karpenter.sh/nodepool" is restricted',
+        'label "kubernetes.io/hostname" is restricted',
+    ]
+    label_rules = at(spec, "template.metadata.labels")["x-kubernetes-validations"]
+    assert [r["message"] for r in label_rules] == messages
+    assert all(r["rule"].startswith("self.all(x, ") for r in label_rules)
+    claim_rules = at(schema_of("karpenter.sh_nodeclaims.yaml"), "spec.requirements.[].key")[
+        "x-kubernetes-validations"
+    ]
+    assert 'label "karpenter.sh/nodepool" is restricted' not in [r["message"] for r in claim_rules]
+
+
+def test_status_subresource_is_enabled() -> None:
+    for name in crdgen.generate():
+        assert load(name)["spec"]["versions"][0]["subresources"]["status"] == {}
+
+
+def test_karpy_crds_command_writes_and_checks(tmp_path: Path) -> None:
+    def karpy(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "karpy.cli", *args], capture_output=True, text=True, check=False
+        )
+
+    check = karpy("crds", "--check", "--output", str(tmp_path))
+    assert check.returncode == 1 and "out of date" in check.stderr
+    done = karpy("crds", "--output", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert {Path(p).name for p in done.stdout.split()} == set(crdgen.generate())
+    assert karpy("crds", "--check", "--output", str(tmp_path)).returncode == 0
