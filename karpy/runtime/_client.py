@@ -1,0 +1,643 @@
+"""The Kubernetes client: typed async verbs on plain JSON objects, for any kind.
+
+kubernetes-asyncio supplies configuration (kubeconfig, in-cluster service account, token
+refresh) and its aiohttp session; the verbs are issued here directly against the REST
+paths a :class:`Kind` describes. That skips the generated model classes — objects stay
+plain dicts, decoded once — and works the same for core kinds and custom resources.
+
+Every request carries a timeout. Every failure is translated at this boundary into
+:mod:`karpy.runtime.errors` (``raise ... from`` the original), so callers never see
+kubernetes-asyncio's or aiohttp's exceptions.
+
+Reads may be served by a cache: :meth:`Client.with_reader` returns a client whose
+``get``/``list`` consult the reader for kinds it serves (returning read-only objects),
+while writes always go to the API server.
+"""
+
+# Every verb takes a per-call ``timeout`` (seconds) overriding the client default, as
+# httpx does; it is applied with asyncio.timeout inside.
+# ruff: noqa: ASYNC109
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Protocol
+
+import aiohttp
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from ._objects import Object, loads_frozen
+from .errors import ApiError, RequestTimeout, TransportError, api_error_from_response
+from .kinds import Kind
+
+__all__ = ["Client", "ObjectList", "PatchType", "Reader", "WatchEvent"]
+
+Selector = str | Mapping[str, str] | None
+
+_SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+
+
+class PatchType(StrEnum):
+    """The patch formats the API server accepts, by content type."""
+
+    MERGE = "application/merge-patch+json"
+    JSON = "application/json-patch+json"
+    STRATEGIC = "application/strategic-merge-patch+json"
+    APPLY = "application/apply-patch+yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One event of a watch stream: ADDED, MODIFIED, DELETED or BOOKMARK, and its object."""
+
+    type: str
+    object: Object
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectList:
+    """One page of a list: its items, the list's resourceVersion, and the continue token."""
+
+    items: list[Object]
+    resource_version: str
+    continue_token: str | None
+
+
+class Reader(Protocol):
+    """Something that can answer reads for some kinds (the informer cache)."""
+
+    def serves(self, kind: Kind) -> bool:
+        """True if reads of ``kind`` should come from this reader."""
+
+    def get(self, kind: Kind, name: str, *, namespace: str | None = None) -> Object:
+        """The object, read-only; raise ``errors.NotFound`` if absent."""
+
+    def list(
+        self,
+        kind: Kind,
+        *,
+        namespace: str | None = None,
+        label_selector: Selector = None,
+        field_selector: str | None = None,
+    ) -> list[Object]:
+        """Matching objects, read-only."""
+
+
+def _in_pod() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and _SERVICE_ACCOUNT_TOKEN.exists()
+
+
+def _selector_text(selector: Selector) -> str | None:
+    if selector is None:
+        return None
+    if isinstance(selector, Mapping):
+        return ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+    return selector
+
+
+def _namespace_of(kind: Kind, obj: Mapping[str, Any], namespace: str | None) -> str | None:
+    if not kind.namespaced:
+        return None
+    ns = namespace or obj.get("metadata", {}).get("namespace")
+    if not ns:
+        raise ValueError(f"{kind.kind} is namespaced: pass namespace= or set metadata.namespace")
+    return str(ns)
+
+
+class Client:
+    """An async Kubernetes client for any :class:`Kind`, with a timeout on every request.
+
+    Build one with :meth:`from_kubeconfig`, :meth:`in_cluster`, :meth:`from_environment`
+    or around an existing kubernetes-asyncio ``ApiClient``. Use it as an async context
+    manager (or call :meth:`close`); a closed client refuses further requests.
+
+    Objects are plain dicts. Objects returned from the server are yours to mutate;
+    objects read through a cache reader are read-only (see ``karpy.runtime.thaw``).
+    """
+
+    def __init__(
+        self,
+        api_client: k8s_client.ApiClient,
+        *,
+        timeout: float = 30.0,
+        owns_api_client: bool = False,
+        reader: Reader | None = None,
+        user_agent: str = "karpy-runtime",
+    ) -> None:
+        self._api = api_client
+        self._host = str(api_client.configuration.host).rstrip("/")
+        self.timeout = timeout
+        self._owns = owns_api_client
+        self._reader = reader
+        self._user_agent = user_agent
+        self._closed = False
+
+    # -- construction ------------------------------------------------------------------
+
+    @classmethod
+    async def from_kubeconfig(
+        cls, path: str | os.PathLike[str] | None = None, *, context: str | None = None,
+        timeout: float = 30.0,
+    ) -> Client:
+        """Load ``path`` (default: ``$KUBECONFIG`` or ``~/.kube/config``) and its context."""
+        configuration = k8s_client.Configuration()
+        config_file = str(path) if path is not None else os.environ.get("KUBECONFIG")
+        try:
+            await k8s_config.load_kube_config(
+                config_file=config_file.split(os.pathsep)[0] if config_file else None,
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+        except (OSError, k8s_config.ConfigException) as exc:
+            where = config_file or "~/.kube/config"
+            raise TransportError(f"cannot load kubeconfig {where}: {exc}") from exc
+        return cls(k8s_client.ApiClient(configuration), timeout=timeout, owns_api_client=True)
+
+    @classmethod
+    def in_cluster(cls, *, timeout: float = 30.0) -> Client:
+        """Use the pod's service account (token re-read as it rotates)."""
+        configuration = k8s_client.Configuration()
+        try:
+            k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
+                client_configuration=configuration
+            )
+        except k8s_config.ConfigException as exc:
+            raise TransportError(f"not running in a cluster: {exc}") from exc
+        return cls(k8s_client.ApiClient(configuration), timeout=timeout, owns_api_client=True)
+
+    @classmethod
+    async def from_environment(cls, *, timeout: float = 30.0) -> Client:
+        """In-cluster config when running in a pod, else the kubeconfig (``$KUBECONFIG``)."""
+        if _in_pod():
+            return cls.in_cluster(timeout=timeout)
+        return await cls.from_kubeconfig(timeout=timeout)
+
+    def with_reader(self, reader: Reader | None) -> Client:
+        """A client sharing this one's connection whose reads go to ``reader`` when it
+        serves the kind (pass ``live=True`` to a read to bypass it). Closing it does not
+        close the shared connection."""
+        return Client(
+            self._api, timeout=self.timeout, owns_api_client=False, reader=reader,
+            user_agent=self._user_agent,
+        )
+
+    @property
+    def api_client(self) -> k8s_client.ApiClient:
+        """The underlying kubernetes-asyncio ApiClient (for APIs this client lacks)."""
+        return self._api
+
+    async def close(self) -> None:
+        """Close the connection pool (if this client created it). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns:
+            await self._api.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- transport ---------------------------------------------------------------------
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        if self._closed:
+            raise TransportError("client is closed")
+        headers = {
+            "Accept": "application/json",
+            "Content-Type": content_type,
+            "User-Agent": self._user_agent,
+        }
+        params = list(query)
+        await self._api.update_params_for_auth(headers, params, ["BearerToken"])
+        response: aiohttp.ClientResponse = await self._api.rest_client.request(
+            method,
+            self._host + path,
+            query_params=params or None,  # type: ignore[arg-type]  # a list of pairs works
+            headers=headers,
+            body=body,
+            _preload_content=False,
+            _request_timeout=timeout,
+        )
+        if response.status >= 300:
+            try:
+                data = await response.read()
+            finally:
+                response.release()
+            raise api_error_from_response(response.status, data, response.headers)
+        return response
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+        frozen: bool = False,
+    ) -> Any:
+        limit = self.timeout if timeout is None else timeout
+        try:
+            async with asyncio.timeout(limit):
+                response = await self._send(
+                    method, path, query=query, body=body, content_type=content_type,
+                    timeout=aiohttp.ClientTimeout(total=limit),
+                )
+                try:
+                    data = await response.read()
+                finally:
+                    response.release()
+        except ApiError:
+            raise
+        except TimeoutError as exc:
+            raise RequestTimeout(f"{method} {path} timed out after {limit:g}s") from exc
+        except ApiException as exc:
+            raise api_error_from_response(exc.status or 0, exc.body, exc.headers) from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise TransportError(f"{method} {path}: {exc}") from exc
+        if not data:
+            return None
+        return loads_frozen(data) if frozen else json.loads(data)
+
+    # -- reads -------------------------------------------------------------------------
+
+    async def get(
+        self, kind: Kind, name: str, *, namespace: str | None = None, live: bool = False,
+        timeout: float | None = None,
+    ) -> Object:
+        """Read one object (from the cache reader if it serves ``kind`` and not ``live``)."""
+        if not live and self._reader is not None and self._reader.serves(kind):
+            return self._reader.get(kind, name, namespace=namespace)
+        result: Object = await self._call(
+            "GET", kind.path(namespace=namespace, name=name), timeout=timeout
+        )
+        return result
+
+    async def list(
+        self,
+        kind: Kind,
+        *,
+        namespace: str | None = None,
+        label_selector: Selector = None,
+        field_selector: str | None = None,
+        live: bool = False,
+        timeout: float | None = None,
+    ) -> list[Object]:
+        """All matching objects (paged from the server, or from the cache reader)."""
+        if not live and self._reader is not None and self._reader.serves(kind):
+            return self._reader.list(
+                kind, namespace=namespace, label_selector=label_selector,
+                field_selector=field_selector,
+            )
+        items: list[Object] = []
+        token: str | None = None
+        while True:
+            page = await self.list_page(
+                kind, namespace=namespace, label_selector=label_selector,
+                field_selector=field_selector, limit=500, continue_token=token,
+                timeout=timeout,
+            )
+            items.extend(page.items)
+            token = page.continue_token
+            if not token:
+                return items
+
+    async def list_page(
+        self,
+        kind: Kind,
+        *,
+        namespace: str | None = None,
+        label_selector: Selector = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+        timeout: float | None = None,
+        frozen: bool = False,
+    ) -> ObjectList:
+        """One page of a list from the server, with its resourceVersion and continue token.
+
+        Items get ``apiVersion``/``kind`` filled in (the server omits them in lists).
+        ``frozen=True`` decodes straight into read-only objects (what informers use).
+        """
+        query: list[tuple[str, str]] = []
+        labels = _selector_text(label_selector)
+        if labels:
+            query.append(("labelSelector", labels))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        if limit:
+            query.append(("limit", str(limit)))
+        if continue_token:
+            query.append(("continue", continue_token))
+        if resource_version is not None:
+            query.append(("resourceVersion", resource_version))
+        data = await self._call(
+            "GET", kind.path(namespace=namespace), query=query, timeout=timeout, frozen=frozen
+        )
+        meta = data.get("metadata") or {}
+        raw_items = data.get("items") or []
+        items: list[Object] = []
+        api_version, kind_name = kind.api_version, kind.kind
+        for item in raw_items:
+            if "kind" not in item:
+                # dict.__setitem__ bypasses FrozenDict's guard: the object is still ours.
+                dict.__setitem__(item, "apiVersion", api_version)
+                dict.__setitem__(item, "kind", kind_name)
+            items.append(item)
+        return ObjectList(
+            items=items,
+            resource_version=str(meta.get("resourceVersion") or ""),
+            continue_token=meta.get("continue") or None,
+        )
+
+    async def watch(
+        self,
+        kind: Kind,
+        *,
+        namespace: str | None = None,
+        resource_version: str | None = None,
+        label_selector: Selector = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 300,
+        allow_bookmarks: bool = True,
+        inactivity_timeout: float | None = 120.0,
+    ) -> AsyncGenerator[WatchEvent, None]:
+        """Stream change events (read-only objects) from ``resource_version`` onwards.
+
+        The server ends the stream after ``timeout_seconds``; if nothing at all arrives
+        for ``inactivity_timeout`` seconds (a half-open connection) this raises
+        :class:`errors.RequestTimeout`. An in-stream ERROR event is raised as its
+        :class:`errors.ApiError` (410 → :class:`errors.Gone`). Use with
+        ``contextlib.aclosing`` so the connection is released when you stop early.
+        """
+        query: list[tuple[str, str]] = [
+            ("watch", "true"),
+            ("timeoutSeconds", str(timeout_seconds)),
+        ]
+        if allow_bookmarks:
+            query.append(("allowWatchBookmarks", "true"))
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        labels = _selector_text(label_selector)
+        if labels:
+            query.append(("labelSelector", labels))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        path = kind.path(namespace=namespace)
+        try:
+            async with asyncio.timeout(self.timeout):
+                response = await self._send(
+                    "GET", path, query=query,
+                    timeout=aiohttp.ClientTimeout(
+                        total=timeout_seconds + self.timeout, connect=self.timeout,
+                    ),
+                )
+        except ApiError:
+            raise
+        except TimeoutError as exc:
+            raise RequestTimeout(f"watch {path}: no response after {self.timeout:g}s") from exc
+        except ApiException as exc:
+            raise api_error_from_response(exc.status or 0, exc.body, exc.headers) from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise TransportError(f"watch {path}: {exc}") from exc
+        try:
+            async for line in _lines(response, inactivity_timeout, path):
+                event = loads_frozen(line)
+                etype = event.get("type")
+                obj = event.get("object")
+                if etype == "ERROR":
+                    status = obj or {}
+                    raise api_error_from_response(
+                        int(status.get("code") or 500), json.dumps(status).encode(), None
+                    )
+                if etype is None or obj is None:
+                    continue
+                yield WatchEvent(type=str(etype), object=obj)
+        finally:
+            response.close()
+
+    # -- writes ------------------------------------------------------------------------
+
+    async def create(
+        self,
+        kind: Kind,
+        obj: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> Object:
+        """Create ``obj``; returns the stored object. ``errors.AlreadyExists`` if taken."""
+        ns = _namespace_of(kind, obj, namespace)
+        result: Object = await self._call(
+            "POST", kind.path(namespace=ns), body=_with_type(kind, obj),
+            query=_write_query(field_manager, dry_run), timeout=timeout,
+        )
+        return result
+
+    async def update(
+        self,
+        kind: Kind,
+        obj: Mapping[str, Any],
+        *,
+        subresource: str = "",
+        field_manager: str | None = None,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> Object:
+        """Replace ``obj`` (PUT). Its metadata.resourceVersion makes this optimistic:
+        ``errors.Conflict`` if the object changed since it was read."""
+        ns = _namespace_of(kind, obj, None)
+        name = obj["metadata"]["name"]
+        result: Object = await self._call(
+            "PUT", kind.path(namespace=ns, name=name, subresource=subresource),
+            body=_with_type(kind, obj), query=_write_query(field_manager, dry_run),
+            timeout=timeout,
+        )
+        return result
+
+    async def update_status(
+        self, kind: Kind, obj: Mapping[str, Any], *, field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> Object:
+        """Replace ``obj``'s status subresource (only .status is written)."""
+        return await self.update(
+            kind, obj, subresource="status", field_manager=field_manager, timeout=timeout
+        )
+
+    async def patch(
+        self,
+        kind: Kind,
+        name: str,
+        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
+        patch_type: PatchType = PatchType.MERGE,
+        subresource: str = "",
+        field_manager: str | None = None,
+        force: bool | None = None,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> Object:
+        """Patch one object (merge by default; JSON patch takes a list of operations).
+
+        For ``PatchType.APPLY`` (server-side apply) ``field_manager`` is required.
+        """
+        if patch_type is PatchType.APPLY and not field_manager:
+            raise ValueError("server-side apply needs a field_manager")
+        query = _write_query(field_manager, dry_run)
+        if force is not None:
+            query.append(("force", "true" if force else "false"))
+        result: Object = await self._call(
+            "PATCH", kind.path(namespace=namespace, name=name, subresource=subresource),
+            body=patch, content_type=patch_type.value, query=query, timeout=timeout,
+        )
+        return result
+
+    async def patch_status(
+        self,
+        kind: Kind,
+        name: str,
+        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
+        patch_type: PatchType = PatchType.MERGE,
+        field_manager: str | None = None,
+        timeout: float | None = None,
+    ) -> Object:
+        """Patch the status subresource."""
+        return await self.patch(
+            kind, name, patch, namespace=namespace, patch_type=patch_type,
+            subresource="status", field_manager=field_manager,
+            force=True if patch_type is PatchType.APPLY else None, timeout=timeout,
+        )
+
+    async def apply(
+        self,
+        kind: Kind,
+        obj: Mapping[str, Any],
+        *,
+        field_manager: str,
+        force: bool = True,
+        subresource: str = "",
+        namespace: str | None = None,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> Object:
+        """Server-side apply ``obj`` (the fields this manager owns) and return the result."""
+        ns = _namespace_of(kind, obj, namespace)
+        return await self.patch(
+            kind, obj["metadata"]["name"], _with_type(kind, obj), namespace=ns,
+            patch_type=PatchType.APPLY, subresource=subresource,
+            field_manager=field_manager, force=force, dry_run=dry_run, timeout=timeout,
+        )
+
+    async def delete(
+        self,
+        kind: Kind,
+        name: str,
+        *,
+        namespace: str | None = None,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> Object | None:
+        """Delete one object; ``uid``/``resource_version`` make it conditional.
+
+        Returns what the server returned (the object while finalizers hold it, else a
+        Status), or None. ``errors.NotFound`` if it was already gone.
+        """
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if propagation_policy:
+            body["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
+        preconditions = {}
+        if uid:
+            preconditions["uid"] = uid
+        if resource_version:
+            preconditions["resourceVersion"] = resource_version
+        if preconditions:
+            body["preconditions"] = preconditions
+        query = [("dryRun", "All")] if dry_run else []
+        result: Object | None = await self._call(
+            "DELETE", kind.path(namespace=namespace, name=name), body=body, query=query,
+            timeout=timeout,
+        )
+        return result
+
+
+def _with_type(kind: Kind, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    if "apiVersion" in obj and "kind" in obj:
+        return obj
+    return {"apiVersion": kind.api_version, "kind": kind.kind, **obj}
+
+
+def _write_query(field_manager: str | None, dry_run: bool) -> list[tuple[str, str]]:
+    query: list[tuple[str, str]] = []
+    if field_manager:
+        query.append(("fieldManager", field_manager))
+    if dry_run:
+        query.append(("dryRun", "All"))
+    return query
+
+
+async def _lines(
+    response: aiohttp.ClientResponse, inactivity_timeout: float | None, path: str
+) -> AsyncIterator[bytes]:
+    """Split a chunked body into lines, however large (no per-line size limit)."""
+    buffer = bytearray()
+    content = response.content
+    while True:
+        try:
+            async with asyncio.timeout(inactivity_timeout):
+                chunk = await content.readany()
+        except TimeoutError as exc:
+            raise RequestTimeout(
+                f"watch {path}: nothing received for {inactivity_timeout:g}s"
+            ) from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise TransportError(f"watch {path}: {exc}") from exc
+        if not chunk:
+            if buffer.strip():
+                yield bytes(buffer)
+            return
+        buffer += chunk
+        start = 0
+        while True:
+            end = buffer.find(b"\n", start)
+            if end < 0:
+                break
+            if end > start:
+                yield bytes(buffer[start:end])
+            start = end + 1
+        if start:
+            del buffer[:start]
+

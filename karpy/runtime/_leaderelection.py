@@ -1,0 +1,237 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, with client-go's algorithm.
+
+Candidates poll the Lease every ``retry_period``. A lease held by someone else counts as
+expired only when its record has not changed for ``leaseDurationSeconds`` *as measured
+on our own monotonic clock* since we first saw that record — never by comparing the
+holder's renewTime with our wall clock, so clock skew between nodes cannot make two
+leaders. The leader renews every ``retry_period``; if it cannot renew within
+``renew_deadline`` it gives up (its work is stopped before the lease could be taken
+over, since renew_deadline < lease_duration). On graceful shutdown the leader releases
+the lease (empty holder, 1 s duration) so a successor takes over within one retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ._client import Client
+from ._clock import Clock, SystemClock
+from ._metrics import Metrics
+from .errors import AlreadyExists, ClientError, Conflict, LeaderElectionLost, NotFound
+from .kinds import LEASE
+
+__all__ = ["LeaderElectionConfig", "LeaderElector"]
+
+log = logging.getLogger("karpy.runtime.leaderelection")
+
+
+def _default_identity() -> str:
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElectionConfig:
+    """Which Lease to contend for, as whom, and the timing (client-go's defaults)."""
+
+    name: str
+    namespace: str
+    identity: str = field(default_factory=_default_identity)
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    release_on_cancel: bool = True
+
+    def __post_init__(self) -> None:
+        if not (self.lease_duration > self.renew_deadline > self.retry_period > 0):
+            raise ValueError("need lease_duration > renew_deadline > retry_period > 0")
+
+
+def _micro_time(now: datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    """Campaigns for a Lease and runs a coroutine only while holding it."""
+
+    def __init__(
+        self,
+        client: Client,
+        config: LeaderElectionConfig,
+        *,
+        clock: Clock | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self._client = client
+        self.config = config
+        self._clock = clock or SystemClock()
+        self._metrics = metrics
+        self._observed: tuple[Any, ...] | None = None
+        self._observed_at = 0.0
+        self._leader = False
+        self.elected = asyncio.Event()
+        """Set while this candidate holds the lease."""
+
+    @property
+    def is_leader(self) -> bool:
+        """True while this candidate holds the lease."""
+        return self._leader
+
+    def _set_leader(self, value: bool) -> None:
+        if value == self._leader:
+            return
+        self._leader = value
+        if value:
+            self.elected.set()
+        else:
+            self.elected.clear()
+        if self._metrics is not None:
+            self._metrics.leader(self.config.name, value)
+
+    async def run(self, lead: Callable[[], Awaitable[None]]) -> None:
+        """Wait for the lease, then run ``lead()`` while renewing it.
+
+        Returns when ``lead()`` returns (lease released). If cancelled, ``lead()`` is
+        cancelled and allowed to finish, then the lease is released. Raises
+        :class:`errors.LeaderElectionLost` (after cancelling ``lead()``) if the lease
+        could not be renewed within ``renew_deadline``.
+        """
+        cfg = self.config
+        log.info("attempting to acquire leader lease",
+                 extra={"lease": f"{cfg.namespace}/{cfg.name}", "identity": cfg.identity})
+        await self._acquire()
+        log.info("successfully acquired lease",
+                 extra={"lease": f"{cfg.namespace}/{cfg.name}", "identity": cfg.identity})
+        self._set_leader(True)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                renew = tg.create_task(self._renew_loop(), name=f"leaderelection:{cfg.name}:renew")
+                await lead()
+                renew.cancel()
+        except* LeaderElectionLost as group:
+            self._set_leader(False)
+            raise group.exceptions[0] from None
+        finally:
+            if self._leader and cfg.release_on_cancel:
+                await self._release()
+            self._set_leader(False)
+
+    # -- one attempt ---------------------------------------------------------------------
+
+    async def try_acquire_or_renew(
+        self, *, timeout: float | None = None  # noqa: ASYNC109
+    ) -> bool:
+        """One attempt to take or renew the lease; True if we hold it afterwards."""
+        cfg = self.config
+        client = self._client
+        now = self._clock.now()
+        duration = max(1, math.ceil(cfg.lease_duration))
+        try:
+            lease = await client.get(LEASE, cfg.name, namespace=cfg.namespace, live=True,
+                                     timeout=timeout)
+        except NotFound:
+            spec: dict[str, Any] = {
+                "holderIdentity": cfg.identity, "leaseDurationSeconds": duration,
+                "acquireTime": _micro_time(now), "renewTime": _micro_time(now),
+                "leaseTransitions": 0,
+            }
+            body = {"metadata": {"name": cfg.name, "namespace": cfg.namespace}, "spec": spec}
+            try:
+                await client.create(LEASE, body, timeout=timeout)
+            except (AlreadyExists, Conflict):
+                return False
+            self._observe(spec)
+            return True
+        spec = dict(lease.get("spec") or {})
+        self._observe(spec)
+        holder = spec.get("holderIdentity") or ""
+        held_for = float(spec.get("leaseDurationSeconds") or duration)
+        if (
+            holder
+            and holder != cfg.identity
+            and self._observed_at + held_for > self._clock.monotonic()
+        ):
+            return False
+        if holder != cfg.identity:
+            spec["acquireTime"] = _micro_time(now)
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+        spec["holderIdentity"] = cfg.identity
+        spec["leaseDurationSeconds"] = duration
+        spec["renewTime"] = _micro_time(now)
+        lease["spec"] = spec
+        try:
+            await client.update(LEASE, lease, timeout=timeout)
+        except Conflict:
+            return False
+        self._observe(spec)
+        return True
+
+    def _observe(self, spec: dict[str, Any]) -> None:
+        record = tuple(sorted((k, str(v)) for k, v in spec.items()))
+        if record != self._observed:
+            self._observed = record
+            self._observed_at = self._clock.monotonic()
+
+    # -- loops ---------------------------------------------------------------------------
+
+    def _jittered_retry(self) -> float:
+        return self.config.retry_period * (1.0 + 0.2 * random.random())
+
+    async def _acquire(self) -> None:
+        while True:
+            try:
+                if await self.try_acquire_or_renew(timeout=self.config.renew_deadline):
+                    return
+            except ClientError as exc:
+                log.warning("error retrieving resource lock",
+                            extra={"lease": self.config.name, "error": str(exc)})
+            await self._clock.sleep(self._jittered_retry())
+
+    async def _renew_loop(self) -> None:
+        cfg = self.config
+        while True:
+            await self._clock.sleep(cfg.retry_period)
+            deadline = self._clock.monotonic() + cfg.renew_deadline
+            while True:
+                remaining = deadline - self._clock.monotonic()
+                if remaining <= 0:
+                    log.error("failed to renew lease, leadership lost",
+                              extra={"lease": f"{cfg.namespace}/{cfg.name}"})
+                    raise LeaderElectionLost(
+                        f"could not renew lease {cfg.namespace}/{cfg.name} "
+                        f"within {cfg.renew_deadline:g}s"
+                    )
+                try:
+                    async with asyncio.timeout(remaining):
+                        if await self.try_acquire_or_renew(timeout=remaining):
+                            break
+                except (ClientError, TimeoutError) as exc:
+                    log.warning("failed to renew lease",
+                                extra={"lease": cfg.name, "error": str(exc) or "timeout"})
+                await self._clock.sleep(min(cfg.retry_period, max(0.0, remaining)))
+
+    async def _release(self) -> None:
+        cfg = self.config
+        try:
+            lease = await self._client.get(
+                LEASE, cfg.name, namespace=cfg.namespace, live=True, timeout=cfg.retry_period * 2
+            )
+            spec = dict(lease.get("spec") or {})
+            if spec.get("holderIdentity") != cfg.identity:
+                return
+            now = _micro_time(self._clock.now())
+            spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=now,
+                        acquireTime=now)
+            lease["spec"] = spec
+            await self._client.update(LEASE, lease, timeout=cfg.retry_period * 2)
+            log.info("released leader lease", extra={"lease": f"{cfg.namespace}/{cfg.name}"})
+        except ClientError as exc:
+            log.warning("failed to release lease", extra={"lease": cfg.name, "error": str(exc)})
