@@ -9,6 +9,15 @@ Submodules: :mod:`karpy.cloudprovider.errors` (the error tree),
 :mod:`karpy.cloudprovider.testing` (the conformance kit).
 """
 
+from karpy.cloudprovider._launch import (
+    LaunchChoice,
+    choose_launch,
+    launched_labels,
+    launched_nodeclaim,
+    nodeclaim_requests,
+    nodeclaim_requirements,
+    offering_key,
+)
 from karpy.cloudprovider._nodeclass import (
     NODE_CLASS_READY,
     NodeClassReadiness,
@@ -39,6 +48,7 @@ from karpy.cloudprovider.errors import (
     ProviderRegistryError,
     UnknownProviderError,
 )
+from karpy.scheduling import InstanceType, Offering, Overhead
 
 __all__ = [
     "CLOUD_PROVIDER_ENV",
@@ -48,12 +58,16 @@ __all__ = [
     "CloudProviderError",
     "CreateError",
     "DriftReason",
+    "InstanceType",
     "InsufficientCapacityError",
+    "LaunchChoice",
     "NodeClaimNotFoundError",
     "NodeClassKind",
     "NodeClassNotReadyError",
     "NodeClassReadiness",
+    "Offering",
     "OfferingKey",
+    "Overhead",
     "ProviderContext",
     "ProviderFactory",
     "ProviderLoadError",
@@ -61,10 +75,16 @@ __all__ = [
     "RepairPolicy",
     "UnknownProviderError",
     "build_provider",
+    "choose_launch",
     "close_provider",
     "installed_providers",
+    "launched_labels",
+    "launched_nodeclaim",
     "load_factory",
     "node_class_readiness",
+    "nodeclaim_requests",
+    "nodeclaim_requirements",
+    "offering_key",
     "open_provider",
     "provider_name",
     "resolve_node_class",
