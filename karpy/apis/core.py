@@ -14,6 +14,7 @@ __all__ = [
     "LABEL_KEY_PATTERN",
     "LABEL_VALUE_PATTERN",
     "Condition",
+    "ConditionList",
     "ConditionStatus",
     "LabelValue",
     "NodeSelectorRequirement",
@@ -151,3 +152,12 @@ class Condition(KubeModel):
         description="A human-readable message about the last transition; may be empty.",
         json_schema_extra={"x-karpy-required": True},
     )
+
+
+#: A ``status.conditions`` list: a map keyed by type, as Kubernetes lists conditions.
+ConditionList = Annotated[
+    list[Condition],
+    Field(
+        json_schema_extra={"x-kubernetes-list-map-keys": ["type"], "x-kubernetes-list-type": "map"}
+    ),
+]

@@ -255,15 +255,6 @@ class NodeClaimCondition(Condition):
     )
 
 
-ConditionList = Annotated[
-    list[Condition],
-    Field(
-        json_schema_extra={
-            "x-kubernetes-list-map-keys": ["type"],
-            "x-kubernetes-list-type": "map",
-        }
-    ),
-]
 NodeClaimConditionList = Annotated[
     list[NodeClaimCondition],
     Field(

@@ -14,7 +14,7 @@ from croniter import croniter
 from pydantic import Field
 
 from karpy.apis.conditions import ConditionSet, utc_now
-from karpy.apis.core import Condition, LabelValue, ObjectMeta
+from karpy.apis.core import Condition, ConditionList, LabelValue, ObjectMeta
 from karpy.apis.duration import DURATION_OR_NEVER_PATTERN, parse_duration, parse_nillable_duration
 from karpy.apis.labels import GROUP, LABEL_NODEPOOL
 from karpy.apis.model import (
@@ -27,7 +27,6 @@ from karpy.apis.model import (
     validations,
 )
 from karpy.apis.v1.nodeclaim import (
-    ConditionList,
     NodeClaimSpec,
     NodeClassReference,
     ResourceRequirements,
