@@ -17,9 +17,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"karpy {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_run_command(commands)
     _add_crds_command(commands)
     _add_convert_command(commands)
     return parser
+
+
+# `karpy run` (the autoscaler) ------------------------------------------------------------
+
+
+def _add_run_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from karpy.options import add_run_arguments
+
+    cmd = commands.add_parser(
+        "run",
+        help="run the autoscaler (controllers + the chosen cloud provider)",
+        description="Run karpy's controllers against the cluster with the chosen provider. "
+        "Every flag falls back to its environment variable (Karpenter's names).",
+    )
+    add_run_arguments(cmd)
+    cmd.set_defaults(func=_run_operator)
+
+
+def _run_operator(args: argparse.Namespace) -> int:
+    import os
+
+    from karpy.operator import run_operator
+    from karpy.options import options_from_args
+    from karpy.runtime import configure_logging, run
+
+    configure_logging((args.log_level or os.environ.get("LOG_LEVEL", "info")).upper())
+    try:
+        options = options_from_args(args)
+    except ValueError as err:
+        print(f"karpy run: {err}", file=sys.stderr)
+        return 2
+    run(run_operator(options))
+    return 0
 
 
 # `karpy crds` and `karpy convert` (the API's commands) ----------------------------------

@@ -1,2 +1,151 @@
-"""The composition root: builds the manager, the controllers and the chosen provider
-from one Options value. Filled in by the core-loop work."""
+"""The composition root: builds the manager, the provider and every controller from one
+:class:`~karpy.options.Options` value, explicitly — no globals, no configuration hidden
+in context. ``karpy run`` calls :func:`run_operator`; tests build an :class:`Operator`
+directly and run it in-process.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from karpy import __version__
+from karpy.cloudprovider import CloudProvider, ProviderContext, build_provider, close_provider
+from karpy.controllers import metrics as metrics_controllers
+from karpy.controllers import nodeclaim, nodepool, provisioning, termination
+from karpy.controllers.deps import Deps
+from karpy.controllers.instruments import KarpenterMetrics
+from karpy.options import Options
+from karpy.runtime import Client, Clock, LeaderElectionConfig, Manager, SystemClock
+from karpy.state.cluster import Cluster
+from karpy.state.unavailable_offerings import UnavailableOfferings
+
+__all__ = ["CONTROLLER_PACKAGES", "Operator", "Options", "run_operator"]
+
+log = logging.getLogger("karpy.operator")
+
+CONTROLLER_PACKAGES: tuple[Callable[[Deps], None], ...] = (
+    provisioning.register,
+    nodeclaim.register,
+    termination.register,
+    nodepool.register,
+    metrics_controllers.register,
+)
+"""Every controller package's ``register``, in the order they are wired."""
+
+
+class Operator:
+    """karpy, assembled: call :meth:`start` then :meth:`run`, or use :func:`run_operator`.
+
+    Building is split from running so a caller (a test, an embedding program) can reach
+    the manager, the provider and the cluster model before the controllers start.
+    """
+
+    def __init__(self, options: Options, *, clock: Clock | None = None) -> None:
+        self.options = options
+        self.clock: Clock = clock or SystemClock()
+        self._client: Client | None = None
+        self._provider: CloudProvider | None = None
+        self._manager: Manager | None = None
+        self._deps: Deps | None = None
+
+    @property
+    def manager(self) -> Manager:
+        """The runtime manager (after :meth:`start`)."""
+        if self._manager is None:
+            raise RuntimeError("Operator.start() has not been called")
+        return self._manager
+
+    @property
+    def deps(self) -> Deps:
+        """What the controllers were built from (after :meth:`start`)."""
+        if self._deps is None:
+            raise RuntimeError("Operator.start() has not been called")
+        return self._deps
+
+    async def start(self) -> None:
+        """Connect, load the provider and build every controller (nothing runs yet)."""
+        opts = self.options
+        if opts.kubeconfig is not None:
+            client = await Client.from_kubeconfig(opts.kubeconfig, timeout=opts.request_timeout)
+        else:
+            client = await Client.from_environment(timeout=opts.request_timeout)
+        self._client = client
+        leader = (
+            LeaderElectionConfig(
+                name=opts.leader_election_name, namespace=opts.leader_election_namespace
+            )
+            if opts.leader_elect
+            else None
+        )
+        manager = Manager(
+            client,
+            leader_election=leader,
+            metrics_bind_address=opts.metrics_bind_address,
+            health_probe_bind_address=opts.health_probe_bind_address,
+            graceful_shutdown_timeout=opts.graceful_shutdown_timeout,
+            clock=self.clock,
+        )
+        self._manager = manager
+        provider = await build_provider(
+            opts.cloud_provider,
+            ProviderContext(
+                client=manager.client,
+                cluster_name=opts.settings.cluster_name,
+                settings=dict(opts.provider_settings),
+            ),
+        )
+        self._provider = provider
+        cluster = Cluster(clock=self.clock)
+        cluster.attach(manager.cache)
+        self._deps = Deps(
+            manager=manager,
+            client=manager.client,
+            cloud_provider=provider,
+            cluster=cluster,
+            unavailable_offerings=UnavailableOfferings(
+                clock=self.clock, ttl=opts.settings.insufficient_capacity_ttl
+            ),
+            recorder=manager.event_recorder("karpenter"),
+            clock=self.clock,
+            settings=opts.settings,
+            metrics=KarpenterMetrics(manager.meter("karpenter")),
+        )
+        for register in CONTROLLER_PACKAGES:
+            register(self._deps)
+        log.info(
+            "karpy operator built",
+            extra={"version": __version__, "cloud-provider": provider.name},
+        )
+
+    async def run(self, *, handle_signals: bool = False) -> None:
+        """Run until stopped (:meth:`stop`, cancellation, or SIGTERM with handle_signals)."""
+        try:
+            await self.manager.run(handle_signals=handle_signals)
+        finally:
+            await self.close()
+
+    def stop(self) -> None:
+        """Ask the manager to shut down gracefully."""
+        if self._manager is not None:
+            self._manager.stop()
+
+    async def close(self) -> None:
+        """Close the provider and the client. Idempotent."""
+        provider, self._provider = self._provider, None
+        if provider is not None:
+            await close_provider(provider)
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+
+async def run_operator(options: Options) -> None:
+    """Build karpy from ``options`` and run it until SIGTERM/SIGINT."""
+    operator = Operator(options)
+    try:
+        await operator.start()
+    except BaseException:
+        await operator.close()
+        raise
+    await operator.run(handle_signals=True)

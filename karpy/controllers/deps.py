@@ -1,0 +1,36 @@
+"""What every autoscaler controller is built from: one value, assembled by the operator.
+
+Each controller package exposes ``register(deps: Deps) -> None`` that builds its
+controllers from these dependencies and adds them to ``deps.manager``. Nothing here is
+global: tests build a ``Deps`` with a fake clock, the fake provider and their own manager.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from karpy.cloudprovider import CloudProvider
+from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.settings import Settings
+from karpy.runtime import Client, Clock, EventRecorder, Manager
+from karpy.state.cluster import Cluster
+from karpy.state.unavailable_offerings import UnavailableOfferings
+
+__all__ = ["Deps"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Deps:
+    """The shared dependencies of the autoscaler's controllers."""
+
+    manager: Manager
+    client: Client
+    """Writes go to the API server; reads of watched kinds come from the manager's cache."""
+    cloud_provider: CloudProvider
+    cluster: Cluster
+    """The in-memory cluster model (nodes, NodeClaims, pods per node, nominations)."""
+    unavailable_offerings: UnavailableOfferings
+    recorder: EventRecorder
+    clock: Clock
+    settings: Settings
+    metrics: KarpenterMetrics

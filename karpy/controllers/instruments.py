@@ -1,0 +1,111 @@
+"""Karpenter's Prometheus metrics, under Karpenter's names (``karpenter_*``).
+
+One :class:`KarpenterMetrics` is built per operator from the manager's OpenTelemetry
+meter, so the instruments appear on the same ``/metrics`` endpoint as the runtime's
+controller_runtime_* and workqueue_* metrics. Controllers receive it through ``Deps`` and
+record events where they happen; gauges that describe state (NodePool usage and limits,
+node counts) are observed by the metrics controllers from the cluster model.
+"""
+
+from __future__ import annotations
+
+from opentelemetry.metrics import Meter
+
+__all__ = ["DURATION_BUCKETS", "KarpenterMetrics"]
+
+# Karpenter's DurationBuckets(): 0.005 s .. 600 s, for scheduling and cloud calls.
+DURATION_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 25.0,
+    30.0, 40.0, 50.0, 60.0, 90.0, 120.0, 150.0, 180.0, 210.0, 240.0, 270.0, 300.0,
+    360.0, 420.0, 480.0, 540.0, 600.0,
+)
+
+
+class KarpenterMetrics:
+    """The counters and histograms the controllers record into.
+
+    Label names follow Karpenter's: ``nodepool``, ``reason``, ``capacity_type``,
+    ``controller``, ``resource_type``.
+    """
+
+    def __init__(self, meter: Meter) -> None:
+        self.nodeclaims_created = meter.create_counter(
+            "karpenter_nodeclaims_created_total",
+            description="Number of nodeclaims created in total by Karpenter. Labeled by "
+            "reason the nodeclaim was created and the owning nodepool.",
+        )
+        self.nodeclaims_launched = meter.create_counter(
+            "karpenter_nodeclaims_launched_total",
+            description="Number of nodeclaims launched in total by Karpenter. Labeled by "
+            "the owning nodepool.",
+        )
+        self.nodeclaims_registered = meter.create_counter(
+            "karpenter_nodeclaims_registered_total",
+            description="Number of nodeclaims registered in total by Karpenter. Labeled by "
+            "the owning nodepool.",
+        )
+        self.nodeclaims_initialized = meter.create_counter(
+            "karpenter_nodeclaims_initialized_total",
+            description="Number of nodeclaims initialized in total by Karpenter. Labeled by "
+            "the owning nodepool.",
+        )
+        self.nodeclaims_terminated = meter.create_counter(
+            "karpenter_nodeclaims_terminated_total",
+            description="Number of nodeclaims terminated in total by Karpenter. Labeled by "
+            "the owning nodepool.",
+        )
+        self.nodeclaims_disrupted = meter.create_counter(
+            "karpenter_nodeclaims_disrupted_total",
+            description="Number of nodeclaims disrupted in total by Karpenter. Labeled by "
+            "reason the nodeclaim was disrupted and the owning nodepool.",
+        )
+        self.nodes_created = meter.create_counter(
+            "karpenter_nodes_created_total",
+            description="Number of nodes created in total by Karpenter. Labeled by owning "
+            "nodepool.",
+        )
+        self.nodes_terminated = meter.create_counter(
+            "karpenter_nodes_terminated_total",
+            description="Number of nodes terminated in total by Karpenter. Labeled by owning "
+            "nodepool.",
+        )
+        self.nodes_drained = meter.create_counter(
+            "karpenter_nodes_drained_total",
+            description="The total number of nodes drained by Karpenter",
+        )
+        self.pods_startup_duration = meter.create_histogram(
+            "karpenter_pods_startup_duration_seconds", unit="s",
+            description="The time from pod creation until the pod is running.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.scheduling_duration = meter.create_histogram(
+            "karpenter_scheduler_scheduling_duration_seconds", unit="s",
+            description="Duration of scheduling simulations used for deprovisioning and "
+            "provisioning in seconds.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.scheduler_queue_depth = meter.create_up_down_counter(
+            "karpenter_scheduler_queue_depth",
+            description="The number of pods currently waiting to be scheduled.",
+        )
+        self.cloudprovider_duration = meter.create_histogram(
+            "karpenter_cloudprovider_duration_seconds", unit="s",
+            description="Duration of cloud provider method calls. Labeled by the controller, "
+            "method name and provider.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.cloudprovider_errors = meter.create_counter(
+            "karpenter_cloudprovider_errors_total",
+            description="Total number of errors returned from CloudProvider calls.",
+        )
+        self.node_termination_duration = meter.create_histogram(
+            "karpenter_nodes_termination_duration_seconds", unit="s",
+            description="The time taken between a node's deletion request and the removal of "
+            "its finalizer",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.nodeclaim_termination_duration = meter.create_histogram(
+            "karpenter_nodeclaims_termination_duration_seconds", unit="s",
+            description="Duration of NodeClaim termination in seconds.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )

@@ -1,0 +1,192 @@
+"""Runs karpy against the local control plane for end-to-end tests.
+
+Two ways, one interface (:class:`RunningKarpy`):
+
+- :func:`karpy_operator` builds the :class:`~karpy.operator.Operator` in this process and
+  runs it as a task on the test's event loop; settings are passed as values, so tests can
+  shorten timeouts or inject provider faults.
+- :func:`karpy_process` runs ``karpy run`` as a subprocess, exactly as a user would, and
+  can report the process's peak resident memory (``VmHWM``).
+
+Both collect the JSON log lines karpy writes, so a test can wait for Karpenter's
+lifecycle messages and assert their fields.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from karpy.controllers.settings import Settings
+from karpy.operator import Operator
+from karpy.options import Options
+from karpy.runtime import JsonFormatter
+
+__all__ = ["RunningKarpy", "karpy_operator", "karpy_process"]
+
+LogRecord = dict[str, Any]
+
+
+class _ClusterLike(Protocol):
+    kubeconfig: str
+
+
+class RunningKarpy:
+    """A running karpy: its log records so far and a way to wait for one."""
+
+    def __init__(self) -> None:
+        self.logs: list[LogRecord] = []
+        self._changed = asyncio.Event()
+        self.pid: int | None = None
+        self.operator: Operator | None = None
+
+    def _add(self, record: LogRecord) -> None:
+        self.logs.append(record)
+        self._changed.set()
+
+    def messages(self, message: str) -> list[LogRecord]:
+        """Every record whose ``message`` is exactly ``message``."""
+        return [r for r in self.logs if r.get("message") == message]
+
+    async def wait_for_log(
+        self,
+        message: str,
+        *,
+        where: Callable[[LogRecord], bool] | None = None,
+        count: int = 1,
+        timeout: float = 60.0,  # noqa: ASYNC109 - the one knob a test wants here
+    ) -> list[LogRecord]:
+        """Wait until ``count`` records with ``message`` (matching ``where``) were logged."""
+
+        def found() -> list[LogRecord]:
+            return [r for r in self.messages(message) if where is None or where(r)]
+
+        async with asyncio.timeout(timeout):
+            while len(hits := found()) < count:
+                self._changed.clear()
+                await self._changed.wait()
+        return hits
+
+    def peak_rss_bytes(self) -> int:
+        """The subprocess's peak resident set size (VmHWM), for :func:`karpy_process`."""
+        if self.pid is None:
+            raise RuntimeError("peak RSS is known only for karpy_process")
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmHWM in /proc status")
+
+
+class _Collector(logging.Handler):
+    def __init__(self, running: RunningKarpy) -> None:
+        super().__init__(level=logging.INFO)
+        self._running = running
+        self.setFormatter(JsonFormatter())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._running._add(json.loads(self.format(record)))
+        except Exception:  # a log line must never break the code that logged it
+            self.handleError(record)
+
+
+@contextlib.asynccontextmanager
+async def karpy_operator(
+    cluster: _ClusterLike,
+    *,
+    settings: Settings | None = None,
+    provider_settings: Mapping[str, str] | None = None,
+    cloud_provider: str = "kwok",
+) -> AsyncIterator[RunningKarpy]:
+    """Run karpy in-process against ``cluster`` until the block exits."""
+    running = RunningKarpy()
+    handler = _Collector(running)
+    root = logging.getLogger()
+    previous_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    operator = Operator(
+        Options(
+            cloud_provider=cloud_provider,
+            provider_settings=dict(provider_settings or {}),
+            kubeconfig=cluster.kubeconfig,
+            settings=settings or Settings(),
+            leader_elect=False,
+            metrics_bind_address="127.0.0.1:0",
+            health_probe_bind_address="127.0.0.1:0",
+            graceful_shutdown_timeout=10.0,
+        )
+    )
+    running.operator = operator
+    try:
+        await operator.start()
+        task = asyncio.create_task(operator.run(), name="e2e:karpy-operator")
+        try:
+            await _wait_ready(operator, task)
+            yield running
+        finally:
+            operator.stop()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(task, timeout=30.0)
+    finally:
+        await operator.close()
+        root.removeHandler(handler)
+        root.setLevel(previous_level)
+
+
+async def _wait_ready(operator: Operator, task: asyncio.Task[None]) -> None:
+    """Return once the manager's caches have synced (its /readyz would answer 200)."""
+    manager = operator.manager
+    async with asyncio.timeout(60.0):
+        while not manager.cache.synced:
+            if task.done():
+                task.result()  # raises what made the operator stop
+                raise RuntimeError("karpy stopped before its caches synced")
+            await asyncio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def karpy_process(
+    cluster: _ClusterLike, *args: str, env: Mapping[str, str] | None = None
+) -> AsyncIterator[RunningKarpy]:
+    """Run ``karpy run --kubeconfig ... <args>`` as a subprocess until the block exits."""
+    running = RunningKarpy()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "karpy.cli", "run",
+        "--kubeconfig", cluster.kubeconfig,
+        "--disable-leader-election", "--metrics-port", "0", "--health-probe-port", "0",
+        *args,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    running.pid = proc.pid
+    assert proc.stderr is not None
+
+    async def pump(stream: asyncio.StreamReader) -> None:
+        async for raw in stream:
+            try:
+                running._add(json.loads(raw))
+            except json.JSONDecodeError:
+                running._add({"message": raw.decode(errors="replace").rstrip(), "raw": True})
+
+    reader = asyncio.create_task(pump(proc.stderr), name="e2e:karpy-logs")
+    try:
+        await running.wait_for_log("caches synced", timeout=60.0)
+        yield running
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=30.0)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        await reader
