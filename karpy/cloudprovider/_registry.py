@@ -3,12 +3,14 @@
 A distribution registers a provider with one line in its pyproject.toml::
 
     [project.entry-points."karpy.cloudproviders"]
-    example = "karpy_example_provider:ExampleCloudProvider.from_context"
+    example = "karpy_example_provider:ExampleCloudProvider"
 
-The entry point names a *factory*: a callable taking a :class:`ProviderContext` and
-returning a provider, or an awaitable of one (so that a factory can await its cloud
-SDK's set-up). Every provider is built the same way, so the operator needs to know
-nothing about any of them but the name.
+The entry point names the provider's *factory*: if the named object has a
+``from_context`` attribute (typically a classmethod of the provider class), that is the
+factory, otherwise the object itself is. The factory is called with a
+:class:`ProviderContext` and returns the provider, or an awaitable of one (so that it
+can await its cloud SDK's set-up). Every provider is built the same way, so the
+operator needs to know nothing about any of them but the name.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def provider_name(flag: str | None, environ: Mapping[str, str]) -> str:
 
 
 def load_factory(name: str) -> ProviderFactory:
-    """Import the factory registered as ``name``.
+    """Import the factory registered as ``name`` (its ``from_context`` if it has one).
 
     Raises UnknownProviderError (listing the installed names) if there is none,
     ProviderRegistryError if two distributions claim the name, and ProviderLoadError
@@ -108,9 +110,10 @@ def load_factory(name: str) -> ProviderFactory:
         )
     ep = candidates[0]
     try:
-        factory = ep.load()
+        target = ep.load()
     except Exception as exc:  # any import-time failure is the provider's bug: report it
         raise ProviderLoadError(name, ep.value, exc) from exc
+    factory = getattr(target, "from_context", target)
     if not callable(factory):
         raise ProviderLoadError(
             name, ep.value, TypeError(f"{ep.value} is a {type(factory).__name__}, not callable")

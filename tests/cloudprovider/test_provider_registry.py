@@ -46,6 +46,14 @@ class StubProvider:
 def factory(context):
     return StubProvider(context)
 
+class ClassTarget(StubProvider):
+    def __init__(self, context, *, built_by):
+        super().__init__(context)
+        self.built_by = built_by
+    @classmethod
+    def from_context(cls, context):
+        return cls(context, built_by="from_context")
+
 async def async_factory(context):
     return StubProvider(context)
 
@@ -89,6 +97,17 @@ async def test_a_registered_provider_is_built_with_the_context(
     assert isinstance(provider, CloudProvider)
     assert provider.name == "stub"
     assert provider.context is context  # type: ignore[attr-defined]
+
+
+async def test_a_class_target_is_built_through_its_from_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, context: ProviderContext
+) -> None:
+    install_plugin(
+        tmp_path, monkeypatch, "classprov", {"classy": "classprov_mod:ClassTarget"},
+        STUB_PROVIDER.format(name="classy"),
+    )
+    provider = await build_provider("classy", context)
+    assert provider.built_by == "from_context"  # type: ignore[attr-defined]
 
 
 async def test_an_async_factory_is_awaited_and_open_provider_closes_it(

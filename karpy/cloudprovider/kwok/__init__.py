@@ -14,6 +14,8 @@ from karpy.cloudprovider.kwok._catalogue import (
     dump_catalogue,
     generate_catalogue,
     load_catalogue,
+    to_instance_type,
+    to_instance_types,
 )
 from karpy.cloudprovider.kwok._options import (
     KwokFaults,
@@ -21,12 +23,20 @@ from karpy.cloudprovider.kwok._options import (
     KwokSettingsError,
     OfferingPattern,
 )
-from karpy.cloudprovider.kwok._wellknown import KWOK_NODE_CLASS
+from karpy.cloudprovider.kwok._provider import KwokCloudProvider
+from karpy.cloudprovider.kwok._wellknown import (
+    KWOK_NODE_CLASS,
+    PROVIDER_ID_PREFIX,
+    WELL_KNOWN_LABELS,
+)
 
 __all__ = [
     "KWOK_NODE_CLASS",
+    "PROVIDER_ID_PREFIX",
+    "WELL_KNOWN_LABELS",
     "CatalogueError",
     "InstanceTypeSpec",
+    "KwokCloudProvider",
     "KwokFaults",
     "KwokOptions",
     "KwokSettingsError",
@@ -35,4 +45,6 @@ __all__ = [
     "dump_catalogue",
     "generate_catalogue",
     "load_catalogue",
+    "to_instance_type",
+    "to_instance_types",
 ]

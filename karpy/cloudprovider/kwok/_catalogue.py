@@ -15,6 +15,7 @@ is honoured, which lets a catalogue mark offerings unavailable.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from karpy.apis import labels as wk
 from karpy.cloudprovider.errors import CloudProviderError
+from karpy.cloudprovider.kwok._wellknown import (
+    LABEL_INSTANCE_CPU,
+    LABEL_INSTANCE_FAMILY,
+    LABEL_INSTANCE_MEMORY,
+    LABEL_INSTANCE_SIZE,
+)
+from karpy.scheduling import InstanceType, Offering, Overhead, Requirement, Requirements
+from karpy.scheduling import resources as res
 
 ZONES = ("test-zone-a", "test-zone-b", "test-zone-c", "test-zone-d")
 CAPACITY_TYPES = ("spot", "on-demand")
@@ -208,3 +217,57 @@ def dump_catalogue(specs: Sequence[InstanceTypeSpec]) -> str:
     return json.dumps(
         [s.model_dump(by_alias=True, mode="json") for s in specs], indent=2
     )
+
+
+KUBE_RESERVED = {"cpu": "100m", "memory": "10Mi"}
+"""The overhead of every kwok instance type (Karpenter kwok's kube-reserved)."""
+DEFAULT_PODS = "110"
+
+
+def _family(name: str) -> str:
+    head = re.split(r"[.-]", name, maxsplit=1)
+    return head[0] if len(head) == 2 else name[:1]
+
+
+def to_instance_type(spec: InstanceTypeSpec) -> InstanceType:
+    """The InstanceType a catalogue entry describes, with Karpenter kwok's labels
+    (``karpenter.kwok.sh/instance-{family,size,cpu,memory}``) and overhead."""
+    capacity = res.parse_resource_list({"pods": DEFAULT_PODS, **spec.resources})
+    cpu = spec.resources["cpu"]
+    offerings = [
+        Offering(
+            zone=o.zone,
+            capacity_type=o.capacity_type,
+            price=o.price,
+            available=o.available,
+            requirements=Requirements(
+                Requirement.new(r.key, r.operator, r.values)
+                for r in o.requirements
+                if r.key not in (wk.LABEL_ZONE, wk.LABEL_CAPACITY_TYPE)
+            ),
+        )
+        for o in spec.offerings
+    ]
+    return InstanceType.build(
+        spec.name,
+        capacity=capacity,
+        offerings=offerings,
+        overhead=Overhead(kube_reserved=res.parse_resource_list(KUBE_RESERVED)),
+        architecture=spec.architecture,
+        operating_systems=spec.operating_systems,
+        requirements=[
+            Requirement.new(LABEL_INSTANCE_FAMILY, "In", (_family(spec.name),)),
+            Requirement.new(LABEL_INSTANCE_SIZE, "In", (cpu,)),
+            Requirement.new(LABEL_INSTANCE_CPU, "In", (cpu,)),
+            Requirement.new(
+                LABEL_INSTANCE_MEMORY,
+                "In",
+                (res.format_quantity(res.MEMORY, capacity[res.MEMORY]),),
+            ),
+        ],
+    )
+
+
+def to_instance_types(specs: Sequence[InstanceTypeSpec]) -> list[InstanceType]:
+    """:func:`to_instance_type` of every entry."""
+    return [to_instance_type(spec) for spec in specs]

@@ -1,0 +1,94 @@
+"""The kwok provider's settings (as the operator passes them) parse into options, and a
+typo or a malformed value fails naming the setting; the catalogue becomes instance
+types carrying Karpenter kwok's labels and overhead."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from karpy.apis.labels import LABEL_ARCH, LABEL_INSTANCE_TYPE, LABEL_OS, LABEL_ZONE
+from karpy.cloudprovider import OfferingKey
+from karpy.cloudprovider.kwok import (
+    KwokFaults,
+    KwokOptions,
+    KwokSettingsError,
+    OfferingPattern,
+    generate_catalogue,
+    to_instance_types,
+)
+
+
+def test_settings_become_options() -> None:
+    options = KwokOptions.from_settings(
+        {
+            "instanceTypesFile": "/etc/kwok/types.json",
+            "launchDelay": "1500ms",
+            "registrationDelay": "1m30s",
+            "insufficientCapacity": "c-4x-amd64-linux/*/spot, */test-zone-b/*",
+            "unregisteredLaunches": "2",
+        }
+    )
+    assert options.instance_types_file == Path("/etc/kwok/types.json")
+    assert options.launch_delay == timedelta(seconds=1.5)
+    assert options.registration_delay == timedelta(seconds=90)
+    assert options.insufficient_capacity == {
+        OfferingPattern("c-4x-amd64-linux", "*", "spot"),
+        OfferingPattern("*", "test-zone-b", "*"),
+    }
+    assert options.unregistered_launches == 2
+
+
+def test_no_settings_mean_a_fault_free_provider() -> None:
+    assert KwokOptions.from_settings({}) == KwokOptions()
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"launchdelay": "1s"}, "unknown kwok provider setting.*launchdelay.*launchDelay"),
+        ({"launchDelay": "soon"}, "launchDelay: 'soon' is not a duration"),
+        ({"registrationDelay": "-1s"}, "registrationDelay: '-1s' is negative"),
+        ({"insufficientCapacity": "c-4x/spot"}, "is not type/zone/capacity-type"),
+        ({"unregisteredLaunches": "many"}, "unregisteredLaunches: 'many'"),
+    ],
+)
+def test_a_bad_setting_is_rejected_by_name(settings: dict[str, str], message: str) -> None:
+    with pytest.raises(KwokSettingsError, match=message):
+        KwokOptions.from_settings(settings)
+
+
+def test_faults_match_offerings_and_count_unregistered_launches() -> None:
+    faults = KwokFaults(
+        insufficient_capacity={OfferingPattern("*", "test-zone-a", "spot")},
+        unregistered_launches=1,
+    )
+    assert faults.refuses(OfferingKey("c-1x-amd64-linux", "test-zone-a", "spot"))
+    assert not faults.refuses(OfferingKey("c-1x-amd64-linux", "test-zone-a", "on-demand"))
+    assert not faults.refuses(OfferingKey("c-1x-amd64-linux", "test-zone-b", "spot"))
+    assert [faults.take_unregistered() for _ in range(3)] == [True, False, False]
+
+
+def test_catalogue_entries_become_instance_types_with_kwok_labels() -> None:
+    types = {it.name: it for it in to_instance_types(generate_catalogue())}
+    it = types["m-8x-arm64-linux"]
+    assert it.requirements.labels() == {
+        LABEL_INSTANCE_TYPE: "m-8x-arm64-linux",
+        LABEL_ARCH: "arm64",
+        LABEL_OS: "linux",
+        "karpenter.kwok.sh/instance-family": "m",
+        "karpenter.kwok.sh/instance-size": "8",
+        "karpenter.kwok.sh/instance-cpu": "8",
+        "karpenter.kwok.sh/instance-memory": "32Gi",
+    }
+    assert it.requirements[LABEL_ZONE].sorted_values() == [
+        "test-zone-a", "test-zone-b", "test-zone-c", "test-zone-d"
+    ]
+    assert it.capacity["cpu"] == 8000
+    assert it.capacity["pods"] == 128
+    # Karpenter kwok's kube-reserved: 100m CPU and 10Mi memory
+    assert it.allocatable["cpu"] == 7900
+    assert it.capacity["memory"] - it.allocatable["memory"] == 10 * 2**20
+    assert len(it.offerings) == 8
