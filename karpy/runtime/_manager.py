@@ -42,6 +42,15 @@ __all__ = ["Manager", "Runnable"]
 log = logging.getLogger("karpy.runtime.manager")
 
 
+def _leaf(group: BaseExceptionGroup[LeaderElectionLost]) -> LeaderElectionLost:
+    # Nested TaskGroups nest their groups; the caller wants the error itself.
+    first: BaseException = group
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    assert isinstance(first, LeaderElectionLost)
+    return first
+
+
 @runtime_checkable
 class Runnable(Protocol):
     """Anything the manager runs: ``run()`` works until cancelled.
@@ -223,7 +232,7 @@ class Manager:
                     for task in infra:
                         task.cancel()
         except* LeaderElectionLost as group:
-            raise group.exceptions[0] from None
+            raise _leaf(group) from None
         finally:
             for sig in signals:
                 loop.remove_signal_handler(sig)
