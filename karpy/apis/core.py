@@ -4,11 +4,11 @@ kinds embed: object metadata, taints, node selector requirements and status cond
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
-from karpy.apis.model import KubeModel
+from karpy.apis.model import KubeModel, ObjectMeta, OwnerReference, Resource
 
 __all__ = [
     "LABEL_KEY_PATTERN",
@@ -20,6 +20,7 @@ __all__ = [
     "NodeSelectorRequirement",
     "ObjectMeta",
     "OwnerReference",
+    "Resource",
     "Taint",
     "TaintEffect",
 ]
@@ -36,39 +37,6 @@ LabelValue = Annotated[str, Field(max_length=63, pattern=LABEL_VALUE_PATTERN)]
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 ConditionStatus = Literal["True", "False", "Unknown"]
-
-
-class OwnerReference(KubeModel):
-    """An object this one depends on; deleting the owner garbage-collects this object."""
-
-    api_version: str = Field(alias="apiVersion")
-    kind: str
-    name: str
-    uid: str
-    controller: bool | None = None
-    block_owner_deletion: bool | None = None
-
-
-class ObjectMeta(KubeModel):
-    """Standard object metadata. Fields karpy does not model are kept as they are."""
-
-    # metadata is not pruned by the API server, so neither do we drop what we don't know.
-    model_config = ConfigDict(extra="allow")
-
-    name: str | None = None
-    generate_name: str | None = None
-    namespace: str | None = None
-    uid: str | None = None
-    resource_version: str | None = None
-    generation: int | None = None
-    creation_timestamp: datetime | None = None
-    deletion_timestamp: datetime | None = None
-    deletion_grace_period_seconds: int | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
-    finalizers: list[str] = Field(default_factory=list)
-    owner_references: list[OwnerReference] = Field(default_factory=list)
-    managed_fields: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class Taint(KubeModel):

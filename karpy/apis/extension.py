@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Final
 
+from karpy.apis.core import Resource
 from karpy.apis.labels import (
     GROUP,
     LABEL_CAPACITY_TYPE,
@@ -26,7 +27,6 @@ from karpy.apis.labels import (
     RESTRICTED_LABELS,
     WELL_KNOWN_LABELS,
 )
-from karpy.apis.model import Resource
 from karpy.apis.v1 import NodeClaim, NodePool
 
 if TYPE_CHECKING:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cache
 from typing import Annotated, Any, ClassVar, Literal, Self
 
@@ -21,6 +22,7 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Field,
     SerializerFunctionWrapHandler,
     model_serializer,
 )
@@ -31,6 +33,8 @@ __all__ = [
     "CRDInfo",
     "IntOrString",
     "KubeModel",
+    "ObjectMeta",
+    "OwnerReference",
     "PrinterColumn",
     "Quantity",
     "Resource",
@@ -184,6 +188,39 @@ class CRDInfo:
         return f"{self.plural}.{self.group}"
 
 
+class OwnerReference(KubeModel):
+    """An object this one depends on; deleting the owner garbage-collects this object."""
+
+    api_version: str = Field(alias="apiVersion")
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(KubeModel):
+    """Standard object metadata. Fields karpy does not model are kept as they are."""
+
+    # metadata is not pruned by the API server, so neither do we drop what we don't know.
+    model_config = ConfigDict(extra="allow")
+
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    deletion_grace_period_seconds: int | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    finalizers: list[str] = Field(default_factory=list)
+    owner_references: list[OwnerReference] = Field(default_factory=list)
+    managed_fields: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class Resource(KubeModel):
     """A top-level object: ``apiVersion``, ``kind``, ``metadata``, ``spec``, ``status``.
 
@@ -192,3 +229,7 @@ class Resource(KubeModel):
     """
 
     crd: ClassVar[CRDInfo]
+
+    api_version: str = Field(alias="apiVersion")
+    kind: str
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)

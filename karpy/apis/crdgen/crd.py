@@ -6,9 +6,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from karpy.apis.core import Resource
 from karpy.apis.crdgen.schema import resource_schema
 from karpy.apis.extension import APIExtension
-from karpy.apis.model import Resource
 
 __all__ = ["LabelPolicy", "build_crd", "crd_filename"]
 

@@ -15,6 +15,7 @@ from karpy.apis.core import (
     Condition,
     LabelValue,
     ObjectMeta,
+    Resource,
     Taint,
 )
 from karpy.apis.duration import (
@@ -28,7 +29,6 @@ from karpy.apis.model import (
     CRDInfo,
     KubeModel,
     PrinterColumn,
-    Resource,
     ResourceList,
     Rule,
     validations,

@@ -14,14 +14,13 @@ from croniter import croniter
 from pydantic import Field
 
 from karpy.apis.conditions import ConditionSet, utc_now
-from karpy.apis.core import Condition, ConditionList, LabelValue, ObjectMeta
+from karpy.apis.core import Condition, ConditionList, LabelValue, ObjectMeta, Resource
 from karpy.apis.duration import DURATION_OR_NEVER_PATTERN, parse_duration, parse_nillable_duration
 from karpy.apis.labels import GROUP, LABEL_NODEPOOL
 from karpy.apis.model import (
     CRDInfo,
     KubeModel,
     PrinterColumn,
-    Resource,
     ResourceList,
     Rule,
     validations,

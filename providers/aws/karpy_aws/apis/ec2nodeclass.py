@@ -14,13 +14,12 @@ from typing import Annotated, Final, Literal
 from pydantic import ConfigDict, Field
 
 from karpy.apis.conditions import ConditionSet, utc_now
-from karpy.apis.core import Condition, ConditionList, NodeSelectorRequirement, ObjectMeta
+from karpy.apis.core import Condition, ConditionList, NodeSelectorRequirement, ObjectMeta, Resource
 from karpy.apis.model import (
     QUANTITY_PATTERN,
     CRDInfo,
     KubeModel,
     PrinterColumn,
-    Resource,
     Rule,
     validations,
 )

@@ -15,8 +15,8 @@ from typing import Annotated, Final, Literal
 from pydantic import ConfigDict, Field
 
 from karpy.apis.conditions import ConditionSet, utc_now
-from karpy.apis.core import Condition, ConditionList, NodeSelectorRequirement, ObjectMeta
-from karpy.apis.model import CRDInfo, KubeModel, PrinterColumn, Resource, Rule, validations
+from karpy.apis.core import Condition, ConditionList, NodeSelectorRequirement, ObjectMeta, Resource
+from karpy.apis.model import CRDInfo, KubeModel, PrinterColumn, Rule, validations
 from karpy_azure.apis.labels import GROUP
 
 __all__ = [
