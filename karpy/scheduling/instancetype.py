@@ -130,7 +130,7 @@ class InstanceType:
         for offering in self.offerings:
             if not offering.available:
                 continue
-            if requirements is not None and requirements.intersects(offering.requirements):
+            if requirements is not None and not requirements.overlaps(offering.requirements):
                 continue
             if best is None or offering.price < best:
                 best = offering.price

@@ -3,7 +3,7 @@ the instance types it may launch."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -34,7 +34,7 @@ class NodePoolTemplate:
     """
 
     name: str
-    instance_types: tuple[InstanceType, ...]
+    instance_types: Sequence[InstanceType]
     weight: int = 0
     labels: Mapping[str, str] = field(default_factory=dict)
     requirements: Requirements = field(default_factory=Requirements)

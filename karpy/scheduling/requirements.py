@@ -384,6 +384,10 @@ class Requirements(Mapping[str, Requirement]):
 
     # -- queries ---------------------------------------------------------------------
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """The requirement for ``key``, or ``default`` (a fast ``Mapping.get``)."""
+        return self._reqs.get(key, default)
+
     def has(self, key: str) -> bool:
         """Whether a requirement for ``key`` is present."""
         return key in self._reqs
@@ -441,6 +445,22 @@ class Requirements(Mapping[str, Requirement]):
         if not any(k in self._reqs for k in keys):
             return self
         return Requirements._of({k: v for k, v in self._reqs.items() if k not in keys})
+
+    def overlaps(self, other: Requirements) -> bool:
+        """Fast boolean form of :meth:`intersects` (no reason is built)."""
+        small, large = (self._reqs, other._reqs)
+        if len(small) > len(large):
+            small, large = large, small
+        for key, requirement in small.items():
+            counterpart = large.get(key)
+            if counterpart is None or requirement is counterpart:
+                continue
+            if requirement.has_intersection(counterpart):
+                continue
+            if _is_negative(requirement) and _is_negative(counterpart):
+                continue
+            return False
+        return True
 
     def intersects(self, other: Requirements) -> str | None:
         """Why the requirements on keys both sides define cannot all be met, or None.

@@ -1,0 +1,274 @@
+"""Scheduling benchmark, the same recipe as Karpenter's scheduling_benchmark_test.go.
+
+Run from the repository root:
+
+    .venv/bin/python benchmarks/scheduling_bench.py
+
+Recipe (issue 5): 400 instance types, type i with i+1 vCPU, 2(i+1) GiB and 10(i+1)
+pods, kube-reserved 100m CPU and 10Mi memory, five offerings each (spot in test-zone-1/2,
+on-demand in test-zone-1/2/3) priced 0.1 x vCPU + 0.1 x memory GB per hour; one NodePool
+without requirements or limits; no existing nodes, no DaemonSets. Pods in fifths
+(generic, zone spread, hostname spread, zone self-affinity, hostname anti-affinity, the
+remainder generic) with random requests and labels from a fixed seed. Each size runs in
+its own process so that its peak memory is its own.
+
+Timed: ``Simulator.solve`` on pods already parsed with ``Pod.from_dict`` (parsing is
+done once when a pod arrives from the API server, not per solve); the parse time is
+printed separately.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import random
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from karpy.scheduling import (
+    InstanceType,
+    NodePoolTemplate,
+    Offering,
+    Overhead,
+    Pod,
+    Results,
+)
+from karpy.scheduling.simulator import Simulator
+
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+GIB = 1 << 30
+SEED = 42
+SIZES = (1000, 5000, 10000, 20000)
+LABEL_VALUES = "abcdefg"
+CPUS = (100, 250, 500, 1000, 1500)
+MEMORIES = (100, 256, 512, 1024, 2048, 4096)
+
+
+def instance_types(count: int = 400) -> list[InstanceType]:
+    """The 400 fake instance types of the recipe."""
+    out = []
+    for i in range(count):
+        vcpu = i + 1
+        memory = 2 * vcpu * GIB
+        price = 0.1 * vcpu + 0.1 * (memory / 1e9)
+        offerings = [
+            Offering("test-zone-1", "spot", price),
+            Offering("test-zone-2", "spot", price),
+            Offering("test-zone-1", "on-demand", price),
+            Offering("test-zone-2", "on-demand", price),
+            Offering("test-zone-3", "on-demand", price),
+        ]
+        out.append(
+            InstanceType.build(
+                f"fake-it-{i}",
+                capacity={"cpu": vcpu * 1000, "memory": memory, "pods": 10 * vcpu},
+                offerings=offerings,
+                overhead=Overhead(kube_reserved={"cpu": 100, "memory": 10 * (1 << 20)}),
+            )
+        )
+    return out
+
+
+class PodFactory:
+    """Builds the recipe's pods as Kubernetes dicts, from one seeded generator."""
+
+    def __init__(self, seed: int = SEED) -> None:
+        self.random = random.Random(seed)
+        self.count = 0
+
+    def value(self) -> str:
+        return self.random.choice(LABEL_VALUES)
+
+    def resources(self) -> dict[str, Any]:
+        cpu = self.random.choice(CPUS)
+        memory = self.random.choice(MEMORIES)
+        return {"requests": {"cpu": f"{cpu}m", "memory": f"{memory}Mi"}}
+
+    def pod(self, labels: dict[str, str], **spec: Any) -> dict[str, Any]:
+        self.count += 1
+        name = f"pod-{self.count:06d}"
+        return {
+            "metadata": {"name": name, "namespace": "default", "uid": name, "labels": labels},
+            "spec": {
+                "containers": [{"name": "app", "image": "nginx", "resources": self.resources()}],
+                **spec,
+            },
+        }
+
+    def generic(self, count: int) -> list[dict[str, Any]]:
+        return [self.pod({"my-label": self.value()}) for _ in range(count)]
+
+    def spread(self, count: int, key: str) -> list[dict[str, Any]]:
+        pods = []
+        for _ in range(count):
+            labels = {"my-label": self.value()}
+            constraint = {
+                "maxSkew": 1,
+                "topologyKey": key,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"my-label": self.value()}},
+            }
+            pods.append(self.pod(labels, topologySpreadConstraints=[constraint]))
+        return pods
+
+    def self_affinity(self, count: int, key: str) -> list[dict[str, Any]]:
+        pods = []
+        for _ in range(count):
+            labels = {"my-affininity": self.value()}
+            term = {"labelSelector": {"matchLabels": dict(labels)}, "topologyKey": key}
+            affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+            pods.append(self.pod(labels, affinity=affinity))
+        return pods
+
+    def anti_affinity(self, count: int, key: str) -> list[dict[str, Any]]:
+        labels = {"app": "nginx"}
+        term = {"labelSelector": {"matchLabels": dict(labels)}, "topologyKey": key}
+        affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+        return [self.pod(dict(labels), affinity=affinity) for _ in range(count)]
+
+    def diverse(self, count: int) -> list[dict[str, Any]]:
+        fifth = count // 5
+        pods = self.generic(fifth)
+        pods += self.spread(fifth, ZONE)
+        pods += self.spread(fifth, HOSTNAME)
+        pods += self.self_affinity(fifth, ZONE)
+        pods += self.anti_affinity(fifth, HOSTNAME)
+        pods += self.generic(count - len(pods))
+        return pods
+
+    def preferences(self, count: int) -> list[dict[str, Any]]:
+        selector = {"matchLabels": {"app": "nginx"}}
+        affinity = {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 1,
+                        "preference": {
+                            "matchExpressions": [
+                                {"key": ZONE, "operator": "In", "values": ["test-zone-1"]}
+                            ]
+                        },
+                    }
+                ]
+            },
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 10,
+                        "podAffinityTerm": {"labelSelector": selector, "topologyKey": ZONE},
+                    },
+                    {
+                        "weight": 1,
+                        "podAffinityTerm": {"labelSelector": selector, "topologyKey": HOSTNAME},
+                    },
+                ]
+            },
+        }
+        return [self.pod({"app": "nginx"}, affinity=affinity) for _ in range(count)]
+
+
+def rss_bytes() -> int:
+    """Current resident set size."""
+    with Path("/proc/self/statm").open() as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize()
+
+
+def check(results: Results, pods: int) -> None:
+    if results.errors:
+        first = results.errors[0]
+        raise SystemExit(f"{len(results.errors)} pods were not placed, e.g. {first}")
+    if results.scheduled_pods != pods:
+        raise SystemExit(f"placed {results.scheduled_pods} of {pods} pods")
+
+
+def run_case(case: str, size: int, repeat: int, queue: Any) -> None:
+    factory = PodFactory()
+    raw = factory.preferences(size) if case == "preferences" else factory.diverse(size)
+    start = time.perf_counter()
+    pods = [Pod.from_dict(p, keep_raw=False) for p in raw]
+    parse = time.perf_counter() - start
+    del raw
+    nodepool = NodePoolTemplate(name="default", instance_types=instance_types())
+    simulator = Simulator([nodepool])
+    simulator.solve(pods[:10])  # build the instance-type index outside the timing
+    before = rss_bytes()
+    timings = []
+    results = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        results = simulator.solve(pods)
+        timings.append(time.perf_counter() - start)
+        check(results, size)
+    assert results is not None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    antiaffinity = size // 5 if case == "diverse" else 0
+    queue.put(
+        {
+            "case": case,
+            "pods": size,
+            "seconds": statistics.median(timings),
+            "parse": parse,
+            "nodes": len(results.new_nodeclaims),
+            "price": results.price,
+            "antiaffinity": antiaffinity,
+            "peak_rss": peak,
+            "solve_growth": max(peak - before, 0),
+        }
+    )
+
+
+def measure(case: str, size: int, repeat: int) -> dict[str, Any]:
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    process = context.Process(target=run_case, args=(case, size, repeat, queue))
+    process.start()
+    result: dict[str, Any] = queue.get()
+    process.join()
+    if process.exitcode:
+        raise SystemExit(f"{case} {size}: exit code {process.exitcode}")
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
+    parser.add_argument("--repeat", type=int, default=3, help="solves per size (median)")
+    parser.add_argument("--no-preferences", action="store_true")
+    args = parser.parse_args()
+    print(
+        f"{'case':<12}{'pods':>7}{'pods/s':>10}{'ms/solve':>10}{'nodes':>7}{'anti':>6}"
+        f"{'$/h':>10}{'peak RSS':>10}{'solve +':>9}{'parse s':>9}"
+    )
+    rows = [("diverse", size) for size in args.sizes]
+    if not args.no_preferences:
+        rows.append(("preferences", 4000))
+    results = []
+    for case, size in rows:
+        row = measure(case, size, args.repeat)
+        results.append(row)
+        print(
+            f"{row['case']:<12}{row['pods']:>7}{row['pods'] / row['seconds']:>10.0f}"
+            f"{row['seconds'] * 1000:>10.0f}{row['nodes']:>7}{row['antiaffinity'] or '-':>6}"
+            f"{row['price']:>10.1f}{row['peak_rss'] / 2**20:>8.0f}Mi"
+            f"{row['solve_growth'] / 2**20:>7.0f}Mi{row['parse']:>9.2f}",
+            flush=True,
+        )
+    diverse = [r for r in results if r["case"] == "diverse"]
+    if len(diverse) >= 2:
+        first, last = diverse[0], diverse[-1]
+        ratio = (last["pods"] / last["seconds"]) / (first["pods"] / first["seconds"])
+        print(f"\npods/s at {last['pods']} is {ratio:.0%} of pods/s at {first['pods']}")
+    for row in diverse:
+        excess = row["nodes"] / row["antiaffinity"] - 1
+        print(f"{row['pods']} pods: {row['nodes']} nodes, {excess:+.2%} vs anti-affinity pods")
+
+
+if __name__ == "__main__":
+    main()
