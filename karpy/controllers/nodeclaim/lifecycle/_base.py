@@ -1,0 +1,67 @@
+"""What the lifecycle's sub-reconcilers share: the outcome they report to the parent,
+their one-method shape, and the NodeClaim's conditions read against the injected clock."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Protocol
+
+from karpy.apis import ConditionSet, NodeClaim
+from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
+from karpy.apis.v1.nodeclaim import NodeClaimCondition
+from karpy.runtime import Clock
+
+__all__ = ["Outcome", "SubReconciler", "conditions", "disrupted_labels", "go_duration", "log"]
+
+log = logging.getLogger("controller")
+"""Karpenter's lifecycle lines carry ``"logger": "controller"``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one sub-reconciler asks of the parent."""
+
+    requeue_after: float | None = None
+    """Reconcile again within this many seconds (a deadline or a poll)."""
+    requeue: bool = False
+    """Reconcile again soon through the rate limiter (an optimistic-lock conflict)."""
+    deleted: bool = False
+    """The NodeClaim was deleted: stop, and write nothing back."""
+
+
+class SubReconciler(Protocol):
+    """One step of the lifecycle; edits ``nodeclaim`` in memory, the parent writes it."""
+
+    async def reconcile(self, nodeclaim: NodeClaim) -> Outcome:
+        """Advance this step; raise to retry the whole reconcile with backoff."""
+        ...
+
+
+def conditions(nodeclaim: NodeClaim, clock: Clock) -> ConditionSet[NodeClaimCondition]:
+    """The NodeClaim's conditions, timestamped by ``clock`` to the second (as stored)."""
+    return nodeclaim.status_conditions(now=lambda: clock.now().replace(microsecond=0))
+
+
+def disrupted_labels(nodeclaim: NodeClaim, reason: str) -> dict[str, str]:
+    """Labels of ``karpenter_nodeclaims_disrupted_total`` for this NodeClaim."""
+    labels = nodeclaim.metadata.labels
+    return {
+        "reason": reason,
+        "nodepool": labels.get(LABEL_NODEPOOL, ""),
+        "capacity_type": labels.get(LABEL_CAPACITY_TYPE, ""),
+    }
+
+
+def go_duration(seconds: float) -> str:
+    """``seconds`` as Go prints a time.Duration ("15m0s", "5m0s", "20s", "1h0m0s")."""
+    whole = int(seconds)
+    frac = seconds - whole
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    sec_text = f"{secs + frac:g}s"
+    if hours:
+        return f"{hours}h{minutes}m{sec_text}"
+    if minutes:
+        return f"{minutes}m{sec_text}"
+    return sec_text
