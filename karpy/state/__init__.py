@@ -1,2 +1,24 @@
 """The in-memory cluster model fed by informers: nodes joined to NodeClaims, pods bound
-per node, in-flight capacity and nominations."""
+per node, in-flight capacity and nominations.
+
+:class:`Cluster` is the model; :class:`StateNode` one machine in it (a Node and/or its
+NodeClaim); :mod:`karpy.state.pods` the pod predicates the autoscaler sorts pods by;
+:mod:`karpy.state.kinds` the NodePool/NodeClaim kinds; :class:`UnavailableOfferings`
+the offerings that recently ran out of capacity.
+"""
+
+from karpy.state.cluster import Cluster, NodePoolEntry, ReleaseHandler
+from karpy.state.kinds import NODE_CLAIM, NODE_POOL
+from karpy.state.statenode import NodePods, StateNode
+from karpy.state.unavailable_offerings import UnavailableOfferings
+
+__all__ = [
+    "NODE_CLAIM",
+    "NODE_POOL",
+    "Cluster",
+    "NodePods",
+    "NodePoolEntry",
+    "ReleaseHandler",
+    "StateNode",
+    "UnavailableOfferings",
+]

@@ -1,9 +1,696 @@
-"""The in-memory cluster model: nodes joined to NodeClaims, pods per node, nominations."""
+"""The in-memory cluster model: nodes joined to NodeClaims, pods per node, nominations.
+
+:class:`Cluster` is fed by the manager's shared informers (:meth:`Cluster.attach`):
+every Node, NodeClaim, Pod, DaemonSet, NodePool and Namespace event updates it in O(1)
+(a pod event touches one pod and one node's sums, never a list of pods). Objects are
+parsed once, when they arrive, into the plain values the simulator consumes, so a
+provisioning round builds its input from ready-made pieces instead of re-reading the
+API.
+
+What it answers:
+
+* which machines exist (:class:`~karpy.state.statenode.StateNode`: a Node and/or its
+  NodeClaim joined by provider ID), which are in flight, which are going away;
+* which pods are bound where, with their requests summed per node;
+* which pods are waiting for capacity (provisionable) and which of those are already
+  *nominated* to capacity that is coming (:mod:`karpy.state.nominations`);
+* the NodePools (parsed), each pool's usage against its limits, the DaemonSets' pods;
+* whether the model can be trusted yet (:attr:`Cluster.synced`).
+
+Event handlers run on the informers' task and never await, so the model needs no
+locks: a reader in a reconcile sees a consistent state between two awaits.
+"""
 
 from __future__ import annotations
 
-__all__ = ["Cluster"]
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import ValidationError
+
+from karpy.apis import NodePool
+from karpy.runtime import (
+    Cache,
+    Clock,
+    FuncHandler,
+    Informer,
+    Object,
+    SystemClock,
+    kinds,
+)
+from karpy.scheduling import ExistingNode, Pod, Requirements, Toleration
+from karpy.scheduling.daemons import daemon_runs_on
+from karpy.state.kinds import NODE_CLAIM, NODE_POOL
+from karpy.state.nominations import Nomination, Nominations, node_target, nodeclaim_target
+from karpy.state.pods import (
+    is_provisionable,
+    is_reschedulable,
+    is_terminal,
+    pod_key,
+)
+from karpy.state.statenode import NodePods, StateNode
+
+__all__ = ["Cluster", "NodePoolEntry", "ReleaseHandler"]
+
+log = logging.getLogger("karpy.state")
+
+ReleaseHandler = Callable[[Sequence[str]], None]
+"""Called with the keys of pods whose nominations were released because their target
+went away (deleted, marked for deletion): they need capacity again."""
+
+# The DaemonSet controller adds these tolerations to every pod it creates
+# (k8s.io/kubernetes pkg/controller/daemon/util), so a template does not show them.
+_DAEMON_TOLERATIONS = (
+    Toleration(key="node.kubernetes.io/not-ready", operator="Exists", effect="NoExecute"),
+    Toleration(key="node.kubernetes.io/unreachable", operator="Exists", effect="NoExecute"),
+    Toleration(key="node.kubernetes.io/disk-pressure", operator="Exists", effect="NoSchedule"),
+    Toleration(key="node.kubernetes.io/memory-pressure", operator="Exists", effect="NoSchedule"),
+    Toleration(key="node.kubernetes.io/pid-pressure", operator="Exists", effect="NoSchedule"),
+    Toleration(key="node.kubernetes.io/unschedulable", operator="Exists", effect="NoSchedule"),
+)
+
+
+def _deleting(obj: Mapping[str, Any]) -> bool:
+    return bool(obj["metadata"].get("deletionTimestamp"))
+
+
+def _daemonset_of(pod: Mapping[str, Any]) -> str:
+    """``namespace/name`` of the DaemonSet owning ``pod``, or ""."""
+    meta = pod["metadata"]
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("kind") == "DaemonSet":
+            return f"{meta.get('namespace') or 'default'}/{ref.get('name')}"
+    return ""
+
+
+def _condition_true(obj: Mapping[str, Any], condition: str) -> bool:
+    for cond in (obj.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == condition:
+            return bool(cond.get("status") == "True")
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class NodePoolEntry:
+    """A NodePool as the model keeps it: the cached object and its parsed model.
+
+    ``model`` is None when the object does not validate (``error`` says why); such a
+    pool is never provisioned from.
+    """
+
+    raw: Object
+    model: NodePool | None
+    error: str | None
+
+    @property
+    def name(self) -> str:
+        """The NodePool's name."""
+        return str(self.raw["metadata"]["name"])
+
+    @property
+    def uid(self) -> str:
+        """The NodePool's uid (for owner references)."""
+        return str(self.raw["metadata"].get("uid") or "")
+
+    @property
+    def generation(self) -> int:
+        """metadata.generation: changes with the spec, not the status."""
+        return int(self.raw["metadata"].get("generation") or 0)
+
+    @property
+    def weight(self) -> int:
+        """spec.weight (unset counts as 0)."""
+        return int((self.raw.get("spec") or {}).get("weight") or 0)
+
+    @property
+    def ready(self) -> bool:
+        """status.conditions Ready=True (its NodeClass is ready and it validated)."""
+        return _condition_true(self.raw, "Ready")
+
+    @property
+    def deleting(self) -> bool:
+        """Has a deletionTimestamp."""
+        return _deleting(self.raw)
 
 
 class Cluster:
-    """The autoscaler's view of the cluster, fed by the manager's informers."""
+    """The autoscaler's view of the cluster (see the module docstring).
+
+    Feed it with :meth:`attach` (the manager's cache) or, in tests, by calling the
+    ``update_*``/``delete_*`` methods directly with API-shaped dicts.
+    """
+
+    def __init__(self, *, clock: Clock | None = None, nomination_ttl: float = 20.0) -> None:
+        self.clock: Clock = clock or SystemClock()
+        self.nomination_ttl = nomination_ttl
+        """Default seconds a nomination holds after its target is initialized."""
+        self._nodes: dict[str, StateNode] = {}
+        self._node_name_to_id: dict[str, str] = {}
+        self._claim_name_to_id: dict[str, str] = {}
+        self._unlaunched: dict[str, Object] = {}
+        self._node_pods: dict[str, NodePods] = {}
+        self._bindings: dict[str, tuple[str, str]] = {}
+        self._parsed: dict[str, Pod] = {}
+        self._provisionable: dict[str, Object] = {}
+        self._nominations = Nominations()
+        self._usage: dict[str, dict[str, int]] = {}
+        self._nodepools: dict[str, NodePoolEntry] = {}
+        self._daemonsets: dict[str, Pod] = {}
+        self._namespaces: dict[str, Mapping[str, str]] = {}
+        self._release_handlers: list[ReleaseHandler] = []
+        self._informers: list[Informer] = []
+        self._detach: list[Callable[[], None]] = []
+
+    def __repr__(self) -> str:
+        return (
+            f"Cluster(nodes={len(self._nodes)}, unlaunched={len(self._unlaunched)}, "
+            f"bound_pods={len(self._bindings)}, provisionable={len(self._provisionable)}, "
+            f"nominated={len(self._nominations)})"
+        )
+
+    # -- wiring --------------------------------------------------------------------------
+
+    def attach(self, cache: Cache) -> None:
+        """Register on the cache's shared informers of the kinds the model follows.
+
+        Call before the manager runs so that its cache sync also waits for them;
+        objects already cached are replayed, so attaching later loses nothing.
+        """
+        handlers: list[tuple[Any, FuncHandler]] = [
+            (kinds.NODE, FuncHandler(self.update_node, lambda _o, n: self.update_node(n),
+                                     self.delete_node)),
+            (NODE_CLAIM, FuncHandler(self.update_nodeclaim,
+                                     lambda _o, n: self.update_nodeclaim(n),
+                                     self.delete_nodeclaim)),
+            (kinds.POD, FuncHandler(self.update_pod, lambda _o, n: self.update_pod(n),
+                                    self.delete_pod)),
+            (kinds.DAEMON_SET, FuncHandler(self.update_daemonset,
+                                           lambda _o, n: self.update_daemonset(n),
+                                           self.delete_daemonset)),
+            (NODE_POOL, FuncHandler(self.update_nodepool, lambda _o, n: self.update_nodepool(n),
+                                    self.delete_nodepool)),
+            (kinds.NAMESPACE, FuncHandler(self.update_namespace,
+                                          lambda _o, n: self.update_namespace(n),
+                                          self.delete_namespace)),
+        ]
+        for kind, handler in handlers:
+            informer = cache.informer(kind)
+            registration = informer.add_handler(handler)
+            self._informers.append(informer)
+            self._detach.append(
+                lambda i=informer, r=registration: i.remove_handler(r)  # type: ignore[misc]
+            )
+
+    def detach(self) -> None:
+        """Stop receiving informer events (the model keeps what it has)."""
+        for detach in self._detach:
+            detach()
+        self._detach.clear()
+        self._informers.clear()
+
+    def add_release_handler(self, handler: ReleaseHandler) -> None:
+        """Call ``handler`` with pod keys whose nominations were released."""
+        self._release_handlers.append(handler)
+
+    @property
+    def synced(self) -> bool:
+        """True when the informers have listed and every NodeClaim that is not being
+        deleted has launched.
+
+        An unlaunched NodeClaim's capacity is not known yet, so deciding on new capacity
+        before it resolves could buy the same room twice (Karpenter waits the same way).
+        """
+        if not all(informer.has_synced for informer in self._informers):
+            return False
+        return all(_deleting(claim) for claim in self._unlaunched.values())
+
+    # -- nodes and NodeClaims ------------------------------------------------------------
+
+    def update_node(self, node: Object) -> None:
+        """A Node was added or changed."""
+        meta = node["metadata"]
+        name = str(meta["name"])
+        provider_id = str((node.get("spec") or {}).get("providerID") or "")
+        if not provider_id:
+            if "karpenter.sh/nodepool" in (meta.get("labels") or {}):
+                # A managed node is joined to its NodeClaim by provider ID; wait for it.
+                return
+            provider_id = name
+        known = self._node_name_to_id.get(name)
+        if known is not None and known != provider_id:
+            self._cleanup_node(name)
+        state = self._nodes.get(provider_id)
+        if state is None:
+            state = self._nodes[provider_id] = StateNode()
+        was_deleting = state.marked_for_deletion
+        self._change(state, lambda: state.set_node(node))
+        state.bound = self._pods_of(name)
+        self._node_name_to_id[name] = provider_id
+        if state.marked_for_deletion and not was_deleting:
+            self._release(self._targets_of(state))
+
+    def delete_node(self, node: Object) -> None:
+        """A Node is gone."""
+        name = str(node["metadata"]["name"])
+        self._cleanup_node(name)
+        self._release([node_target(name)])
+
+    def _cleanup_node(self, name: str) -> None:
+        provider_id = self._node_name_to_id.pop(name, None)
+        if provider_id is None:
+            return
+        state = self._nodes.get(provider_id)
+        if state is None:
+            return
+        if state.nodeclaim is None:
+            self._change(state, lambda: state.set_node(None), remove=True)
+            del self._nodes[provider_id]
+        else:
+            self._change(state, lambda: state.set_node(None))
+            state.bound = NodePods()
+        pods = self._node_pods.get(name)
+        if pods is not None and not pods.pods:
+            del self._node_pods[name]
+
+    def update_nodeclaim(self, nodeclaim: Object) -> None:
+        """A NodeClaim was added or changed (the provisioner also calls this right
+        after creating one, so the model does not wait for the watch)."""
+        name = str(nodeclaim["metadata"]["name"])
+        provider_id = str((nodeclaim.get("status") or {}).get("providerID") or "")
+        known = self._claim_name_to_id.get(name)
+        if known is not None and known != provider_id:
+            self._cleanup_nodeclaim(name)
+        self._claim_name_to_id[name] = provider_id
+        if not provider_id:
+            self._unlaunched[name] = nodeclaim
+            if _deleting(nodeclaim):
+                self._release([nodeclaim_target(name)])
+            return
+        state = self._nodes.get(provider_id)
+        if state is None:
+            state = self._nodes[provider_id] = StateNode()
+        was_deleting = state.marked_for_deletion
+        self._change(state, lambda: state.set_nodeclaim(nodeclaim))
+        if state.marked_for_deletion and not was_deleting:
+            self._release(self._targets_of(state))
+
+    def delete_nodeclaim(self, nodeclaim: Object) -> None:
+        """A NodeClaim is gone."""
+        name = str(nodeclaim["metadata"]["name"])
+        self._cleanup_nodeclaim(name)
+        self._release([nodeclaim_target(name)])
+
+    def _cleanup_nodeclaim(self, name: str) -> None:
+        provider_id = self._claim_name_to_id.pop(name, None)
+        self._unlaunched.pop(name, None)
+        if not provider_id:
+            return
+        state = self._nodes.get(provider_id)
+        if state is None:
+            return
+        if state.node is None:
+            self._change(state, lambda: state.set_nodeclaim(None), remove=True)
+            del self._nodes[provider_id]
+        else:
+            self._change(state, lambda: state.set_nodeclaim(None))
+
+    def _change(self, state: StateNode, apply: Callable[[], None], *, remove: bool = False) -> None:
+        """Apply a change to ``state`` keeping the NodePool usage sums and the
+        initialized-at time in step."""
+        before = state.usage()
+        was_initialized = state.initialized
+        apply()
+        after = None if remove else state.usage()
+        if before != after:
+            if before is not None:
+                self._add_usage(*before, sign=-1)
+            if after is not None:
+                self._add_usage(*after, sign=1)
+        if state.initialized and not was_initialized:
+            state.initialized_at = self.clock.monotonic()
+
+    def _add_usage(self, pool: str, usage: Mapping[str, int], *, sign: int) -> None:
+        total = self._usage.setdefault(pool, {})
+        for name, amount in usage.items():
+            value = total.get(name, 0) + sign * amount
+            if value:
+                total[name] = value
+            else:
+                total.pop(name, None)
+        if not total:
+            del self._usage[pool]
+
+    def mark_for_deletion(self, *provider_ids: str) -> None:
+        """A disruption decision will remove these machines: stop counting on them."""
+        for provider_id in provider_ids:
+            state = self._nodes.get(provider_id)
+            if state is not None and not state.marked:
+                was = state.marked_for_deletion
+
+                def mark(s: StateNode = state) -> None:
+                    s.marked = True
+
+                self._change(state, mark)
+                if not was:
+                    self._release(self._targets_of(state))
+
+    def unmark_for_deletion(self, *provider_ids: str) -> None:
+        """The disruption did not happen: count on these machines again."""
+        for provider_id in provider_ids:
+            state = self._nodes.get(provider_id)
+            if state is not None and state.marked:
+
+                def unmark(s: StateNode = state) -> None:
+                    s.marked = False
+
+                self._change(state, unmark)
+
+    # -- pods ----------------------------------------------------------------------------
+
+    def update_pod(self, pod: Object) -> None:
+        """A Pod was added or changed."""
+        key = pod_key(pod)
+        meta = pod["metadata"]
+        uid = str(meta.get("uid") or key)
+        if is_provisionable(pod):
+            self._provisionable[key] = pod
+        else:
+            self._provisionable.pop(key, None)
+        node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+        bound = self._bindings.get(key)
+        if not node_name or is_terminal(pod):
+            if bound is not None:
+                self._unbind(key)
+            return
+        if bound != (node_name, uid):
+            if bound is not None:
+                self._unbind(key)
+            self._pods_of(node_name).add(
+                key, self.scheduling_pod(pod), movable=is_reschedulable(pod),
+                daemonset=_daemonset_of(pod),
+            )
+            self._bindings[key] = (node_name, uid)
+            self._nominations.drop(key)
+        else:
+            self._pods_of(node_name).set_movable(key, is_reschedulable(pod))
+
+    def delete_pod(self, pod: Object) -> None:
+        """A Pod is gone."""
+        key = pod_key(pod)
+        self._provisionable.pop(key, None)
+        if key in self._bindings:
+            self._unbind(key)
+        self._nominations.drop(key)
+        self._parsed.pop(str(pod["metadata"].get("uid") or key), None)
+
+    def _unbind(self, key: str) -> None:
+        node_name, _ = self._bindings.pop(key)
+        pods = self._node_pods.get(node_name)
+        if pods is None:
+            return
+        pods.remove(key)
+        if not pods.pods and node_name not in self._node_name_to_id:
+            del self._node_pods[node_name]
+
+    def _pods_of(self, node_name: str) -> NodePods:
+        pods = self._node_pods.get(node_name)
+        if pods is None:
+            pods = self._node_pods[node_name] = NodePods()
+            provider_id = self._node_name_to_id.get(node_name)
+            state = self._nodes.get(provider_id) if provider_id is not None else None
+            if state is not None:
+                state.bound = pods
+        return pods
+
+    def scheduling_pod(self, pod: Object) -> Pod:
+        """The simulator's view of ``pod``, parsed once per pod (by uid)."""
+        uid = str(pod["metadata"].get("uid") or pod_key(pod))
+        parsed = self._parsed.get(uid)
+        if parsed is None:
+            parsed = self._parsed[uid] = Pod.from_dict(pod, keep_raw=False)
+        return parsed
+
+    def provisionable_pods(self) -> list[Object]:
+        """Pods that need capacity: provisionable and not nominated to coming capacity."""
+        now = self.clock.monotonic()
+        out = []
+        for key, pod in self._provisionable.items():
+            nomination = self._nominations.get(key)
+            if nomination is not None:
+                if self._holds(nomination, now):
+                    continue
+                self._nominations.drop(key)
+            out.append(pod)
+        return out
+
+    def provisionable_count(self) -> int:
+        """How many pods are provisionable (nominated or not)."""
+        return len(self._provisionable)
+
+    def is_provisionable(self, key: str) -> bool:
+        """Whether pod ``namespace/name`` is provisionable and not nominated."""
+        if key not in self._provisionable:
+            return False
+        return not self.is_nominated(key)
+
+    def reschedulable_pods(self) -> list[Pod]:
+        """Pods on machines being deleted that will need a new home (and are not
+        nominated to one yet)."""
+        now = self.clock.monotonic()
+        out = []
+        for state in self._nodes.values():
+            if not state.marked_for_deletion or not state.bound.pods:
+                continue
+            for key in state.bound.movable:
+                nomination = self._nominations.get(key)
+                if nomination is not None and self._holds(nomination, now):
+                    continue
+                out.append(state.bound.pods[key])
+        return out
+
+    # -- nominations ---------------------------------------------------------------------
+
+    def nominate(self, pods: Iterable[Pod], target: str, *, ttl: float | None = None) -> None:
+        """Expect ``pods`` on ``target``: a node name or a NodeClaim name (what the
+        simulator calls an existing node, or a NodeClaim just created)."""
+        ttl = self.nomination_ttl if ttl is None else ttl
+        key = self._target_key(target)
+        until = self.clock.monotonic() + ttl
+        for pod in pods:
+            self._nominations.add(Nomination(pod=pod, target=key, until=until, ttl=ttl))
+        provider_id = self._node_name_to_id.get(target) or self._claim_name_to_id.get(target)
+        if provider_id:
+            self.nominate_node(provider_id, ttl=ttl)
+
+    def _target_key(self, name: str) -> str:
+        provider_id = self._node_name_to_id.get(name)
+        if provider_id is not None:
+            state = self._nodes.get(provider_id)
+            if state is not None and state.nodeclaim is not None:
+                return nodeclaim_target(state.nodeclaim_name)
+            return node_target(name)
+        return nodeclaim_target(name)
+
+    def nomination(self, pod_key: str) -> str | None:
+        """The NodeClaim or node pod ``namespace/name`` is nominated to, if it holds
+        (``nodeclaim/<name>`` or ``node/<name>``)."""
+        nomination = self._nominations.get(pod_key)
+        if nomination is None:
+            return None
+        if not self._holds(nomination, self.clock.monotonic()):
+            self._nominations.drop(pod_key)
+            return None
+        return nomination.target
+
+    def is_nominated(self, pod_key: str) -> bool:
+        """Whether pod ``namespace/name`` is expected on coming capacity."""
+        return self.nomination(pod_key) is not None
+
+    def _holds(self, nomination: Nomination, now: float) -> bool:
+        """A nomination holds while its target is on its way (exists, not going away,
+        not initialized), and for its TTL after it was made or the target initialized."""
+        kind, _, name = nomination.target.partition("/")
+        if kind == "nodeclaim":
+            provider_id = self._claim_name_to_id.get(name)
+            if provider_id is None:
+                return False
+            if not provider_id:
+                claim = self._unlaunched.get(name)
+                return claim is not None and not _deleting(claim)
+            state = self._nodes.get(provider_id)
+        else:
+            state = self._nodes.get(self._node_name_to_id.get(name, ""))
+        if state is None or state.marked_for_deletion:
+            return False
+        if not state.initialized:
+            return True
+        since = state.initialized_at if state.initialized_at is not None else now
+        return now < max(nomination.until, since + nomination.ttl)
+
+    def _targets_of(self, state: StateNode) -> list[str]:
+        targets = []
+        if state.nodeclaim is not None:
+            targets.append(nodeclaim_target(state.nodeclaim_name))
+        if state.node_name:
+            targets.append(node_target(state.node_name))
+        return targets
+
+    def _release(self, targets: Iterable[str]) -> None:
+        released: list[str] = []
+        for target in targets:
+            released.extend(n.pod.key for n in self._nominations.drop_target(target))
+        if released:
+            for handler in list(self._release_handlers):
+                try:
+                    handler(released)
+                except Exception:
+                    log.exception("nomination release handler failed")
+
+    def nominate_node(self, provider_id: str, *, ttl: float | None = None) -> None:
+        """Record that pending pods are expected on this machine (disruption leaves
+        nominated machines alone)."""
+        state = self._nodes.get(provider_id)
+        if state is not None:
+            ttl = self.nomination_ttl if ttl is None else ttl
+            state.nominated_until = max(state.nominated_until, self.clock.monotonic() + ttl)
+
+    def is_node_nominated(self, provider_id: str) -> bool:
+        """Whether pending pods were recently expected on this machine."""
+        state = self._nodes.get(provider_id)
+        return state is not None and state.nominated_until > self.clock.monotonic()
+
+    # -- DaemonSets, NodePools, Namespaces ----------------------------------------------
+
+    def update_daemonset(self, daemonset: Object) -> None:
+        """A DaemonSet was added or changed: keep the pod it would run on a node."""
+        meta = daemonset["metadata"]
+        key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
+        pod = Pod.from_daemonset_dict(daemonset)
+        tolerations = pod.tolerations + tuple(
+            t for t in _DAEMON_TOLERATIONS if t not in pod.tolerations
+        )
+        self._daemonsets[key] = Pod(
+            name=pod.name, namespace=pod.namespace, labels=pod.labels, requests=pod.requests,
+            node_selector=pod.node_selector, required_node_terms=pod.required_node_terms,
+            tolerations=tolerations, host_ports=pod.host_ports, is_daemon=True,
+        )
+
+    def delete_daemonset(self, daemonset: Object) -> None:
+        """A DaemonSet is gone."""
+        meta = daemonset["metadata"]
+        self._daemonsets.pop(f"{meta.get('namespace') or 'default'}/{meta['name']}", None)
+
+    def daemonset_pods(self) -> list[Pod]:
+        """The pod each DaemonSet would run on a new node."""
+        return list(self._daemonsets.values())
+
+    def update_nodepool(self, nodepool: Object) -> None:
+        """A NodePool was added or changed: parse it once."""
+        name = str(nodepool["metadata"]["name"])
+        try:
+            model: NodePool | None = NodePool.from_dict(nodepool)
+            error = None
+        except ValidationError as exc:
+            model, error = None, str(exc)
+            log.error("ignoring invalid nodepool", extra={"NodePool": {"name": name},
+                                                          "error": error})
+        self._nodepools[name] = NodePoolEntry(raw=nodepool, model=model, error=error)
+
+    def delete_nodepool(self, nodepool: Object) -> None:
+        """A NodePool is gone."""
+        self._nodepools.pop(str(nodepool["metadata"]["name"]), None)
+
+    def nodepools(self) -> list[NodePoolEntry]:
+        """Every NodePool, heaviest weight first, then by name."""
+        return sorted(self._nodepools.values(), key=lambda e: (-e.weight, e.name))
+
+    def nodepool(self, name: str) -> NodePoolEntry | None:
+        """The NodePool called ``name``, if known."""
+        return self._nodepools.get(name)
+
+    def nodepool_usage(self, name: str) -> Mapping[str, int]:
+        """What the pool's machines use against its limits: capacity summed over its
+        launched machines not marked for deletion, plus ``nodes``."""
+        return MappingProxyType(self._usage.get(name, {}))
+
+    def update_namespace(self, namespace: Object) -> None:
+        """A Namespace was added or changed (its labels feed namespaceSelectors)."""
+        meta = namespace["metadata"]
+        self._namespaces[str(meta["name"])] = meta.get("labels") or {}
+
+    def delete_namespace(self, namespace: Object) -> None:
+        """A Namespace is gone."""
+        self._namespaces.pop(str(namespace["metadata"]["name"]), None)
+
+    def namespaces(self) -> Mapping[str, Mapping[str, str]]:
+        """Namespace name to labels."""
+        return MappingProxyType(self._namespaces)
+
+    # -- reading machines ----------------------------------------------------------------
+
+    def nodes(self) -> list[StateNode]:
+        """Every machine known (launched NodeClaims and Nodes)."""
+        return list(self._nodes.values())
+
+    def node(self, provider_id: str) -> StateNode | None:
+        """The machine with this provider ID."""
+        return self._nodes.get(provider_id)
+
+    def node_by_name(self, name: str) -> StateNode | None:
+        """The machine whose Node is called ``name``."""
+        provider_id = self._node_name_to_id.get(name)
+        return self._nodes.get(provider_id) if provider_id is not None else None
+
+    def node_for_nodeclaim(self, name: str) -> StateNode | None:
+        """The machine of NodeClaim ``name`` (None while it has not launched)."""
+        provider_id = self._claim_name_to_id.get(name)
+        return self._nodes.get(provider_id) if provider_id else None
+
+    def nodeclaim_exists(self, name: str) -> bool:
+        """Whether the model knows NodeClaim ``name`` (launched or not)."""
+        return name in self._claim_name_to_id
+
+    def unlaunched_nodeclaims(self) -> list[Object]:
+        """NodeClaims without a provider ID yet."""
+        return list(self._unlaunched.values())
+
+    def pods_on(self, node_name: str) -> list[Pod]:
+        """The pods bound to node ``node_name``."""
+        pods = self._node_pods.get(node_name)
+        return list(pods.pods.values()) if pods is not None else []
+
+    def existing_nodes(self) -> list[ExistingNode]:
+        """The simulator's existing and in-flight capacity: every launched machine not
+        marked for deletion, with its bound pods, the pods nominated to it and, while
+        it is not initialized, the DaemonSet pods that will start on it."""
+        now = self.clock.monotonic()
+        out = []
+        for state in self._nodes.values():
+            if state.marked_for_deletion or not state.allocatable:
+                continue
+            extra: list[Pod] = []
+            for target in self._targets_of(state):
+                for nomination in self._nominations.for_target(target):
+                    if nomination.pod.key in self._bindings:
+                        continue
+                    if self._holds(nomination, now):
+                        extra.append(nomination.pod)
+            if not state.initialized and self._daemonsets:
+                extra.extend(self._expected_daemons(state))
+            out.append(state.to_existing_node(tuple(extra)))
+        return out
+
+    def _expected_daemons(self, state: StateNode) -> list[Pod]:
+        """DaemonSet pods that will start on a machine that is still coming up."""
+        running = set(state.bound.daemonsets.values())
+        labels = Requirements.from_labels(state.labels)
+        out = []
+        for key, daemon in self._daemonsets.items():
+            if key in running:
+                continue
+            if daemon_runs_on(daemon, state.taints, labels):
+                out.append(daemon)
+        return out

@@ -1,0 +1,232 @@
+"""API-shaped objects for tests of the cluster model and the provisioner.
+
+Each factory returns the dict the API server would send (camelCase keys), with only
+the fields the code under test reads.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+_uids = itertools.count(1)
+
+GIB = 2**30
+
+
+def _conditions(**statuses: bool | None) -> list[dict[str, str]]:
+    return [
+        {"type": kind, "status": "True" if value else "False", "reason": kind,
+         "message": "", "lastTransitionTime": "2024-01-01T00:00:00Z"}
+        for kind, value in statuses.items()
+        if value is not None
+    ]
+
+
+def node(
+    name: str,
+    *,
+    provider_id: str | None = None,
+    nodepool: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    cpu: str = "4",
+    memory: str = "16Gi",
+    pods: str = "110",
+    taints: Sequence[Mapping[str, str]] = (),
+    unschedulable: bool = False,
+    deleting: bool = False,
+    initialized: bool = True,
+) -> dict[str, Any]:
+    """A Node; managed (with NodePool labels) when ``nodepool`` is given."""
+    all_labels = {"kubernetes.io/hostname": name, **(labels or {})}
+    if nodepool:
+        all_labels["karpenter.sh/nodepool"] = nodepool
+        all_labels["karpenter.sh/registered"] = "true"
+        if initialized:
+            all_labels["karpenter.sh/initialized"] = "true"
+    meta: dict[str, Any] = {"name": name, "uid": f"node-{next(_uids)}", "labels": all_labels}
+    if deleting:
+        meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    resources = {"cpu": cpu, "memory": memory, "pods": pods}
+    spec: dict[str, Any] = {"taints": [dict(t) for t in taints]}
+    if provider_id:
+        spec["providerID"] = provider_id
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": meta,
+        "spec": spec,
+        "status": {"capacity": resources, "allocatable": resources},
+    }
+
+
+def nodeclaim(
+    name: str,
+    *,
+    nodepool: str = "default",
+    provider_id: str | None = None,
+    node_name: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    cpu: str = "4",
+    memory: str = "16Gi",
+    launched: bool | None = None,
+    registered: bool | None = None,
+    initialized: bool | None = None,
+    deleting: bool = False,
+    taints: Sequence[Mapping[str, str]] = (),
+    startup_taints: Sequence[Mapping[str, str]] = (),
+) -> dict[str, Any]:
+    """A NodeClaim; launched (status filled) when ``provider_id`` is given."""
+    meta: dict[str, Any] = {
+        "name": name,
+        "uid": f"nc-{next(_uids)}",
+        "labels": {"karpenter.sh/nodepool": nodepool, **(labels or {})},
+    }
+    if deleting:
+        meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    status: dict[str, Any] = {}
+    if provider_id:
+        status["providerID"] = provider_id
+        resources = {"cpu": cpu, "memory": memory, "pods": "110"}
+        status["capacity"] = resources
+        status["allocatable"] = resources
+        if launched is None:
+            launched = True
+    if node_name:
+        status["nodeName"] = node_name
+    status["conditions"] = _conditions(
+        Launched=launched, Registered=registered, Initialized=initialized
+    )
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": meta,
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.test.sh", "kind": "TestNodeClass",
+                             "name": "default"},
+            "requirements": [],
+            "taints": [dict(t) for t in taints],
+            "startupTaints": [dict(t) for t in startup_taints],
+        },
+        "status": status,
+    }
+
+
+def pod(
+    name: str,
+    *,
+    namespace: str = "default",
+    cpu: str = "1",
+    memory: str = "1Gi",
+    node_name: str | None = None,
+    unschedulable: bool = True,
+    owner_kind: str | None = "ReplicaSet",
+    owner_name: str = "inflate-abc",
+    phase: str = "Pending",
+    deleting: bool = False,
+    nominated_node_name: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    tolerations: Sequence[Mapping[str, str]] = (),
+) -> dict[str, Any]:
+    """A Pod; pending and marked Unschedulable unless ``node_name`` is given."""
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": f"pod-{next(_uids)}",
+        "labels": dict(labels or {"app": "inflate"}),
+    }
+    if owner_kind:
+        meta["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": owner_kind, "name": owner_name,
+             "uid": f"owner-{owner_name}", "controller": True}
+        ]
+    if deleting:
+        meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    spec: dict[str, Any] = {
+        "containers": [
+            {"name": "app", "image": "pause",
+             "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+        ],
+        "tolerations": [dict(t) for t in tolerations],
+    }
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    status: dict[str, Any] = {"phase": "Running" if node_name and phase == "Pending" else phase}
+    if node_name:
+        spec["nodeName"] = node_name
+        status["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+    elif unschedulable:
+        status["conditions"] = [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+        ]
+    if nominated_node_name:
+        status["nominatedNodeName"] = nominated_node_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def daemonset(
+    name: str,
+    *,
+    namespace: str = "kube-system",
+    cpu: str = "100m",
+    memory: str = "128Mi",
+    node_selector: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A DaemonSet whose pods request ``cpu`` and ``memory``."""
+    template_spec: dict[str, Any] = {
+        "containers": [
+            {"name": "agent", "image": "agent",
+             "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+        ]
+    }
+    if node_selector:
+        template_spec["nodeSelector"] = dict(node_selector)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"ds-{next(_uids)}"},
+        "spec": {"template": {"metadata": {"labels": {"app": name}}, "spec": template_spec}},
+    }
+
+
+def nodepool(
+    name: str = "default",
+    *,
+    weight: int | None = None,
+    limits: Mapping[str, str] | None = None,
+    ready: bool = True,
+    requirements: Sequence[Mapping[str, Any]] = (),
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, str]] = (),
+    startup_taints: Sequence[Mapping[str, str]] = (),
+    generation: int = 1,
+) -> dict[str, Any]:
+    """A karpenter.sh/v1 NodePool for the fake provider's TestNodeClass."""
+    spec: dict[str, Any] = {
+        "template": {
+            "metadata": {"labels": dict(labels or {})},
+            "spec": {
+                "nodeClassRef": {"group": "karpenter.test.sh", "kind": "TestNodeClass",
+                                 "name": "default"},
+                "requirements": [dict(r) for r in requirements],
+                "taints": [dict(t) for t in taints],
+                "startupTaints": [dict(t) for t in startup_taints],
+                "expireAfter": "720h",
+            },
+        },
+    }
+    if weight is not None:
+        spec["weight"] = weight
+    if limits:
+        spec["limits"] = dict(limits)
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name, "uid": f"np-{next(_uids)}", "generation": generation},
+        "spec": spec,
+        "status": {"conditions": _conditions(Ready=ready)},
+    }
