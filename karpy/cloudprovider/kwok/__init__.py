@@ -17,6 +17,12 @@ from karpy.cloudprovider.kwok._catalogue import (
     to_instance_type,
     to_instance_types,
 )
+from karpy.cloudprovider.kwok._nodeclass import (
+    API_EXTENSION,
+    KWOKNodeClass,
+    KWOKNodeClassSpec,
+    KWOKNodeClassStatus,
+)
 from karpy.cloudprovider.kwok._options import (
     KwokFaults,
     KwokOptions,
@@ -31,11 +37,15 @@ from karpy.cloudprovider.kwok._wellknown import (
 )
 
 __all__ = [
+    "API_EXTENSION",
     "KWOK_NODE_CLASS",
     "PROVIDER_ID_PREFIX",
     "WELL_KNOWN_LABELS",
     "CatalogueError",
     "InstanceTypeSpec",
+    "KWOKNodeClass",
+    "KWOKNodeClassSpec",
+    "KWOKNodeClassStatus",
     "KwokCloudProvider",
     "KwokFaults",
     "KwokOptions",
