@@ -37,12 +37,20 @@ def _drop_status(doc: Document, ctx: ConversionContext) -> None:
         ctx.note(doc, "dropped status (karpy recomputes it)")
 
 
-def _requirements(doc: Document, ctx: ConversionContext, reqs: Any, field: str) -> list[Any]:
+def _requirements(
+    doc: Document, ctx: ConversionContext, reqs: Any, field: str, *, in_nodepool: bool
+) -> list[Any]:
     out = []
-    for req in reqs or []:
+    for index, req in enumerate(reqs or []):
         req = dict(req)
-        if req.get("key") == _PROVISIONER_NAME_LABEL:
-            ctx.note(doc, f"{field}: key {_PROVISIONER_NAME_LABEL} is now {LABEL_NODEPOOL}")
+        key = req.get("key")
+        if key in (_PROVISIONER_NAME_LABEL, LABEL_NODEPOOL) and in_nodepool:
+            # A NodePool's nodes carry karpenter.sh/nodepool=<its name> anyway, and v1
+            # forbids requiring it in the NodePool itself.
+            ctx.note(doc, f"dropped {field}[{index}] on {key}: every node gets {LABEL_NODEPOOL}")
+            continue
+        if key == _PROVISIONER_NAME_LABEL:
+            ctx.note(doc, f"{field}[{index}]: key {key} is now {LABEL_NODEPOOL}")
             req["key"] = LABEL_NODEPOOL
         out.append(req)
     return out
@@ -60,7 +68,7 @@ def _convert_nodepool_v1beta1(doc: Document, ctx: ConversionContext) -> list[Doc
     new_tspec: dict[str, Any] = {}
     _copy(tspec, new_tspec, "taints", "startupTaints")
     new_tspec["requirements"] = _requirements(
-        doc, ctx, tspec.get("requirements"), "spec.template.spec.requirements"
+        doc, ctx, tspec.get("requirements"), "spec.template.spec.requirements", in_nodepool=True
     )
     new_tspec["nodeClassRef"] = ref
     _kubelet(doc, ctx, tspec.get("kubelet"), ref, "spec.template.spec.kubelet")
@@ -116,7 +124,7 @@ def _convert_nodeclaim_v1beta1(doc: Document, ctx: ConversionContext) -> list[Do
     new_spec: dict[str, Any] = {}
     _copy(spec, new_spec, "taints", "startupTaints")
     new_spec["requirements"] = _requirements(
-        doc, ctx, spec.get("requirements"), "spec.requirements"
+        doc, ctx, spec.get("requirements"), "spec.requirements", in_nodepool=False
     )
     _copy(spec, new_spec, "resources")
     new_spec["nodeClassRef"] = ref
@@ -153,7 +161,9 @@ def _convert_provisioner_v1alpha5(doc: Document, ctx: ConversionContext) -> list
     _copy(spec, template_meta, "labels", "annotations")
     tspec: dict[str, Any] = {}
     _copy(spec, tspec, "taints", "startupTaints")
-    tspec["requirements"] = _requirements(doc, ctx, spec.get("requirements"), "spec.requirements")
+    tspec["requirements"] = _requirements(
+        doc, ctx, spec.get("requirements"), "spec.requirements", in_nodepool=True
+    )
     tspec["nodeClassRef"] = ref
     ctx.note(doc, "spec.providerRef is now spec.template.spec.nodeClassRef")
     if template_meta:
