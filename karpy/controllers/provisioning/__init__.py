@@ -1,0 +1,44 @@
+"""Provisioning: pending pods in, NodeClaims out.
+
+:class:`Provisioner` (the ``provisioner`` singleton) batches pods that need capacity,
+runs the scheduling simulator over existing, in-flight and new capacity, and creates the
+NodeClaims it plans; :class:`ProvisionerTrigger` wakes it from pod and node events.
+:func:`register` adds both to the manager.
+"""
+
+from __future__ import annotations
+
+from karpy.controllers.deps import Deps
+from karpy.controllers.provisioning.batcher import Batcher
+from karpy.controllers.provisioning.provisioner import PROVISIONED_REASON, Provisioner
+from karpy.controllers.provisioning.trigger import ProvisionerTrigger
+from karpy.runtime import kinds
+
+__all__ = ["PROVISIONED_REASON", "Batcher", "Provisioner", "ProvisionerTrigger", "register"]
+
+# The singleton's reconcile returns at least every second (the batcher's wait), so its
+# period only matters if that ever changes.
+_PERIOD = 1.0
+
+
+def register(deps: Deps) -> Provisioner:
+    """Build the provisioner and its trigger and add them to ``deps.manager``."""
+    provisioner = Provisioner(
+        client=deps.client,
+        cluster=deps.cluster,
+        cloud_provider=deps.cloud_provider,
+        unavailable_offerings=deps.unavailable_offerings,
+        recorder=deps.recorder,
+        clock=deps.clock,
+        settings=deps.settings,
+        metrics=deps.metrics,
+    )
+    deps.manager.singleton(provisioner.name, provisioner, period=_PERIOD)
+    cache = deps.manager.cache
+    deps.manager.add(
+        ProvisionerTrigger(
+            provisioner, deps.cluster,
+            pods=cache.informer(kinds.POD), nodes=cache.informer(kinds.NODE),
+        )
+    )
+    return provisioner

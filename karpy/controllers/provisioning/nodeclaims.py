@@ -1,0 +1,73 @@
+"""The NodeClaim the provisioner creates for a planned node.
+
+It follows Karpenter's NodeClaimTemplate.ToNodeClaim: named ``<nodepool>-<5 random>``
+(``generateName``), owned by the NodePool, labelled with the template's labels, the
+NodePool and NodeClass labels and any custom label the requirements pin to one value,
+annotated with the template's annotations and the NodePool hash, and with the template's
+spec whose requirements are narrowed to the planned instance types (cheapest first, at
+most 600, keeping minValues), capacity types and zones, and whose resource requests are
+the pods' plus DaemonSet overhead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from karpy.apis import NodePool
+from karpy.apis.annotations import (
+    ANNOTATION_NODEPOOL_HASH,
+    ANNOTATION_NODEPOOL_HASH_VERSION,
+    NODEPOOL_HASH_VERSION,
+)
+from karpy.apis.labels import LABEL_INITIALIZED, LABEL_INSTANCE_TYPE, LABEL_REGISTERED
+from karpy.scheduling import NodeClaimPlan
+
+__all__ = ["instance_type_names", "nodeclaim_manifest"]
+
+# Requirements the simulator adds so DaemonSets selecting on them are counted; a
+# NodeClaim must not carry them (they would stop it from ever registering).
+_SIMULATION_ONLY = frozenset({LABEL_REGISTERED, LABEL_INITIALIZED})
+
+
+def nodeclaim_manifest(plan: NodeClaimPlan, nodepool: NodePool, *, uid: str) -> dict[str, Any]:
+    """The NodeClaim to create for ``plan`` from ``nodepool`` (whose uid is ``uid``)."""
+    name = nodepool.metadata.name or plan.nodepool
+    template = nodepool.spec.template
+    requests: dict[str, int | str] = dict(plan.resource_requests())
+    spec = template.to_nodeclaim_spec(requests=requests).to_dict()
+    spec["requirements"] = [
+        r for r in plan.node_selector_requirements() if r["key"] not in _SIMULATION_ONLY
+    ]
+    labels = {**template.metadata.labels, **plan.labels}
+    annotations = {
+        **template.metadata.annotations,
+        ANNOTATION_NODEPOOL_HASH: nodepool.hash(),
+        ANNOTATION_NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION,
+    }
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "generateName": f"{name}-",
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": "karpenter.sh/v1",
+                    "kind": "NodePool",
+                    "name": name,
+                    "uid": uid,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": spec,
+    }
+
+
+def instance_type_names(nodeclaim: dict[str, Any]) -> list[str]:
+    """The instance types a NodeClaim allows, in the order it lists them."""
+    for requirement in (nodeclaim.get("spec") or {}).get("requirements") or ():
+        if requirement.get("key") == LABEL_INSTANCE_TYPE and requirement.get("operator") == "In":
+            return [str(v) for v in requirement.get("values") or ()]
+    return []

@@ -1,0 +1,310 @@
+"""The provisioner: turns a batch of pending pods into NodeClaims.
+
+One round (Karpenter's Provisioner.Reconcile):
+
+1. wait for a batch (:class:`~karpy.controllers.provisioning.batcher.Batcher`), then for
+   the cluster model to be synced;
+2. gather the pods that need capacity -- provisionable and not nominated, plus pods on
+   machines being deleted -- and the capacity that exists or is coming (nodes, launched
+   NodeClaims, with the pods already nominated to them);
+3. build the simulator's input: ready NodePools in weight order with their instance
+   types (cached per generation, unavailable offerings masked), limits and usage, and
+   the DaemonSets' pods; solve;
+4. record the decision (events, log lines, nominations onto existing capacity) and
+   create one NodeClaim per planned node, nominating its pods to it.
+
+The model is read in memory; the API is only written to (NodeClaims, Events).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from karpy.cloudprovider import CloudProvider
+from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.provisioning.batcher import Batcher
+from karpy.controllers.provisioning.events import PodEvents
+from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
+from karpy.controllers.provisioning.nodeclaims import instance_type_names, nodeclaim_manifest
+from karpy.controllers.provisioning.pretty import go_duration, truncated_list
+from karpy.controllers.settings import Settings
+from karpy.runtime import Client, Clock, EventRecorder, Result, freeze
+from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Results
+from karpy.scheduling import resources as res
+from karpy.scheduling.simulator import SchedulerOptions, Simulator
+from karpy.state import NODE_CLAIM, Cluster, NodePoolEntry, UnavailableOfferings
+
+__all__ = ["PROVISIONED_REASON", "Provisioner"]
+
+log = logging.getLogger("controller")
+
+PROVISIONED_REASON = "provisioned"
+"""The ``reason`` label of karpenter_nodeclaims_created_total for NodeClaims made here
+(Karpenter's metrics.ProvisionedReason)."""
+
+_WAIT_FOR_BATCH = 1.0
+# Karpenter's pod controller re-triggers every still-pending pod every 10 s.
+_RETRY_PENDING = 10.0
+_SYNC_POLL = 0.1
+_IMMEDIATELY = 0.001
+_CREATE_CONCURRENCY = 32
+
+
+class Provisioner:
+    """The ``provisioner`` singleton (see the module docstring)."""
+
+    name = "provisioner"
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        cluster: Cluster,
+        cloud_provider: CloudProvider,
+        unavailable_offerings: UnavailableOfferings,
+        recorder: EventRecorder,
+        clock: Clock,
+        settings: Settings,
+        metrics: KarpenterMetrics,
+        options: SchedulerOptions | None = None,
+    ) -> None:
+        self.client = client
+        self.cluster = cluster
+        self.clock = clock
+        self.settings = settings
+        self.metrics = metrics
+        self.options = options or SchedulerOptions()
+        self.batcher = Batcher(
+            clock, idle=settings.batch_idle_duration, maximum=settings.batch_max_duration
+        )
+        self.instance_types = InstanceTypeCache(cloud_provider, unavailable_offerings, clock)
+        self.events = PodEvents(recorder, clock)
+        self._last_round = float("-inf")
+        self._skipped_pools: dict[str, str] = {}
+
+    # -- triggering ----------------------------------------------------------------------
+
+    def trigger(self, key: object) -> None:
+        """Ask for a round (a pod or node ``key``; repeated keys in a window count once)."""
+        self.batcher.trigger(key)
+
+    def release(self, pod_keys: Sequence[str]) -> None:
+        """Pods lost their nominations (their NodeClaim went away): provision again."""
+        for key in pod_keys:
+            self.batcher.trigger(key)
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def reconcile(self) -> Result:
+        """Wait for a batch, then provision for it."""
+        if not await self.batcher.wait(_WAIT_FOR_BATCH):
+            idle_for = self.clock.monotonic() - self._last_round
+            if idle_for < _RETRY_PENDING or not self._has_work():
+                return Result(requeue_after=_IMMEDIATELY)
+        if not self.cluster.synced:
+            # Decide only on a model that has seen every launched NodeClaim; keep the
+            # batch for when it has.
+            self.batcher.rearm()
+            return Result(requeue_after=_SYNC_POLL)
+        try:
+            failed = await self.provision()
+        except Exception:
+            self.batcher.rearm()
+            raise
+        if failed:
+            self.batcher.rearm()
+        return Result(requeue_after=_IMMEDIATELY)
+
+    def _has_work(self) -> bool:
+        return bool(self.cluster.provisionable_pods() or self.cluster.reschedulable_pods())
+
+    async def provision(self) -> int:
+        """One round: schedule and create the NodeClaims. Returns how many failed."""
+        results = await self.schedule()
+        if results is None or not results.new_nodeclaims:
+            return 0
+        return await self.create_nodeclaims(results.new_nodeclaims)
+
+    # -- scheduling ----------------------------------------------------------------------
+
+    async def schedule(self) -> Results | None:
+        """Simulate where the pods needing capacity go; None when there are none."""
+        started = time.perf_counter()
+        self._last_round = self.clock.monotonic()
+        # Capacity first, pods second: a pod that binds in between is then counted on
+        # its node rather than provisioned for (under-provisioning heals next round,
+        # over-provisioning costs money).
+        nodes = self.cluster.existing_nodes()
+        pods = [self.cluster.scheduling_pod(p) for p in self.cluster.provisionable_pods()]
+        pods += self.cluster.reschedulable_pods()
+        if not pods:
+            return None
+        templates = await self._templates()
+        if not templates:
+            log.info("no nodepools found")
+            return None
+        simulator = Simulator(
+            templates, daemonsets=self.cluster.daemonset_pods(), options=self.options
+        )
+        results = simulator.solve(pods, nodes=nodes, namespaces=self.cluster.namespaces())
+        elapsed = time.perf_counter() - started
+        self.metrics.scheduling_duration.record(elapsed, {"controller": self.name})
+        if results.new_nodeclaims:
+            log.info(
+                "found provisionable pod(s)",
+                extra={"Pods": truncated_list([p.key for p in pods]),
+                       "duration": go_duration(elapsed)},
+            )
+        self._record(results)
+        return results
+
+    async def _templates(self) -> list[NodePoolTemplate]:
+        templates = []
+        for entry in self.cluster.nodepools():
+            reason = self._unusable(entry)
+            if reason is None:
+                try:
+                    instance_types = await self.instance_types.get(entry)
+                except Exception as exc:
+                    reason = f"skipping, unable to resolve instance types: {exc}"
+                else:
+                    if not instance_types:
+                        reason = "skipping, no resolved instance types found"
+            if reason is not None:
+                if self._skipped_pools.get(entry.name) != reason:
+                    self._skipped_pools[entry.name] = reason
+                    log.info(reason, extra={"NodePool": {"name": entry.name}})
+                continue
+            self._skipped_pools.pop(entry.name, None)
+            templates.append(
+                NodePoolTemplate.from_nodepool_dict(
+                    entry.raw, instance_types, usage=self.cluster.nodepool_usage(entry.name)
+                )
+            )
+        return templates
+
+    @staticmethod
+    def _unusable(entry: NodePoolEntry) -> str | None:
+        if entry.model is None:
+            return f"ignoring nodepool, invalid: {entry.error}"
+        if entry.deleting:
+            return "ignoring nodepool, being deleted"
+        if not entry.ready:
+            return "ignoring nodepool, not ready"
+        return None
+
+    def _record(self, results: Results) -> None:
+        """Events and log lines for the decision; nominations onto existing capacity."""
+        for error in results.errors:
+            if self.events.failed_to_schedule(error.pod, error.reason):
+                log.error(
+                    "could not schedule pod",
+                    extra={"Pod": {"name": error.pod.name, "namespace": error.pod.namespace},
+                           "error": error.reason},
+                )
+        ttl = self.settings.pod_nomination_ttl
+        for placement in results.existing_nodes:
+            self.cluster.nominate(placement.pods, placement.node, ttl=ttl)
+            state = self.cluster.node_by_name(placement.node)
+            claim = state.nodeclaim_name if state is not None else placement.node
+            node = state.node_name if state is not None else ""
+            for pod in placement.pods:
+                self.events.nominated(pod, nodeclaim=claim, node=node)
+        new_pods = sum(len(plan.pods) for plan in results.new_nodeclaims)
+        if new_pods == 0:
+            return
+        log.info(
+            "computed new nodeclaim(s) to fit pod(s)",
+            extra={"nodeclaims": len(results.new_nodeclaims), "pods": new_pods},
+        )
+        existing = [p for p in results.existing_nodes if p.pods]
+        if existing:
+            log.info(
+                "computed unready node(s) will fit pod(s)",
+                extra={"nodes": len(existing), "pods": sum(len(p.pods) for p in existing)},
+            )
+
+    # -- creating ------------------------------------------------------------------------
+
+    async def create_nodeclaims(self, plans: Sequence[NodeClaimPlan]) -> int:
+        """Create a NodeClaim per plan, concurrently. Returns how many failed."""
+        gate = asyncio.Semaphore(_CREATE_CONCURRENCY)
+
+        async def create(plan: NodeClaimPlan) -> str | None:
+            async with gate:
+                return await self.create(plan)
+
+        outcomes = await asyncio.gather(*(create(p) for p in plans), return_exceptions=True)
+        failed = 0
+        for plan, outcome in zip(plans, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                if not isinstance(outcome, Exception):
+                    raise outcome
+                failed += 1
+                log.error(
+                    "creating nodeclaim",
+                    exc_info=outcome,
+                    extra={"NodePool": {"name": plan.nodepool}},
+                )
+            elif outcome is None:
+                failed += 1
+        return failed
+
+    async def create(self, plan: NodeClaimPlan) -> str | None:
+        """Create the NodeClaim for ``plan`` and nominate its pods; its name, or None
+        when its NodePool is gone or already over its limits."""
+        entry = self.cluster.nodepool(plan.nodepool)
+        if entry is None or entry.model is None:
+            return None
+        over = _exceeded(entry, self.cluster.nodepool_usage(entry.name))
+        if over:
+            log.error(
+                "creating nodeclaim", extra={"NodePool": {"name": entry.name}, "error": over}
+            )
+            return None
+        manifest = nodeclaim_manifest(plan, entry.model, uid=entry.uid)
+        created = await self.client.create(NODE_CLAIM, manifest)
+        name = str(created["metadata"]["name"])
+        # Into the model now, not when the watch delivers it: the next round must see
+        # this capacity (and the pods nominated to it) even if the watch lags.
+        self.cluster.update_nodeclaim(freeze(created))
+        self.cluster.nominate(plan.pods, name, ttl=self.settings.pod_nomination_ttl)
+        log.info(
+            "created nodeclaim",
+            extra={
+                "NodePool": {"name": entry.name},
+                "NodeClaim": {"name": name},
+                "requests": _requests_of(created),
+                "instance-types": truncated_list(instance_type_names(created)),
+            },
+        )
+        self.metrics.nodeclaims_created.add(
+            1, {"reason": PROVISIONED_REASON, "nodepool": entry.name,
+                "min_values_relaxed": "false"},
+        )
+        for pod in plan.pods:
+            self.events.nominated(pod, nodeclaim=name)
+        return name
+
+
+def _requests_of(nodeclaim: dict[str, Any]) -> dict[str, Any]:
+    spec = nodeclaim.get("spec") or {}
+    return dict((spec.get("resources") or {}).get("requests") or {})
+
+
+def _exceeded(entry: NodePoolEntry, usage: Any) -> str | None:
+    """Karpenter's Limits.ExceededBy: the first resource whose usage is over its limit."""
+    limits = res.parse_resource_list((entry.raw.get("spec") or {}).get("limits"))
+    for name, limit in sorted(limits.items()):
+        used = usage.get(name, 0)
+        if used > limit:
+            return (
+                f"{name} resource usage of {res.format_quantity(name, used)} exceeds limit "
+                f"of {res.format_quantity(name, limit)}"
+            )
+    return None
+
