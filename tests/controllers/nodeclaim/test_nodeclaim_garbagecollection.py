@@ -1,0 +1,129 @@
+"""nodeclaim.garbagecollection: leaked machines and NodeClaims whose machine vanished."""
+
+from __future__ import annotations
+
+from nodeclaim_fakes import FakeKube, node_manifest, nodeclaim_manifest
+
+from karpy.apis import NodeClaim
+from karpy.cloudprovider.fake import FakeCloudProvider
+from karpy.controllers.nodeclaim import GarbageCollector, LifecycleController
+from karpy.controllers.nodeclaim._kube import NODE_CLAIM
+from karpy.controllers.settings import Settings
+from karpy.runtime import Request
+from karpy.runtime.kinds import NODE
+from karpy.runtime.testing import FakeClock
+
+
+async def leak(provider: FakeCloudProvider, name: str = "leaked") -> str:
+    """A machine launched for a NodeClaim that no longer exists; returns its providerID."""
+    machine = await provider.create(NodeClaim.from_dict(nodeclaim_manifest(name)))
+    return str(machine.status.provider_id)
+
+
+async def test_a_leaked_machine_is_deleted_after_the_grace_period(
+    kube: FakeKube, provider: FakeCloudProvider, collector: GarbageCollector,
+    clock: FakeClock, settings: Settings, logs,
+) -> None:
+    pid = await leak(provider)
+    await kube.create(NODE, node_manifest("leaked-node", pid))
+
+    result = await collector.reconcile()
+    assert pid in provider.instances  # too young to tell from a launch in flight
+    assert result.requeue_after <= settings.garbage_collection_grace
+
+    clock.advance(settings.garbage_collection_grace)
+    await collector.reconcile()
+
+    assert pid not in provider.instances
+    assert [nc.status.provider_id for nc in provider.delete_calls] == [pid]
+    assert not kube.exists(NODE, "leaked-node")
+    [line] = logs.messages("garbage collected cloudprovider instance")
+    assert line["provider-id"] == pid
+    assert logs.messages("garbage collected node")[0]["Node"] == {"name": "leaked-node"}
+
+
+async def test_a_machine_claimed_meanwhile_is_not_deleted(
+    kube: FakeKube, provider: FakeCloudProvider, collector: GarbageCollector,
+    lifecycle: LifecycleController, clock: FakeClock, settings: Settings,
+) -> None:
+    await kube.create(NODE_CLAIM, nodeclaim_manifest("default-abcde"))
+    await lifecycle.reconcile(Request("", "default-abcde"))  # launched, providerID written
+    await collector.reconcile()
+    clock.advance(settings.garbage_collection_grace * 5)
+    await collector.reconcile()
+    assert len(provider.instances) == 1
+    assert provider.delete_calls == []
+
+
+async def test_the_live_list_saves_a_machine_the_cache_has_not_seen_claimed(
+    kube: FakeKube, provider: FakeCloudProvider, collector: GarbageCollector,
+    clock: FakeClock, settings: Settings,
+) -> None:
+    pid = await leak(provider, "default-abcde")
+    await collector.reconcile()
+    clock.advance(settings.garbage_collection_grace)
+    claim = nodeclaim_manifest("default-abcde")
+    claim["status"] = {"providerID": pid}
+    await kube.create(NODE_CLAIM, claim)
+    real_list = kube.list
+
+    async def cache_lags(kind, *, live=False, **kw):
+        found = await real_list(kind, live=live, **kw)
+        return found if live or kind != NODE_CLAIM else []
+
+    kube.list = cache_lags  # type: ignore[method-assign]
+    await collector.reconcile()
+    assert provider.delete_calls == []
+    assert kube.live_lists == 1
+
+
+async def test_a_nodeclaim_whose_machine_vanished_is_deleted(
+    kube: FakeKube, provider: FakeCloudProvider, collector: GarbageCollector,
+    lifecycle: LifecycleController, logs, metrics,
+) -> None:
+    await kube.create(NODE_CLAIM, nodeclaim_manifest("default-abcde"))
+    await lifecycle.reconcile(Request("", "default-abcde"))
+    pid = kube.stored(NODE_CLAIM, "default-abcde")["status"]["providerID"]
+    await kube.create(NODE, node_manifest("node-1", pid, ready=False))
+    await lifecycle.reconcile(Request("", "default-abcde"))
+    provider.instances.clear()  # the machine was terminated behind karpy's back
+
+    await collector.reconcile()
+
+    assert kube.stored(NODE_CLAIM, "default-abcde")["metadata"].get("deletionTimestamp")
+    [line] = logs.messages("garbage collecting nodeclaim with no cloudprovider representation")
+    assert line["NodeClaim"] == {"name": "default-abcde"}
+    assert line["Node"] == {"name": "node-1"}
+    assert line["provider-id"] == pid
+    assert metrics.value("karpenter_nodeclaims_disrupted_total", reason="garbage_collected") == 1
+
+
+async def test_a_ready_node_keeps_its_nodeclaim_even_if_the_cloud_forgot_it(
+    kube: FakeKube, provider: FakeCloudProvider, collector: GarbageCollector,
+    lifecycle: LifecycleController,
+) -> None:
+    await kube.create(NODE_CLAIM, nodeclaim_manifest("default-abcde"))
+    await lifecycle.reconcile(Request("", "default-abcde"))
+    pid = kube.stored(NODE_CLAIM, "default-abcde")["status"]["providerID"]
+    await kube.create(NODE, node_manifest("node-1", pid, ready=True))
+    provider.instances.clear()
+    await collector.reconcile()
+    assert not kube.stored(NODE_CLAIM, "default-abcde")["metadata"].get("deletionTimestamp")
+
+
+async def test_a_machine_listed_late_but_found_by_get_keeps_its_nodeclaim(
+    kube: FakeKube, provider: FakeCloudProvider, collector: GarbageCollector,
+    lifecycle: LifecycleController,
+) -> None:
+    await kube.create(NODE_CLAIM, nodeclaim_manifest("default-abcde"))
+    await lifecycle.reconcile(Request("", "default-abcde"))
+    real_list = provider.list
+
+    async def eventually_consistent():
+        return []
+
+    provider.list = eventually_consistent  # type: ignore[method-assign]
+    await collector.reconcile()
+    provider.list = real_list  # type: ignore[method-assign]
+    assert not kube.stored(NODE_CLAIM, "default-abcde")["metadata"].get("deletionTimestamp")
+    assert provider.get_calls  # it asked before deciding
