@@ -109,3 +109,19 @@ class KarpenterMetrics:
             description="Duration of NodeClaim termination in seconds.",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
         )
+        self.instance_termination_duration = meter.create_histogram(
+            "karpenter_nodeclaims_instance_termination_duration_seconds", unit="s",
+            description="Duration of CloudProvider Instance termination in seconds.",
+            explicit_bucket_boundaries_advisory=(
+                1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0),
+        )
+        self.pods_drained = meter.create_counter(
+            "karpenter_pods_drained_total",
+            description="The total number of pods drained during node termination by "
+            "Karpenter, labeled by reason",
+        )
+        self.pods_eviction_requests = meter.create_counter(
+            "karpenter_pods_eviction_requests_total",
+            description="The total number of pod eviction requests made by Karpenter, "
+            "labeled by response code",
+        )
