@@ -68,9 +68,14 @@ def _add_crds_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     cmd.add_argument("--output", "-o", default="crds", help="directory to write (default: crds)")
     cmd.add_argument(
+        "--docs",
+        metavar="FILE",
+        help="also write the API reference (markdown) to FILE, e.g. docs/api.md",
+    )
+    cmd.add_argument(
         "--check",
         action="store_true",
-        help="write nothing; exit 1 if the directory's CRDs are missing or out of date",
+        help="write nothing; exit 1 if the CRDs (and --docs FILE) are missing or out of date",
     )
     cmd.set_defaults(func=_run_crds)
 
@@ -81,13 +86,22 @@ def _run_crds(args: argparse.Namespace) -> int:
     from karpy.apis import crdgen
 
     directory = Path(args.output)
+    docs = Path(args.docs) if args.docs else None
     if args.check:
-        stale = crdgen.stale(directory)
+        stale = [str(directory / name) for name in crdgen.stale(directory)]
+        if docs is not None and (
+            not docs.exists() or docs.read_text(encoding="utf-8") != crdgen.api_reference()
+        ):
+            stale.append(str(docs))
         for name in stale:
-            print(f"{directory / name} is out of date; run `karpy crds`", file=sys.stderr)
+            print(f"{name} is out of date; run `karpy crds`", file=sys.stderr)
         return 1 if stale else 0
     for path in crdgen.write(directory):
         print(path)
+    if docs is not None:
+        docs.parent.mkdir(parents=True, exist_ok=True)
+        docs.write_text(crdgen.api_reference(), encoding="utf-8")
+        print(docs)
     return 0
 
 

@@ -157,3 +157,31 @@ def test_karpy_crds_command_writes_and_checks(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert {Path(p).name for p in done.stdout.split()} == set(crdgen.generate())
     assert karpy("crds", "--check", "--output", str(tmp_path)).returncode == 0
+
+
+def test_api_reference_is_up_to_date_and_lists_every_field() -> None:
+    text = crdgen.api_reference()
+    on_disk = (REPO / "docs" / "api.md").read_text()
+    assert on_disk == text, "docs/api.md is stale: run `karpy crds --docs docs/api.md`"
+    for name in crdgen.generate():
+        crd = load(name)
+        kind = crd["spec"]["names"]["kind"]
+        assert f"## {kind} (" in text
+        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        for path, _node in walk(schema["properties"]["spec"], "spec"):
+            if path.endswith(("[]", "{}")):
+                continue  # a list item or map value is described by its container's row
+            assert f"`{path}`" in text, f"{kind} field {path} is missing from docs/api.md"
+
+
+def test_karpy_crds_check_covers_the_docs(tmp_path: Path) -> None:
+    crds = tmp_path / "crds"
+    docs = tmp_path / "api.md"
+    args = ("crds", "--output", str(crds), "--docs", str(docs))
+    run = subprocess.run([sys.executable, "-m", "karpy.cli", *args], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    docs.write_text(docs.read_text() + "edited\n")
+    check = subprocess.run(
+        [sys.executable, "-m", "karpy.cli", *args, "--check"], capture_output=True, text=True
+    )
+    assert check.returncode == 1 and str(docs) in check.stderr

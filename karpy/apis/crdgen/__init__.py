@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from karpy.apis.crdgen.crd import LabelPolicy, build_crd, crd_filename
+from karpy.apis.crdgen.docs import api_reference
 from karpy.apis.crdgen.render import dump_yaml
 from karpy.apis.crdgen.schema import SchemaError, model_schema, resource_schema
 from karpy.apis.extension import APIExtension, load_extensions
@@ -18,6 +19,7 @@ from karpy.apis.extension import APIExtension, load_extensions
 __all__ = [
     "LabelPolicy",
     "SchemaError",
+    "api_reference",
     "build_crd",
     "crd_filename",
     "generate",
