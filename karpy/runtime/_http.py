@@ -89,7 +89,9 @@ class HttpServer:
 
     async def run(self) -> None:
         """Serve until cancelled."""
-        runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
+        runner = web.AppRunner(
+            self._app, access_log=None, handle_signals=False, shutdown_timeout=1.0
+        )
         await runner.setup()
         try:
             site = web.TCPSite(runner, self._host, self._port)

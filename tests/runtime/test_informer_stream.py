@@ -1,0 +1,148 @@
+"""Informer failure paths that a healthy API server will not produce on demand: a
+half-open watch (no bytes, no FIN), an in-stream 410 ERROR event, bookmarks. A stub
+HTTP endpoint plays the server's list and watch responses; everything else about
+informers is tested on the local control plane (test_informer_cluster.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from kubernetes_asyncio import client as k8s_client
+
+from karpy.runtime import Backoff, Client, FuncHandler, Informer, kinds
+
+
+def _cm(name: str, rv: int) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": str(rv)}}
+
+
+class StubServer:
+    """Answers lists with ``lists.pop(0)`` and watches with ``watches.pop(0)``: a list of
+    events to send, ending with "hang" (stay silent) or "close"."""
+
+    def __init__(self) -> None:
+        self.lists: list[tuple[int, list[dict[str, Any]]]] = []
+        self.watches: list[list[Any]] = []
+        self.watch_rvs: list[str | None] = []
+        self.list_calls = 0
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if request.query.get("watch") != "true":
+            self.list_calls += 1
+            rv, items = self.lists.pop(0) if len(self.lists) > 1 else self.lists[0]
+            return web.json_response({"kind": "ConfigMapList", "items": items,
+                                      "metadata": {"resourceVersion": str(rv)}})
+        self.watch_rvs.append(request.query.get("resourceVersion"))
+        script = self.watches.pop(0) if self.watches else ["hang"]
+        response = web.StreamResponse()
+        await response.prepare(request)
+        for step in script:
+            if step == "hang":
+                await asyncio.sleep(3600)
+            elif step == "close":
+                break
+            else:
+                await response.write(json.dumps(step).encode() + b"\n")
+        return response
+
+
+@pytest.fixture
+async def stub() -> AsyncIterator[tuple[StubServer, Client]]:
+    server = StubServer()
+    app = web.Application()
+    app.router.add_get("/api/v1/configmaps", server.handle)
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    configuration = k8s_client.Configuration(host=f"http://127.0.0.1:{port}")
+    client = Client(k8s_client.ApiClient(configuration), timeout=5, owns_api_client=True)
+    yield server, client
+    await client.close()
+    await runner.cleanup()
+
+
+def _informer(client: Client) -> Informer:
+    return Informer(client, kinds.CONFIG_MAP, inactivity_timeout=0.3,
+                    backoff=Backoff(initial=0.01, maximum=0.05))
+
+
+async def _until(check: Any, within: float = 5.0) -> None:
+    for _ in range(int(within / 0.02)):
+        if check():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("condition not met")
+
+
+async def test_a_silent_watch_is_abandoned_and_resumed(stub: tuple[StubServer, Client]) -> None:
+    server, client = stub
+    server.lists = [(10, [_cm("a", 10)])]
+    server.watches = [["hang"], [{"type": "ADDED", "object": _cm("b", 11)}, "hang"]]
+    informer = _informer(client)
+    task = asyncio.create_task(informer.run())
+    await _until(lambda: "ns/b" in informer.store)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    # The watchdog dropped the silent stream; the new watch resumed from the list's RV,
+    # without listing again.
+    assert server.watch_rvs[:2] == ["10", "10"]
+    assert server.list_calls == 1
+
+
+async def test_an_in_stream_410_relists_and_delivers_deletions(
+    stub: tuple[StubServer, Client],
+) -> None:
+    server, client = stub
+    server.lists = [(10, [_cm("a", 5), _cm("b", 6)]), (20, [_cm("b", 6)])]
+    server.watches = [[{"type": "ERROR", "object": {
+        "kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}}], ["hang"]]
+    deleted: list[str] = []
+    informer = _informer(client)
+    informer.add_handler(FuncHandler(delete=lambda o: deleted.append(o["metadata"]["name"])))
+    task = asyncio.create_task(informer.run())
+    await _until(lambda: deleted == ["a"])
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert informer.relists == 2 and server.watch_rvs[-1] == "20"
+    assert informer.store.key_list() == ["ns/b"]
+
+
+async def test_bookmarks_advance_the_resume_point(stub: tuple[StubServer, Client]) -> None:
+    server, client = stub
+    server.lists = [(10, [])]
+    server.watches = [[{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "50"}}},
+                       "close"], ["hang"]]
+    informer = _informer(client)
+    task = asyncio.create_task(informer.run())
+    await _until(lambda: len(server.watch_rvs) >= 2)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert server.watch_rvs[:2] == ["10", "50"] and len(informer.store) == 0
+
+
+async def test_a_failing_handler_does_not_stop_the_informer(
+    stub: tuple[StubServer, Client],
+) -> None:
+    server, client = stub
+    server.lists = [(10, [_cm("a", 1), _cm("b", 2)])]
+    seen: list[str] = []
+
+    def flaky(obj: Any) -> None:
+        if obj["metadata"]["name"] == "a":
+            raise RuntimeError("handler bug")
+        seen.append(obj["metadata"]["name"])
+
+    informer = _informer(client)
+    informer.add_handler(FuncHandler(add=flaky))
+    task = asyncio.create_task(informer.run())
+    await informer.wait_for_sync(5)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert seen == ["b"] and len(informer.store) == 2
