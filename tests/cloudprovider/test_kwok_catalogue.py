@@ -14,6 +14,7 @@ from karpy.cloudprovider.kwok import (
     dump_catalogue,
     generate_catalogue,
     load_catalogue,
+    to_instance_types,
 )
 
 GIB = 2**30
@@ -93,6 +94,10 @@ def test_a_karpenter_kwok_entry_loads_and_keeps_unavailable_offerings(tmp_path: 
     assert (offering.zone, offering.capacity_type, offering.available) == (
         "test-zone-a", "spot", False
     )
+    # the instance type keeps the unavailable offering, marked, and offers no zone
+    (it,) = to_instance_types([spec])
+    assert [(o.zone, o.available) for o in it.offerings] == [("test-zone-a", False)]
+    assert it.requirements["topology.kubernetes.io/zone"].sorted_values() == []
 
 
 @pytest.mark.parametrize(
