@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from karpy.apis import NodeClaim
 from karpy.apis.labels import nodeclass_label_key
 from karpy.cloudprovider import CloudProvider
 from karpy.runtime import INDEX_NODE_NAME, Kind, Object, index_by_node_name, kinds
+from karpy.state.kinds import NODE_CLAIM
 
 __all__ = [
     "INDEX_NODE_NAME",
@@ -27,11 +27,6 @@ __all__ = [
     "nodes_for_nodeclaim",
     "pods_on_node",
 ]
-
-NODE_CLAIM = Kind(
-    group=NodeClaim.crd.group, version=NodeClaim.crd.version, plural=NodeClaim.crd.plural,
-    kind=NodeClaim.crd.kind, namespaced=False,
-)
 
 # Index names carry this package's prefix: another controller may index the same field
 # with its own function, and the cache refuses one name bound to two functions.

@@ -1,0 +1,96 @@
+"""What the NodePool controllers share: which NodePools are this provider's, the
+NodeClass kinds as runtime Kinds, the cache indexes, and the optimistic-lock write of a
+NodePool's conditions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+from karpy.apis import NodePool
+from karpy.apis.labels import LABEL_NODEPOOL
+from karpy.cloudprovider import CloudProvider, NodeClassKind, resolve_node_class
+from karpy.runtime import Client, Kind, Object, Request
+from karpy.state.kinds import NODE_CLAIM, NODE_POOL
+
+__all__ = [
+    "INDEX_NODECLASS_REF",
+    "INDEX_NODEPOOL",
+    "NODE_CLAIM",
+    "NODE_POOL",
+    "Index",
+    "index_nodeclass_ref",
+    "index_nodepool_label",
+    "kind_of",
+    "managed_node_class",
+    "nodepool_of",
+    "patch_conditions",
+]
+
+INDEX_NODEPOOL = "karpy.nodepool/nodepool"
+INDEX_NODECLASS_REF = "karpy.nodepool/nodeClassRef"
+
+
+class Index(Protocol):
+    """Indexed reads of cached objects (the manager's Cache is one)."""
+
+    def by_index(self, kind: Kind, index: str, value: str) -> list[Object]:
+        """Cached objects of ``kind`` whose index ``index`` holds ``value``."""
+        ...
+
+
+def kind_of(node_class: NodeClassKind) -> Kind:
+    """The runtime Kind of a provider's (cluster-scoped) NodeClass."""
+    return Kind(
+        group=node_class.group, version=node_class.version, plural=node_class.plural,
+        kind=node_class.kind, namespaced=False,
+    )
+
+
+def _ref(nodepool: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = ((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return spec.get("nodeClassRef") or {}
+
+
+def managed_node_class(
+    nodepool: Mapping[str, Any], provider: CloudProvider
+) -> tuple[NodeClassKind, str] | None:
+    """The provider's NodeClass kind and the object name the NodePool refers to, or
+    None when the NodePool is another provider's (then every NodePool controller
+    leaves it alone, as Karpenter's IsManaged does)."""
+    ref = _ref(nodepool)
+    kind = resolve_node_class(
+        str(ref.get("group", "")), str(ref.get("kind", "")), provider.supported_node_classes()
+    )
+    return None if kind is None else (kind, str(ref.get("name", "")))
+
+
+def index_nodepool_label(obj: Object) -> Iterable[str]:
+    """Index value of a Node or NodeClaim: its karpenter.sh/nodepool label."""
+    pool = (obj["metadata"].get("labels") or {}).get(LABEL_NODEPOOL)
+    return (pool,) if pool else ()
+
+
+def index_nodeclass_ref(obj: Object) -> Iterable[str]:
+    """Index value of a NodePool: ``group/kind/name`` of its nodeClassRef."""
+    ref = _ref(obj)
+    return (f"{ref.get('group', '')}/{ref.get('kind', '')}/{ref.get('name', '')}",)
+
+
+def nodepool_of(obj: Object) -> Iterable[Request]:
+    """The NodePool a Node or NodeClaim belongs to (by its label)."""
+    return [Request("", pool) for pool in index_nodepool_label(obj)]
+
+
+async def patch_conditions(client: Client, stored: Mapping[str, Any], nodepool: NodePool) -> bool:
+    """Write ``nodepool``'s conditions if they changed since ``stored`` (with its
+    resourceVersion as an optimistic lock: ``errors.Conflict`` if it moved on).
+    Returns whether a write was made."""
+    if NodePool.from_dict(stored).status.conditions == nodepool.status.conditions:
+        return False
+    meta = stored["metadata"]
+    await client.patch_status(NODE_POOL, meta["name"], {
+        "metadata": {"resourceVersion": meta.get("resourceVersion")},
+        "status": {"conditions": [c.to_dict() for c in nodepool.status.conditions]},
+    })
+    return True

@@ -1,0 +1,61 @@
+"""``nodepool.readiness``: the NodePool's ``NodeClassReady`` condition, from the NodeClass
+its ``nodeClassRef`` names (missing, terminating, or its own Ready condition), with
+Karpenter's reasons (see :func:`karpy.cloudprovider.node_class_readiness`)."""
+
+from __future__ import annotations
+
+from karpy.apis import NodePool
+from karpy.apis.v1 import CONDITION_NODE_CLASS_READY
+from karpy.cloudprovider import CloudProvider, node_class_readiness
+from karpy.controllers.nodepool._objects import (
+    NODE_POOL,
+    kind_of,
+    managed_node_class,
+    patch_conditions,
+)
+from karpy.runtime import Client, Clock, Object, Request, Result, errors
+
+__all__ = ["NodePoolReadiness"]
+
+
+class NodePoolReadiness:
+    """The ``nodepool.readiness`` reconciler (see the module docs)."""
+
+    name = "nodepool.readiness"
+
+    def __init__(self, *, client: Client, cloud_provider: CloudProvider, clock: Clock) -> None:
+        self._client = client
+        self._provider = cloud_provider
+        self._clock = clock
+
+    async def reconcile(self, request: Request) -> Result:
+        """Set NodeClassReady (and so Ready) from the referenced NodeClass."""
+        try:
+            stored = await self._client.get(NODE_POOL, request.name)
+        except errors.NotFound:
+            return Result()
+        resolved = managed_node_class(stored, self._provider)
+        if resolved is None:
+            return Result()
+        kind, name = resolved
+        node_class: Object | None
+        try:
+            node_class = await self._client.get(kind_of(kind), name)
+        except errors.NotFound:
+            node_class = None
+        readiness = node_class_readiness(node_class)
+        nodepool = NodePool.from_dict(stored)
+        conditions = nodepool.status_conditions(
+            now=lambda: self._clock.now().replace(microsecond=0)
+        )
+        if readiness.ready:
+            conditions.set_true(CONDITION_NODE_CLASS_READY)
+        else:
+            conditions.set_false(CONDITION_NODE_CLASS_READY, readiness.reason, readiness.message)
+        try:
+            await patch_conditions(self._client, stored, nodepool)
+        except errors.NotFound:
+            return Result()
+        except errors.Conflict:
+            return Result(requeue=True)
+        return Result()

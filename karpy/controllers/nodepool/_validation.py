@@ -1,0 +1,68 @@
+"""``nodepool.validation``: the ``ValidationSucceeded`` condition — what the CRD's schema
+cannot check (Karpenter's RuntimeValidate): template labels and requirements may not
+use ``karpenter.sh/nodepool`` or a restricted label domain."""
+
+from __future__ import annotations
+
+from karpy.apis import NodePool
+from karpy.apis.labels import LABEL_NODEPOOL, restricted_label_reason
+from karpy.apis.v1 import CONDITION_VALIDATION_SUCCEEDED
+from karpy.cloudprovider import CloudProvider
+from karpy.controllers.nodepool._objects import NODE_POOL, managed_node_class, patch_conditions
+from karpy.runtime import Client, Clock, Request, Result, errors
+
+__all__ = ["NodePoolValidation", "validation_errors"]
+
+
+def validation_errors(nodepool: NodePool) -> list[str]:
+    """Why the NodePool is invalid (empty when it is valid), in Karpenter's words."""
+    problems = []
+    for key in sorted(nodepool.spec.template.metadata.labels):
+        if key == LABEL_NODEPOOL:
+            problems.append(f'invalid key name "{key}" in labels, restricted')
+            continue
+        reason = restricted_label_reason(key)
+        if reason is not None:
+            problems.append(f'invalid key name "{key}" in labels, {reason}')
+    for requirement in nodepool.spec.template.spec.requirements:
+        if requirement.key == LABEL_NODEPOOL:
+            problems.append(f'invalid key: "{requirement.key}" in requirements, restricted')
+    return problems
+
+
+class NodePoolValidation:
+    """The ``nodepool.validation`` reconciler (see the module docs)."""
+
+    name = "nodepool.validation"
+
+    def __init__(self, *, client: Client, cloud_provider: CloudProvider, clock: Clock) -> None:
+        self._client = client
+        self._provider = cloud_provider
+        self._clock = clock
+
+    async def reconcile(self, request: Request) -> Result:
+        """Set ValidationSucceeded from :func:`validation_errors`."""
+        try:
+            stored = await self._client.get(NODE_POOL, request.name)
+        except errors.NotFound:
+            return Result()
+        if managed_node_class(stored, self._provider) is None:
+            return Result()
+        nodepool = NodePool.from_dict(stored)
+        conditions = nodepool.status_conditions(
+            now=lambda: self._clock.now().replace(microsecond=0)
+        )
+        problems = validation_errors(nodepool)
+        if problems:
+            conditions.set_false(
+                CONDITION_VALIDATION_SUCCEEDED, "NodePoolValidationFailed", "; ".join(problems)
+            )
+        else:
+            conditions.set_true(CONDITION_VALIDATION_SUCCEEDED)
+        try:
+            await patch_conditions(self._client, stored, nodepool)
+        except errors.NotFound:
+            return Result()
+        except errors.Conflict:
+            return Result(requeue=True)
+        return Result()
