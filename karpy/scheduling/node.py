@@ -80,6 +80,43 @@ class ExistingNode:
             nodepool=labels.get("karpenter.sh/nodepool", ""),
         )
 
+    @classmethod
+    def from_nodeclaim_dict(
+        cls,
+        nodeclaim: Mapping[str, Any],
+        pods: Iterable[Pod] = (),
+        *,
+        allocatable: Mapping[str, int] | None = None,
+    ) -> ExistingNode:
+        """An in-flight NodeClaim (launched, no Node yet) as capacity pods may use.
+
+        Its labels are the NodeClaim's labels plus every requirement narrowed to one
+        value; its allocatable comes from ``status.allocatable`` unless given (the
+        instance type's, before launch). It is not initialized, so startup taints do not
+        keep pods off it.
+        """
+        metadata = nodeclaim.get("metadata") or {}
+        spec = nodeclaim.get("spec") or {}
+        status = nodeclaim.get("status") or {}
+        labels = dict(metadata.get("labels") or {})
+        for requirement in spec.get("requirements") or ():
+            values = list(requirement.get("values") or ())
+            if requirement.get("operator") == "In" and len(values) == 1:
+                labels.setdefault(requirement["key"], values[0])
+        if allocatable is None:
+            allocatable = res.parse_resource_list(status.get("allocatable"))
+        return cls(
+            name=status.get("nodeName") or metadata.get("name") or "",
+            labels=labels,
+            taints=tuple(Taint.from_dict(t) for t in spec.get("taints") or ()),
+            allocatable=allocatable,
+            capacity=res.parse_resource_list(status.get("capacity")) or allocatable,
+            pods=tuple(pods),
+            startup_taints=tuple(Taint.from_dict(t) for t in spec.get("startupTaints") or ()),
+            initialized=False,
+            nodepool=labels.get("karpenter.sh/nodepool", ""),
+        )
+
     @property
     def hostname(self) -> str:
         """The node's hostname label, or its name when the label is missing (not yet

@@ -83,7 +83,6 @@ class Signature:
     tolerates: dict[int, str | None] = field(default_factory=dict)
     relaxed: Signature | bool | None = False
     relaxed_because: str = ""
-    limited_topology: bool = False
 
     def __post_init__(self) -> None:
         pod, rel = self.pod, self.relaxation

@@ -325,6 +325,7 @@ class _Solve:
         self._narrow_cache: dict[tuple[Requirements, str, tuple[str, ...]], Requirements] = {}
         self._intern: dict[Requirements, Requirements] = {}
         self._plan_cache: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self._min_values_cache: dict[tuple[int, Requirements, int], str | None] = {}
         self._sigs: dict[tuple[Any, Relaxation], Signature] = {}
         self._min_vec: dict[Signature, list[int]] = {}
         self._base_min: dict[tuple[Any, ...], list[int]] = {}
@@ -530,9 +531,6 @@ class _Solve:
             for t in pod.pod_anti_affinity
         ]
         sig.counted = [g for g in self.groups.values() if g.selects(namespace, labels)]
-        sig.limited_topology = any(self_sel and g.kind != AFFINITY for g, self_sel in owned) or any(
-            g in sig.inverse for g in sig.inverse_owned
-        )
         self._sigs[key] = sig
         self._min_vec[sig] = self._base_min[pod.signature]
         return sig
@@ -692,7 +690,9 @@ class _Solve:
         kind = group.spec.kind
         if kind is SPREAD:
             spec = group.spec
-            lowest = group.min_count(pod_domains)
+            # nodeAffinityPolicy: Ignore counts every domain, not just the pod's.
+            honored = spec.node_filter is None or spec.node_filter.affinity_honored
+            lowest = group.min_count(pod_domains if honored else _exists(key))
             valid = sorted(
                 (counts[d], d) for d in candidates if counts[d] + self_sel - lowest <= spec.max_skew
             )
@@ -867,7 +867,7 @@ class _Solve:
             permanent = any(a > 0 and a > available[i] for i, a in enumerate(minimum))
             return _PERM if permanent else _TEMP
         alternatives = sig.pod.volume_requirements or (None,)
-        last: _Reject = _PERM
+        permanent = True
         for volume in alternatives:
             reqs = merged
             if volume is not None:
@@ -875,17 +875,18 @@ class _Solve:
                 if isinstance(combined, str):
                     continue
                 reqs = combined
+            limit = room
             if sig.owned or sig.inverse:
                 result = self._topology(sig, node.hostname, reqs, None, 0, False)
                 if isinstance(result, _Reject):
-                    last = result if not result.permanent else last
+                    permanent = permanent and result.permanent
                     continue
-                reqs, limit = result
-                room = min(room, limit)
+                reqs, topology_limit = result
+                limit = min(limit, topology_limit)
             if sig.host_ports:
-                room = 1
-            return min(room, want), reqs
-        return last
+                limit = 1
+            return min(limit, want), reqs
+        return _PERM if permanent else _TEMP
 
     def _check_claim(
         self,
@@ -968,10 +969,16 @@ class _Solve:
         if count > 1:
             count, mask = self._most(template, sig, total, vec, count, fitting)
         if self.strict_min_values and reqs.has_min_values():
-            reason = catalog.min_values_reason(reqs, mask)
+            reason = self._min_values_reason(catalog, reqs, mask)
             if reason is not None:
                 return _Reject(reason, False)
         return count, reqs, mask
+
+    def _min_values_reason(self, catalog: Catalog, reqs: Requirements, mask: int) -> str | None:
+        key = (id(catalog), reqs, mask)
+        if key not in self._min_values_cache:
+            self._min_values_cache[key] = catalog.min_values_reason(reqs, mask)
+        return self._min_values_cache[key]
 
     def _most(
         self,
@@ -1147,7 +1154,15 @@ class _Solve:
         claim = _Claim(template, f"hostname-placeholder-{self.hostnames + 1:04d}", mask, self.size)
         outcome = self._check_claim(claim, sig, vec, want, True)
         if isinstance(outcome, _Reject):
-            return outcome.reason or "no room"
+            reason = outcome.reason or "no room"
+            if mask != catalog.full:
+                excluded = catalog.full.bit_count() - mask.bit_count()
+                left = res.describe({k: max(v, 0) for k, v in template.remaining().items()})
+                reason += (
+                    f"; {excluded} larger instance types were excluded by the NodePool's "
+                    f"limits (remaining {left})"
+                )
+            return reason
         count, reqs, fit_mask = outcome
         return claim, count, reqs, fit_mask
 
