@@ -1,0 +1,250 @@
+"""Benchmark of karpy.runtime (not a test): informer sync, event throughput, work queue.
+
+Run:  .venv/bin/python benchmarks/runtime_bench.py [--objects 10000]
+
+Against the cluster of ``KARPY_KUBECONFIG`` if set, otherwise it starts the local
+control plane with tests/controlplane/start.sh. It creates ``--objects`` ConfigMaps in
+namespace ``karpy-bench`` (kept between runs; delete the namespace to start over), then
+prints:
+
+* initial sync: time for an informer to list every object into its indexed cache;
+* event throughput into the cache, two ways: end to end (ConfigMaps patched on the API
+  server, events counted in a handler — bounded by the API server's write rate), and
+  the cache's own ingest rate (watch-event lines decoded, stored, indexed and handed to
+  a handler, without the network);
+* work-queue operations per second (add + get + done cycles);
+* peak RSS of the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from karpy.runtime import (  # noqa: E402
+    Client,
+    FuncHandler,
+    Informer,
+    WorkQueue,
+    errors,
+    kinds,
+    run,
+)
+from karpy.runtime._objects import loads_frozen  # noqa: E402
+
+NAMESPACE = "karpy-bench"
+
+
+def kubeconfig() -> str:
+    path = os.environ.get("KARPY_KUBECONFIG")
+    if path:
+        return path
+    out = subprocess.run(["bash", str(REPO / "tests/controlplane/start.sh")], check=True,
+                         capture_output=True, text=True).stdout
+    return out.strip().splitlines()[-1]
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _configmap(i: int) -> dict[str, object]:
+    return {
+        "metadata": {"name": f"cm-{i:05d}", "namespace": NAMESPACE,
+                     "labels": {"app": "bench", "shard": str(i % 16)}},
+        "data": {"index": str(i), "payload": "x" * 64},
+    }
+
+
+async def ensure_objects(client: Client, count: int) -> None:
+    try:
+        await client.create(kinds.NAMESPACE, {"metadata": {"name": NAMESPACE}})
+    except errors.AlreadyExists:
+        pass
+    existing = {o["metadata"]["name"] for o in await client.list(kinds.CONFIG_MAP,
+                                                                  namespace=NAMESPACE)}
+    missing = [i for i in range(count) if f"cm-{i:05d}" not in existing]
+    if not missing:
+        return
+    print(f"creating {len(missing)} ConfigMaps in {NAMESPACE} ...", flush=True)
+    semaphore = asyncio.Semaphore(64)
+    started = time.perf_counter()
+
+    async def create(i: int) -> None:
+        async with semaphore:
+            try:
+                await client.create(kinds.CONFIG_MAP, _configmap(i))
+            except errors.AlreadyExists:
+                pass
+
+    async with asyncio.TaskGroup() as tg:
+        for i in missing:
+            tg.create_task(create(i))
+    print(f"  created in {time.perf_counter() - started:.1f}s", flush=True)
+
+
+async def bench_initial_sync(client: Client, runs: int) -> tuple[float, int]:
+    times = []
+    size = 0
+    for _ in range(runs):
+        informer = Informer(client, kinds.CONFIG_MAP, namespace=NAMESPACE)
+        added = 0
+
+        def on_add(obj: object) -> None:
+            nonlocal added
+            added += 1
+
+        informer.add_handler(FuncHandler(add=on_add))
+        started = time.perf_counter()
+        async with asyncio.TaskGroup() as tg:
+            task = tg.create_task(informer.run(), name="bench-informer")
+            await informer.wait_for_sync()
+            times.append(time.perf_counter() - started)
+            task.cancel()
+        size = len(informer.store)
+        assert added == size
+    return statistics.median(times), size
+
+
+async def bench_end_to_end_events(client: Client, count: int, updates: int) -> float:
+    informer = Informer(client, kinds.CONFIG_MAP, namespace=NAMESPACE)
+    received = 0
+    done = asyncio.Event()
+
+    def on_update(old: object, new: object) -> None:
+        nonlocal received
+        received += 1
+        if received >= updates:
+            done.set()
+
+    informer.add_handler(FuncHandler(update=on_update))
+    semaphore = asyncio.Semaphore(128)
+
+    async def patch(i: int) -> None:
+        async with semaphore:
+            await client.patch(kinds.CONFIG_MAP, f"cm-{i % count:05d}",
+                               {"data": {"tick": str(time.time_ns())}}, namespace=NAMESPACE)
+
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(informer.run(), name="bench-informer")
+        await informer.wait_for_sync()
+        started = time.perf_counter()
+        async with asyncio.TaskGroup() as writers:
+            for i in range(updates):
+                writers.create_task(patch(i))
+        await asyncio.wait_for(done.wait(), 120)
+        elapsed = time.perf_counter() - started
+        task.cancel()
+    return updates / elapsed
+
+
+async def bench_cache_ingest(client: Client, events: int) -> float:
+    """Decode + store + index + handler for watch-event lines, without the network."""
+    page = await client.list_page(kinds.CONFIG_MAP, namespace=NAMESPACE, limit=1000)
+    objects = [dict(o) for o in page.items]
+    lines = []
+    for n in range(events):
+        obj = json.loads(json.dumps(objects[n % len(objects)]))
+        obj["metadata"]["resourceVersion"] = str(10_000_000 + n)
+        obj["data"]["tick"] = str(n)
+        lines.append(json.dumps({"type": "MODIFIED", "object": obj}).encode())
+    informer = Informer(client, kinds.CONFIG_MAP, namespace=NAMESPACE)
+    seen = 0
+
+    def on_event(*_: object) -> None:
+        nonlocal seen
+        seen += 1
+
+    informer.add_handler(FuncHandler(add=on_event, update=on_event))
+    started = time.perf_counter()
+    for line in lines:
+        event = loads_frozen(line)
+        informer._apply(event["type"], event["object"])
+    elapsed = time.perf_counter() - started
+    assert seen == events
+    return events / elapsed
+
+
+async def bench_workqueue(keys: int, cycles: int, workers: int) -> float:
+    queue: WorkQueue[int] = WorkQueue(name="bench")
+    processed = 0
+
+    async def worker() -> None:
+        nonlocal processed
+        while True:
+            try:
+                key = await queue.get()
+            except errors.QueueShutDown:
+                return
+            processed += 1
+            queue.done(key)
+
+    started = time.perf_counter()
+    async with asyncio.TaskGroup() as tg:
+        for w in range(workers):
+            tg.create_task(worker(), name=f"bench-worker-{w}")
+        for n in range(cycles):
+            queue.add(n % keys)
+            if n % 256 == 0:
+                await asyncio.sleep(0)
+        await queue.shutdown_with_drain()
+    elapsed = time.perf_counter() - started
+    # One "operation" is one add; gets/dones happen for the non-deduplicated subset.
+    return cycles / elapsed
+
+
+async def bench_workqueue_unique(cycles: int) -> float:
+    queue: WorkQueue[int] = WorkQueue(name="bench")
+    started = time.perf_counter()
+    for n in range(cycles):
+        queue.add(n)
+        key = await queue.get()
+        queue.done(key)
+    return cycles / (time.perf_counter() - started)
+
+
+async def main(args: argparse.Namespace) -> None:
+    import platform
+
+    loop = type(asyncio.get_running_loop()).__module__
+    print(f"python {platform.python_version()}, loop {loop}, {os.cpu_count()} CPUs")
+    async with await Client.from_kubeconfig(kubeconfig(), timeout=120) as client:
+        await ensure_objects(client, args.objects)
+        sync_s, size = await bench_initial_sync(client, args.runs)
+        rss_after_sync = peak_rss_mib()
+        e2e = await bench_end_to_end_events(client, args.objects, args.updates)
+        ingest = await bench_cache_ingest(client, args.ingest_events)
+    wq_unique = await bench_workqueue_unique(args.queue_ops)
+    wq_dedup = await bench_workqueue(keys=1000, cycles=args.queue_ops, workers=8)
+    print()
+    print(f"initial sync, {size} ConfigMaps:        {sync_s:8.2f} s "
+          f"(median of {args.runs}; {size / sync_s:,.0f} objects/s)")
+    print(f"peak RSS after sync:                 {rss_after_sync:8.0f} MiB")
+    print(f"events into cache, end to end:       {e2e:8,.0f} events/s "
+          f"({args.updates} patches, bounded by API server writes)")
+    print(f"events into cache, ingest only:      {ingest:8,.0f} events/s "
+          f"(decode + store + index + handler)")
+    print(f"work queue add+get+done, 1 worker:   {wq_unique:8,.0f} ops/s")
+    print(f"work queue adds, 1000 keys, 8 workers:{wq_dedup:8,.0f} ops/s")
+    print(f"peak RSS:                            {peak_rss_mib():8.0f} MiB")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objects", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--updates", type=int, default=5_000)
+    parser.add_argument("--ingest-events", type=int, default=50_000)
+    parser.add_argument("--queue-ops", type=int, default=500_000)
+    run(main(parser.parse_args()))
