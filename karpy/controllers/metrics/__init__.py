@@ -1,0 +1,67 @@
+"""Karpenter's state metrics: gauges that describe the cluster as it is now.
+
+* ``metrics.nodepool`` — karpenter_nodepools_usage / karpenter_nodepools_limit;
+* ``metrics.node`` — karpenter_nodes_allocatable and the other per-node gauges,
+  karpenter_cluster_utilization_percent;
+* ``metrics.pod`` — karpenter_pods_state and karpenter_pods_startup_duration_seconds;
+* ``metrics.cluster_state`` — karpenter_cluster_state_node_count / _synced.
+
+Counters and histograms of events (NodeClaims created, nodes terminated, ...) are
+recorded where the events happen, through :class:`karpy.controllers.instruments.
+KarpenterMetrics`. The gauges here live in one :class:`GaugeStore` on the manager's
+Prometheus registry, so they appear on the same ``/metrics`` endpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from karpy.controllers.deps import Deps
+from karpy.controllers.metrics import _node, _nodepool, _pod, _state
+from karpy.controllers.metrics._node import NodeMetrics
+from karpy.controllers.metrics._nodepool import NodePoolMetrics
+from karpy.controllers.metrics._pod import PodMetrics
+from karpy.controllers.metrics._state import ClusterStateMetrics
+from karpy.controllers.metrics._store import Gauge, GaugeStore, Sample
+from karpy.runtime import kinds
+from karpy.state.kinds import NODE_POOL
+
+__all__ = [
+    "GAUGES",
+    "ClusterStateMetrics",
+    "Gauge",
+    "GaugeStore",
+    "NodeMetrics",
+    "NodePoolMetrics",
+    "PodMetrics",
+    "Sample",
+    "register",
+]
+
+#: Every gauge this package exports.
+GAUGES: Final = (*_nodepool.GAUGES, *_node.GAUGES, *_pod.GAUGES, *_state.GAUGES)
+#: Seconds between rounds of the periodic metrics controllers (Karpenter's 5 s).
+PERIOD: Final = 5.0
+
+
+def register(deps: Deps) -> None:
+    """Build the metrics controllers and register their gauges on the manager's
+    Prometheus registry."""
+    manager = deps.manager
+    nodepools = GaugeStore(_nodepool.GAUGES)
+    nodes = GaugeStore(_node.GAUGES)
+    pods = GaugeStore(_pod.GAUGES)
+    state = GaugeStore(_state.GAUGES)
+    for store in (nodepools, nodes, pods, state):
+        manager.metrics.registry.register(store)
+
+    nodepool = NodePoolMetrics(client=deps.client, store=nodepools)
+    manager.controller(nodepool.name).for_(NODE_POOL).complete(nodepool, workers=2)
+
+    pod = PodMetrics(client=deps.client, store=pods, metrics=deps.metrics)
+    manager.controller(pod.name).for_(kinds.POD).complete(pod, workers=4)
+
+    node = NodeMetrics(cluster=deps.cluster, store=nodes, clock=deps.clock)
+    manager.singleton(node.name, node, period=PERIOD)
+    cluster_state = ClusterStateMetrics(cluster=deps.cluster, store=state)
+    manager.singleton(cluster_state.name, cluster_state, period=PERIOD)

@@ -1,0 +1,131 @@
+"""``metrics.node``: per-node gauges from the cluster model, every few seconds —
+karpenter_nodes_allocatable, _system_overhead, _total_pod_requests,
+_total_daemon_requests, _current_lifetime_seconds and
+karpenter_cluster_utilization_percent, labelled as Karpenter labels them (the node's
+well-known labels in snake_case, node_name, phase, managed, resource_type)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Final
+
+from karpy.apis.labels import WELL_KNOWN_LABELS
+from karpy.controllers.metrics._store import Gauge, GaugeStore, Sample, resource_type
+from karpy.runtime import Clock, Result
+from karpy.scheduling import resources as res
+from karpy.state.cluster import Cluster
+from karpy.state.statenode import StateNode
+
+__all__ = ["GAUGES", "NODE_ALLOCATABLE", "NodeMetrics"]
+
+# Karpenter names a well-known label's metric label after its last path segment.
+_WELL_KNOWN: Final = {
+    key: key.rsplit("/", 1)[-1].lower().replace("-", "_") for key in sorted(WELL_KNOWN_LABELS)
+}
+_NODE_LABELS: Final = (*sorted(set(_WELL_KNOWN.values())), "node_name", "phase", "managed")
+_WITH_RESOURCE: Final = (*_NODE_LABELS, "resource_type")
+
+
+def _gauge(name: str, help_: str, labels: tuple[str, ...] = _WITH_RESOURCE) -> Gauge:
+    return Gauge(name, help_, labels)
+
+
+NODE_ALLOCATABLE: Final = _gauge(
+    "karpenter_nodes_allocatable",
+    "Node allocatable are the resources allocatable by nodes.",
+)
+NODE_SYSTEM_OVERHEAD: Final = _gauge(
+    "karpenter_nodes_system_overhead",
+    "Node system daemon overhead are the resources reserved for system overhead, the "
+    "difference between the node's capacity and allocatable values are reported by the "
+    "status.",
+)
+NODE_POD_REQUESTS: Final = _gauge(
+    "karpenter_nodes_total_pod_requests",
+    "Node total pod requests are the resources requested by pods bound to nodes, including "
+    "the DaemonSet pods.",
+)
+NODE_DAEMON_REQUESTS: Final = _gauge(
+    "karpenter_nodes_total_daemon_requests",
+    "Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.",
+)
+NODE_LIFETIME: Final = _gauge(
+    "karpenter_nodes_current_lifetime_seconds", "Node age in seconds", _NODE_LABELS
+)
+CLUSTER_UTILIZATION: Final = _gauge(
+    "karpenter_cluster_utilization_percent",
+    "Utilization of allocatable resources by pod requests", ("resource_type",),
+)
+GAUGES: Final = (
+    NODE_ALLOCATABLE, NODE_SYSTEM_OVERHEAD, NODE_POD_REQUESTS, NODE_DAEMON_REQUESTS,
+    NODE_LIFETIME, CLUSTER_UTILIZATION,
+)
+
+
+def _value(resource: str, amount: int) -> float:
+    return amount / 1000 if resource == res.CPU else float(amount)
+
+
+def _labels(state: StateNode) -> dict[str, str]:
+    node = state.node or {}
+    labels = node.get("metadata", {}).get("labels") or {}
+    out = {metric: labels.get(key, "") for key, metric in _WELL_KNOWN.items()}
+    out["node_name"] = state.node_name
+    out["phase"] = str((node.get("status") or {}).get("phase") or "")
+    out["managed"] = "true" if state.managed else "false"
+    return out
+
+
+def _per_resource(gauge: Gauge, base: Mapping[str, str], amounts: Mapping[str, int]) -> list[
+        Sample]:
+    return [
+        Sample(gauge, {**base, "resource_type": resource_type(name)}, _value(name, amount))
+        for name, amount in amounts.items()
+    ]
+
+
+class NodeMetrics:
+    """The ``metrics.node`` singleton reconciler."""
+
+    name = "metrics.node"
+
+    def __init__(self, *, cluster: Cluster, store: GaugeStore, clock: Clock) -> None:
+        self._cluster = cluster
+        self._store = store
+        self._clock = clock
+
+    async def reconcile(self) -> Result:
+        """Recompute every node's samples and the cluster's utilization."""
+        now = self._clock.now()
+        samples: dict[str, list[Sample]] = {}
+        allocatable_total: dict[str, int] = {}
+        requested_total: dict[str, int] = {}
+        for state in self._cluster.nodes():
+            node = state.node
+            if node is None:
+                continue
+            status = node.get("status") or {}
+            capacity = res.parse_resource_list(status.get("capacity"))
+            allocatable = res.parse_resource_list(status.get("allocatable"))
+            base = _labels(state)
+            created = node["metadata"].get("creationTimestamp")
+            node_samples = [
+                *_per_resource(NODE_ALLOCATABLE, base, allocatable),
+                *_per_resource(NODE_SYSTEM_OVERHEAD, base, res.subtract(capacity, allocatable)),
+                *_per_resource(NODE_POD_REQUESTS, base, state.pod_requests),
+                *_per_resource(NODE_DAEMON_REQUESTS, base, state.daemonset_requests),
+            ]
+            if created:
+                age = now - datetime.fromisoformat(str(created).replace("Z", "+00:00"))
+                node_samples.append(Sample(NODE_LIFETIME, base, age.total_seconds()))
+            samples[state.node_name] = node_samples
+            allocatable_total = res.add(allocatable_total, state.allocatable)
+            requested_total = res.add(requested_total, state.pod_requests)
+        samples["clusterUtilization"] = [
+            Sample(CLUSTER_UTILIZATION, {"resource_type": resource_type(name)},
+                   100.0 * requested_total.get(name, 0) / amount)
+            for name, amount in sorted(allocatable_total.items()) if amount
+        ]
+        self._store.replace_all(samples)
+        return Result()

@@ -1,0 +1,124 @@
+"""``metrics.pod``: karpenter_pods_state (one sample per pod, labelled with where it runs
+and how it is doing) and karpenter_pods_startup_duration_seconds (creation to Ready,
+recorded once per pod that karpy saw pending, as Karpenter measures it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Final
+
+from karpy.apis.labels import (
+    LABEL_ARCH,
+    LABEL_CAPACITY_TYPE,
+    LABEL_INSTANCE_TYPE,
+    LABEL_NODEPOOL,
+    LABEL_ZONE,
+)
+from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.metrics._store import Gauge, GaugeStore, Sample
+from karpy.runtime import Client, Request, Result, errors, kinds
+
+__all__ = ["POD_STATE", "PodMetrics"]
+
+POD_STATE: Final = Gauge(
+    "karpenter_pods_state",
+    "Pod state is the current state of pods. This metric can be used several ways as it is "
+    "labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, "
+    "capacity type, instance type, pod phase, and pod readiness.",
+    ("name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch",
+     "capacity_type", "instance_type", "phase", "ready", "managed"),
+)
+GAUGES: Final = (POD_STATE,)
+
+
+def _time(value: Any) -> datetime | None:
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00")) if value else None
+
+
+def _ready(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "Ready" and condition.get("status") == "True":
+            return condition  # type: ignore[no-any-return]
+    return None
+
+
+def _owner(pod: Mapping[str, Any]) -> str:
+    meta = pod["metadata"]
+    refs = meta.get("ownerReferences") or ()
+    if not refs:
+        return ""
+    ref = refs[0]
+    return (f"/apis/{ref.get('apiVersion', '')}/namespaces/{meta.get('namespace', '')}/"
+            f"{str(ref.get('kind', '')).lower()}s/{ref.get('name', '')}")
+
+
+class PodMetrics:
+    """The ``metrics.pod`` reconciler."""
+
+    name = "metrics.pod"
+
+    def __init__(self, *, client: Client, store: GaugeStore, metrics: KarpenterMetrics) -> None:
+        self._client = client
+        self._store = store
+        self._metrics = metrics
+        self._pending: set[str] = set()
+        """Pods seen Pending whose startup has not been recorded yet."""
+
+    async def reconcile(self, request: Request) -> Result:
+        """Export the pod's state; record its startup when it turns Ready."""
+        key = f"{request.namespace}/{request.name}"
+        try:
+            pod = await self._client.get(kinds.POD, request.name, namespace=request.namespace)
+        except errors.NotFound:
+            self._pending.discard(key)
+            self._store.delete(key)
+            return Result()
+        self._store.update(key, [Sample(POD_STATE, await self._labels(pod), 1.0)])
+        self._record_startup(key, pod)
+        return Result()
+
+    async def _labels(self, pod: Mapping[str, Any]) -> dict[str, str]:
+        meta = pod["metadata"]
+        node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+        node_labels: Mapping[str, str] = {}
+        if node_name:
+            try:
+                node = await self._client.get(kinds.NODE, node_name)
+                node_labels = node["metadata"].get("labels") or {}
+            except errors.NotFound:
+                pass
+        return {
+            "name": str(meta["name"]),
+            "namespace": str(meta.get("namespace") or ""),
+            "owner": _owner(pod),
+            "node": node_name,
+            "scheduled": "true" if node_name else "false",
+            "nodepool": node_labels.get(LABEL_NODEPOOL, ""),
+            "zone": node_labels.get(LABEL_ZONE, ""),
+            "arch": node_labels.get(LABEL_ARCH, ""),
+            "capacity_type": node_labels.get(LABEL_CAPACITY_TYPE, ""),
+            "instance_type": node_labels.get(LABEL_INSTANCE_TYPE, ""),
+            "phase": str((pod.get("status") or {}).get("phase") or ""),
+            "ready": "true" if _ready(pod) is not None else "false",
+            "managed": "true" if node_labels.get(LABEL_NODEPOOL) else "false",
+        }
+
+    def _record_startup(self, key: str, pod: Mapping[str, Any]) -> None:
+        phase = (pod.get("status") or {}).get("phase")
+        if phase == "Pending":
+            self._pending.add(key)
+            return
+        if key not in self._pending:
+            return  # running before karpy saw it pending: its startup is not ours to time
+        ready = _ready(pod)
+        if ready is not None:
+            started = _time(ready.get("lastTransitionTime"))
+            created = _time(pod["metadata"].get("creationTimestamp"))
+            if started is not None and created is not None:
+                self._metrics.pods_startup_duration.record(
+                    max((started - created).total_seconds(), 0.0)
+                )
+            self._pending.discard(key)
+        elif phase in ("Succeeded", "Failed"):
+            self._pending.discard(key)  # never became Ready: no startup to record

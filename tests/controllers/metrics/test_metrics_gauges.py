@@ -1,0 +1,155 @@
+"""Karpenter's state gauges as /metrics shows them: names, labels, units, and series
+that disappear with their objects."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from controllers.termination import factories as f
+from controllers.termination.fakekube import FakeKube
+
+from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.metrics import (
+    GAUGES,
+    ClusterStateMetrics,
+    GaugeStore,
+    NodeMetrics,
+    NodePoolMetrics,
+    PodMetrics,
+)
+from karpy.runtime import Metrics, Request, kinds
+from karpy.runtime.testing import FakeClock
+from karpy.state.cluster import Cluster
+from karpy.state.kinds import NODE_CLAIM, NODE_POOL
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(start=datetime(2024, 1, 1, 0, 10, tzinfo=UTC))
+
+
+@pytest.fixture
+def kube(clock: FakeClock) -> FakeKube:
+    return FakeKube(clock)
+
+
+@pytest.fixture
+def registry() -> Metrics:
+    return Metrics()
+
+
+def lines(registry: Metrics, name: str) -> list[str]:
+    text = registry.render().decode()
+    return sorted(line for line in text.splitlines()
+                  if line.startswith(name + "{") or line.startswith(name + " "))
+
+
+def store(registry: Metrics) -> GaugeStore:
+    gauges = GaugeStore(GAUGES)
+    registry.registry.register(gauges)
+    return gauges
+
+
+async def test_nodepool_usage_and_limit_in_karpenters_units(
+    kube: FakeKube, registry: Metrics
+) -> None:
+    gauges = store(registry)
+    pool = {"metadata": {"name": "default"}, "spec": {"limits": {"cpu": "1000", "memory": "1Ti"}},
+            "status": {"resources": {"cpu": "2500m", "memory": "4Gi", "nodes": "2",
+                                     "ephemeral-storage": "0"}}}
+    kube.add(NODE_POOL, pool)
+    controller = NodePoolMetrics(client=kube, store=gauges)  # type: ignore[arg-type]
+    await controller.reconcile(Request("", "default"))
+    assert lines(registry, "karpenter_nodepools_usage") == [
+        'karpenter_nodepools_usage{nodepool="default",resource_type="cpu"} 2.5',
+        'karpenter_nodepools_usage{nodepool="default",resource_type="ephemeral_storage"} 0.0',
+        'karpenter_nodepools_usage{nodepool="default",resource_type="memory"} 4.294967296e+09',
+        'karpenter_nodepools_usage{nodepool="default",resource_type="nodes"} 2.0',
+    ]
+    assert lines(registry, "karpenter_nodepools_limit") == [
+        'karpenter_nodepools_limit{nodepool="default",resource_type="cpu"} 1000.0',
+        'karpenter_nodepools_limit{nodepool="default",resource_type="memory"} 1.099511627776e+12',
+    ]
+    kube.store[NODE_POOL].clear()  # the NodePool is deleted: its series go too
+    await controller.reconcile(Request("", "default"))
+    assert lines(registry, "karpenter_nodepools_usage") == []
+
+
+async def test_pod_state_and_startup_recorded_once_per_pod_seen_pending(
+    kube: FakeKube, registry: Metrics, clock: FakeClock
+) -> None:
+    gauges = store(registry)
+    kube.add(kinds.NODE, f.node("node-a", provider_id="fake://a"))
+    metrics = KarpenterMetrics(registry.meter("karpenter"))
+    controller = PodMetrics(client=kube, store=gauges, metrics=metrics)  # type: ignore[arg-type]
+    pending = f.pod("web-1", node_name="", phase="Pending")
+    pending["metadata"]["creationTimestamp"] = "2024-01-01T00:00:00Z"
+    kube.add(kinds.POD, pending)
+    kube.add(kinds.POD, f.pod("old-1", node_name="node-a"))  # running before we looked
+
+    await controller.reconcile(Request("default", "web-1"))
+    await controller.reconcile(Request("default", "old-1"))
+    state = lines(registry, "karpenter_pods_state")
+    assert any('name="web-1"' in s and 'phase="Pending"' in s and 'scheduled="false"' in s
+               for s in state)
+    assert any('name="old-1"' in s and 'nodepool="default"' in s and 'managed="true"' in s
+               and 'ready="true"' in s and 'zone="test-zone-a"' in s
+               and 'owner="/apis/apps/v1/namespaces/default/replicasets/owner"' in s
+               for s in state)
+
+    # web-1 binds and turns Ready 42 s after it was created.
+    stored = kube.peek(kinds.POD, "web-1", "default")
+    assert stored is not None
+    stored["spec"]["nodeName"] = "node-a"
+    stored["status"] = {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "True", "lastTransitionTime": "2024-01-01T00:00:42Z"}]}
+    for _ in range(3):  # later events must not record it again
+        await controller.reconcile(Request("default", "web-1"))
+    assert "karpenter_pods_startup_duration_seconds_count 1.0" in lines(
+        registry, "karpenter_pods_startup_duration_seconds_count")
+    assert lines(registry, "karpenter_pods_startup_duration_seconds_sum") == [
+        "karpenter_pods_startup_duration_seconds_sum 42.0"]
+
+    kube.store[kinds.POD].clear()
+    await controller.reconcile(Request("default", "web-1"))
+    await controller.reconcile(Request("default", "old-1"))
+    assert lines(registry, "karpenter_pods_state") == []
+
+
+async def test_node_gauges_and_cluster_state_node_count(
+    kube: FakeKube, registry: Metrics, clock: FakeClock
+) -> None:
+    gauges = store(registry)
+    cluster = Cluster(clock=clock)
+    claim = f.nodeclaim("default-abc", provider_id="fake://a", node_name="node-a")
+    claim["status"]["conditions"].append(
+        {"type": "Initialized", "status": "True", "reason": "Initialized",
+         "lastTransitionTime": f.T0})
+    cluster.update_nodeclaim(kube.add(NODE_CLAIM, claim))
+    node = f.node("node-a", provider_id="fake://a",
+                  capacity={"cpu": "4", "memory": "16Gi", "pods": "110"})
+    node["status"]["allocatable"] = {"cpu": "3900m", "memory": "15Gi", "pods": "110"}
+    node["metadata"]["creationTimestamp"] = "2024-01-01T00:00:00Z"
+    cluster.update_node(node)
+    cluster.update_pod(f.pod("web-1", node_name="node-a", cpu="1950m"))
+    cluster.update_nodeclaim(kube.add(NODE_CLAIM, f.nodeclaim("other", provider_id="fake://b")))
+
+    await NodeMetrics(cluster=cluster, store=gauges, clock=clock).reconcile()
+    await ClusterStateMetrics(cluster=cluster, store=gauges).reconcile()
+    allocatable = lines(registry, "karpenter_nodes_allocatable")
+    cpu = next(s for s in allocatable if 'resource_type="cpu"' in s)
+    assert cpu.endswith(" 3.9")
+    for label in ('node_name="node-a"', 'nodepool="default"', 'zone="test-zone-a"',
+                  'instance_type=""', 'capacity_type=""', 'managed="true"', 'phase=""'):
+        assert label in cpu
+    overhead = lines(registry, "karpenter_nodes_system_overhead")
+    assert next(s for s in overhead if 'resource_type="memory"' in s).endswith(
+        " 1.073741824e+09")
+    requests = lines(registry, "karpenter_nodes_total_pod_requests")
+    assert next(s for s in requests if 'resource_type="cpu"' in s).endswith(" 1.95")
+    assert lines(registry, "karpenter_nodes_current_lifetime_seconds")[0].endswith(" 600.0")
+    assert 'karpenter_cluster_utilization_percent{resource_type="cpu"} 50.0' in lines(
+        registry, "karpenter_cluster_utilization_percent")
+    assert lines(registry, "karpenter_cluster_state_node_count") == [
+        "karpenter_cluster_state_node_count 2.0"]
