@@ -20,19 +20,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from karpy.runtime import (  # noqa: E402
+from karpy.runtime import (
     Client,
     FuncHandler,
     Informer,
@@ -41,7 +38,9 @@ from karpy.runtime import (  # noqa: E402
     kinds,
     run,
 )
-from karpy.runtime._objects import loads_frozen  # noqa: E402
+from karpy.runtime._objects import loads_frozen
+
+REPO = Path(__file__).resolve().parent.parent
 
 NAMESPACE = "karpy-bench"
 
@@ -68,10 +67,8 @@ def _configmap(i: int) -> dict[str, object]:
 
 
 async def ensure_objects(client: Client, count: int) -> None:
-    try:
+    with contextlib.suppress(errors.AlreadyExists):
         await client.create(kinds.NAMESPACE, {"metadata": {"name": NAMESPACE}})
-    except errors.AlreadyExists:
-        pass
     existing = {o["metadata"]["name"] for o in await client.list(kinds.CONFIG_MAP,
                                                                   namespace=NAMESPACE)}
     missing = [i for i in range(count) if f"cm-{i:05d}" not in existing]
@@ -83,10 +80,8 @@ async def ensure_objects(client: Client, count: int) -> None:
 
     async def create(i: int) -> None:
         async with semaphore:
-            try:
+            with contextlib.suppress(errors.AlreadyExists):
                 await client.create(kinds.CONFIG_MAP, _configmap(i))
-            except errors.AlreadyExists:
-                pass
 
     async with asyncio.TaskGroup() as tg:
         for i in missing:

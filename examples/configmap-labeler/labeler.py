@@ -76,10 +76,15 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--namespace", default="default")
     parser.add_argument("--kubeconfig", default=None)
+    parser.add_argument("--metrics-bind-address", default=":8080")
+    parser.add_argument("--health-probe-bind-address", default=":8081")
     args = parser.parse_args()
     configure_logging("INFO")
     async with await Client.from_kubeconfig(args.kubeconfig) as client:
-        await build(client, namespace=args.namespace).run(handle_signals=True)
+        manager = build(client, namespace=args.namespace,
+                        metrics_bind_address=args.metrics_bind_address,
+                        health_probe_bind_address=args.health_probe_bind_address)
+        await manager.run(handle_signals=True)
 
 
 if __name__ == "__main__":

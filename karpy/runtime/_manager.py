@@ -34,7 +34,7 @@ from ._http import Check, HttpServer, ProbeSet, parse_bind_address
 from ._leaderelection import LeaderElectionConfig, LeaderElector
 from ._metrics import Metrics
 from ._reconcile import Request, SingletonReconciler
-from .errors import LeaderElectionLost
+from .errors import CacheSyncTimeout, Error, LeaderElectionLost
 from .kinds import Kind
 
 __all__ = ["Manager", "Runnable"]
@@ -42,12 +42,12 @@ __all__ = ["Manager", "Runnable"]
 log = logging.getLogger("karpy.runtime.manager")
 
 
-def _leaf(group: BaseExceptionGroup[LeaderElectionLost]) -> LeaderElectionLost:
+def _leaf(group: BaseExceptionGroup[Error]) -> Error:
     # Nested TaskGroups nest their groups; the caller wants the error itself.
     first: BaseException = group
     while isinstance(first, BaseExceptionGroup):
         first = first.exceptions[0]
-    assert isinstance(first, LeaderElectionLost)
+    assert isinstance(first, Error)
     return first
 
 
@@ -231,7 +231,7 @@ class Manager:
                     stop.cancel()
                     for task in infra:
                         task.cancel()
-        except* LeaderElectionLost as group:
+        except* (LeaderElectionLost, CacheSyncTimeout) as group:
             raise _leaf(group) from None
         finally:
             for sig in signals:
@@ -254,7 +254,14 @@ class Manager:
     async def _run_workloads(self) -> None:
         log.info("waiting for caches to sync", extra={"kinds": [
             str(i.kind) for i in self.cache.informers()]})
-        await self.cache.wait_for_sync(self.cache_sync_timeout)
+        try:
+            await self.cache.wait_for_sync(self.cache_sync_timeout)
+        except TimeoutError:
+            missing = [str(i.kind) for i in self.cache.informers() if not i.has_synced]
+            raise CacheSyncTimeout(
+                f"caches did not sync within {self.cache_sync_timeout:g}s: {missing} "
+                "(is the CRD installed, and may this identity list and watch them?)"
+            ) from None
         self._synced = True
         log.info("caches synced")
         async with asyncio.TaskGroup() as tg:

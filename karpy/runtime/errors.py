@@ -23,6 +23,7 @@ The tree::
     │       └── ServerError       5xx
     │           └── ServiceUnavailable 503
     ├── QueueShutDown             WorkQueue.get() after shutdown() once the queue is empty
+    ├── CacheSyncTimeout          the manager's informers did not sync in time
     └── LeaderElectionLost        the manager lost its lease; its controllers were stopped
 
 kubernetes-asyncio's ``ApiException`` and aiohttp's errors never escape the client: they
@@ -40,6 +41,7 @@ __all__ = [
     "AlreadyExists",
     "ApiError",
     "BadRequest",
+    "CacheSyncTimeout",
     "ClientError",
     "Conflict",
     "Error",
@@ -215,6 +217,11 @@ class ServiceUnavailable(ServerError):  # noqa: N818
 
 class QueueShutDown(Error):  # noqa: N818
     """Raised by ``WorkQueue.get()`` once the queue is shut down and holds no more items."""
+
+
+class CacheSyncTimeout(Error):  # noqa: N818
+    """Raised by ``Manager.run()`` when informers did not complete their first list in
+    time — usually a missing CRD or missing RBAC; the message names the kinds."""
 
 
 class LeaderElectionLost(Error):  # noqa: N818

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import signal
+import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -13,6 +17,7 @@ import pytest
 
 from karpy.runtime import (
     Client,
+    Kind,
     LeaderElectionConfig,
     Manager,
     Request,
@@ -20,6 +25,8 @@ from karpy.runtime import (
     errors,
     kinds,
 )
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples/configmap-labeler/labeler.py"
 
 
 class Recording:
@@ -188,3 +195,51 @@ async def _settle(queue: Any) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError("the work queue did not drain within 10 s")
+
+
+async def test_a_kind_that_never_syncs_fails_the_manager_with_its_name(
+    rt_client: Client, namespace: str
+) -> None:
+    missing = Kind(group="nowhere.example.com", version="v1", plural="ghosts", kind="Ghost")
+    manager = Manager(rt_client, namespace=namespace, metrics_bind_address="0",
+                      health_probe_bind_address="0", cache_sync_timeout=2)
+    manager.controller("ghosts").for_(missing).complete(Recording())
+    with pytest.raises(errors.CacheSyncTimeout, match=r"ghosts\.nowhere\.example\.com"):
+        await asyncio.wait_for(manager.run(), 30)
+
+
+async def test_sigterm_stops_gracefully_and_releases_the_lease(
+    cluster: Any, rt_client: Client, namespace: str
+) -> None:
+    script = EXAMPLE
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), "--kubeconfig", cluster.kubeconfig,
+        "--namespace", namespace, "--metrics-bind-address", "0",
+        "--health-probe-bind-address", "0",
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        holder = ""
+        for _ in range(300):
+            with contextlib.suppress(errors.NotFound):
+                lease = await rt_client.get(kinds.LEASE, "configmap-labeler", namespace=namespace)
+                holder = lease["spec"].get("holderIdentity") or ""
+            if holder:
+                break
+            await asyncio.sleep(0.1)
+        assert holder, "the example never became leader"
+        signalled = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(process.wait(), 30)
+        assert time.monotonic() - signalled < 30  # within graceful_shutdown_timeout
+        assert process.returncode == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    lease = await rt_client.get(kinds.LEASE, "configmap-labeler", namespace=namespace)
+    assert lease["spec"]["holderIdentity"] == ""
+    assert process.stderr is not None
+    logs = [json.loads(line) for line in (await process.stderr.read()).splitlines() if line]
+    assert any(line["message"] == "released leader lease" for line in logs)
+    assert all({"level", "time", "logger", "message"} <= line.keys() for line in logs)
