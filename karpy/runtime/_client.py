@@ -447,15 +447,27 @@ class Client:
         obj: Mapping[str, Any],
         *,
         namespace: str | None = None,
+        subresource: str = "",
         field_manager: str | None = None,
         dry_run: bool = False,
         timeout: float | None = None,
     ) -> Object:
-        """Create ``obj``; returns the stored object. ``errors.AlreadyExists`` if taken."""
+        """Create ``obj``; returns the stored object. ``errors.AlreadyExists`` if taken.
+
+        With ``subresource`` it POSTs ``obj`` to that subresource of the object named by
+        ``obj``'s metadata.name — e.g. an Eviction: ``create(kinds.POD, {"apiVersion":
+        "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": ns}},
+        subresource="eviction")`` (a PDB refusal is ``errors.TooManyRequests``).
+        """
         ns = _namespace_of(kind, obj, namespace)
+        if subresource:
+            path = kind.path(namespace=ns, name=obj["metadata"]["name"], subresource=subresource)
+            body: Mapping[str, Any] = obj
+        else:
+            path = kind.path(namespace=ns)
+            body = _with_type(kind, obj)
         result: Object = await self._call(
-            "POST", kind.path(namespace=ns), body=_with_type(kind, obj),
-            query=_write_query(field_manager, dry_run), timeout=timeout,
+            "POST", path, body=body, query=_write_query(field_manager, dry_run), timeout=timeout,
         )
         return result
 

@@ -146,3 +146,17 @@ async def test_timeouts_and_transport_errors_are_typed(rt_client: Client) -> Non
     await closed.close()
     with pytest.raises(errors.TransportError, match="closed"):
         await closed.get(kinds.NAMESPACE, "default")
+
+
+async def test_create_on_a_subresource_evicts_a_pod(rt_client: Client, namespace: str) -> None:
+    await rt_client.create(kinds.POD, {"metadata": {"name": "victim", "namespace": namespace},
+                                       "spec": {"containers": [{"name": "c", "image": "x"}]}})
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": "victim", "namespace": namespace}}
+    await rt_client.create(kinds.POD, eviction, subresource="eviction")
+    # Never scheduled, so the eviction deletes it at once (or leaves it terminating).
+    try:
+        pod = await rt_client.get(kinds.POD, "victim", namespace=namespace)
+    except errors.NotFound:
+        return
+    assert pod["metadata"].get("deletionTimestamp")
