@@ -15,6 +15,7 @@ from karpy.scheduling.pod import AffinityTerm, HostPort, Pod, SpreadConstraint
 from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.scheduling.results import ExistingNodePlan, NodeClaimPlan, PodError, Results
 from karpy.scheduling.selectors import LabelSelector
+from karpy.scheduling.simulator import SchedulerOptions, Simulator, solve
 from karpy.scheduling.taints import Taint, Toleration
 
 __all__ = [
@@ -33,8 +34,11 @@ __all__ = [
     "Requirement",
     "Requirements",
     "Results",
+    "SchedulerOptions",
+    "Simulator",
     "SpreadConstraint",
     "Taint",
     "Toleration",
     "resources",
+    "solve",
 ]

@@ -720,10 +720,19 @@ class _Solve:
         options = tuple(d for d in candidates if counts[d] == 0 and pod_domains.has(d))
         if not options:
             return _Reject(self._why(group, explain, domains=candidates), True)
+        if self_sel:
+            # The pod will count in this group: commit it to one empty domain, so the
+            # others stay free for its peers (Karpenter blocks every domain the
+            # NodeClaim could still use, which launches one such pod per batch).
+            for domain in options:
+                narrowed = self._choose(reqs, node_req, key, (domain,), catalog, mask)
+                if narrowed is not None:
+                    return narrowed, 1
+            return _Reject(self._why(group, explain, domains=candidates), False)
         narrowed = self._choose(reqs, node_req, key, options, catalog, mask)
         if narrowed is None:
             return _Reject(self._why(group, explain, domains=candidates), False)
-        return narrowed, (1 if self_sel else UNLIMITED)
+        return narrowed, UNLIMITED
 
     def _choose(
         self,
@@ -918,6 +927,11 @@ class _Solve:
         last: _Reject = _PERM
         permanent = True
         for volume in alternatives:
+            pinned = volume.get(LABEL_HOSTNAME)
+            if pinned is not None and not pinned.has(claim.hostname):
+                # a local volume on an existing node: no new node can mount it
+                last = _Reject(f"its volume can only be mounted on {pinned}", True)
+                continue
             combined = self._merge(merged, volume.without(LABEL_HOSTNAME))
             if isinstance(combined, str):
                 last = _Reject(f"incompatible volume requirements, {combined}", True)
