@@ -125,7 +125,10 @@ class NodeTermination:
         # act as if there were none (Karpenter does the same).
         claims = nodeclaims_for_node(self._index, node)
         nodeclaim = claims[0] if len(claims) == 1 else None
-        fields: dict[str, Any] = {"Node": {"name": meta["name"]}}
+        # controller-runtime's fields for a Node controller, as Karpenter's lines carry.
+        fields: dict[str, Any] = {
+            "controllerGroup": "", "controllerKind": "Node", "Node": {"name": meta["name"]},
+        }
         if nodeclaim is not None:
             fields["NodeClaim"] = {"name": nodeclaim["metadata"]["name"]}
         with logging_context(**fields):

@@ -93,7 +93,10 @@ class NodeClaimTermination:
                 *finalizers, FINALIZER_TERMINATION]})
         if FINALIZER_TERMINATION not in finalizers:
             return Result()
-        fields: dict[str, Any] = {"NodeClaim": {"name": meta["name"]}}
+        fields: dict[str, Any] = {
+            "controllerGroup": "karpenter.sh", "controllerKind": "NodeClaim",
+            "NodeClaim": {"name": meta["name"]},
+        }
         status = nodeclaim.get("status") or {}
         if status.get("providerID"):
             fields["provider-id"] = status["providerID"]

@@ -1,0 +1,310 @@
+"""End to end: termination and NodePool bookkeeping against the local cluster with the
+kwok provider.
+
+Issue 7, acceptance 6: ``kubectl delete node X`` on a node karpy provisioned — its pods
+are evicted through the Eviction API, a PodDisruptionBudget with minAvailable holds the
+last one back until a replacement is Running elsewhere, the finalizer is removed and the
+instance deleted (kwok: the Node object and its NodeClaim are gone). Along the way the
+NodePool's status.resources and status.nodes follow its nodes.
+
+The test runs karpy in-process (tests/e2e/harness.py), uses its own KWOKNodeClass,
+NodePool (selected by a template label only its pods ask for) and namespace, and deletes
+its NodeClaims, Nodes and NodePool before karpy stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
+from typing import Any, TypeVar
+
+import pytest
+from harness import karpy_operator
+
+from karpy.apis.crdgen import generate
+from karpy.cloudprovider.kwok import API_EXTENSION
+from karpy.controllers.settings import Settings
+from karpy.runtime import Client, Kind, errors, kinds
+from karpy.scheduling import resources as res
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+T = TypeVar("T")
+
+NODE_POOL = Kind(group="karpenter.sh", version="v1", plural="nodepools", kind="NodePool",
+                 namespaced=False)
+NODE_CLAIM = Kind(group="karpenter.sh", version="v1", plural="nodeclaims", kind="NodeClaim",
+                  namespaced=False)
+KWOK_NODE_CLASS = Kind(group="karpenter.kwok.sh", version="v1alpha1", plural="kwoknodeclasses",
+                       kind="KWOKNodeClass", namespaced=False)
+NODE_CLASS = "termination-e2e"
+SELECT = "karpy-e2e"
+POOL = "tm-drain"
+APP = "tm-web"
+POD_CPU = "500m"
+
+
+async def eventually(
+    check: Callable[[], Awaitable[T | None]],
+    *,
+    timeout: float,  # noqa: ASYNC109 - a deadline for the polling, not an I/O timeout
+    what: str,
+    every: float = 0.5,
+) -> T:
+    """Poll ``check`` until it returns something truthy; fail naming ``what``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        found = await check()
+        if found:
+            return found
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        await asyncio.sleep(every)
+
+
+@contextlib.asynccontextmanager
+async def kube(cluster: Any) -> AsyncIterator[Client]:
+    client = await Client.from_kubeconfig(cluster.kubeconfig)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture(scope="module")
+def kwok_crd(cluster: Any) -> None:
+    """The KWOKNodeClass CRD, generated from the model (applying it again is harmless)."""
+    (text,) = generate([API_EXTENSION]).values()
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=text)
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                    f"crd/{KWOK_NODE_CLASS.plural}.{KWOK_NODE_CLASS.group}")
+
+
+def nodepool() -> dict[str, Any]:
+    return {
+        "metadata": {"name": POOL},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {SELECT: POOL}},
+                "spec": {
+                    "nodeClassRef": {"group": KWOK_NODE_CLASS.group, "kind": KWOK_NODE_CLASS.kind,
+                                     "name": NODE_CLASS},
+                    "requirements": [
+                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                    ],
+                    "expireAfter": "Never",
+                },
+            },
+            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"},
+        },
+    }
+
+
+def deployment(replicas: int) -> dict[str, Any]:
+    labels = {"app": APP}
+    return {
+        "metadata": {"name": APP},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "nodeSelector": {SELECT: POOL},
+                    "containers": [{
+                        "name": "pause",
+                        "image": "registry.k8s.io/pause:3.9",
+                        "resources": {"requests": {"cpu": POD_CPU}},
+                    }],
+                },
+            },
+        },
+    }
+
+
+def pdb(min_available: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": APP},
+        "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": APP}}},
+    }
+
+
+def ready_since(pod: Any) -> datetime | None:
+    """When the pod became Ready (None while it is not)."""
+    for c in (pod.get("status") or {}).get("conditions") or ():
+        if c["type"] == "Ready" and c["status"] == "True":
+            return datetime.fromisoformat(c["lastTransitionTime"].replace("Z", "+00:00"))
+    return None
+
+
+async def app_pods(client: Client, namespace: str) -> list[Any]:
+    return await client.list(kinds.POD, namespace=namespace, label_selector={"app": APP})
+
+
+async def ready_pods(client: Client, namespace: str, count: int) -> list[Any]:
+    pods = [p for p in await app_pods(client, namespace)
+            if ready_since(p) and not p["metadata"].get("deletionTimestamp")]
+    return pods if len(pods) == count else []
+
+
+async def pool_objects(client: Client, kind: Kind) -> list[Any]:
+    return [o for o in await client.list(kind)
+            if o["metadata"].get("labels", {}).get("karpenter.sh/nodepool") == POOL]
+
+
+async def gone(client: Client, kind: Kind, name: str) -> bool:
+    try:
+        await client.get(kind, name)
+    except errors.NotFound:
+        return True
+    return False
+
+
+async def events_about(client: Client, namespace: str, name: str) -> list[Any]:
+    return [e for e in await client.list(kinds.EVENT, namespace=namespace)
+            if e["involvedObject"].get("name") == name]
+
+
+def event_time(event: Any) -> datetime:
+    stamp = event.get("lastTimestamp") or event.get("eventTime") or event["firstTimestamp"]
+    return datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+
+
+async def status_matches_nodes(client: Client) -> dict[str, Any] | None:
+    """The NodePool's status once it equals the sum over its registered nodes."""
+    nodes = await pool_objects(client, kinds.NODE)
+    claims = await pool_objects(client, NODE_CLAIM)
+    if not nodes or len(nodes) != len(claims):
+        return None
+    cpu = sum(res.to_canonical("cpu", n["status"]["capacity"]["cpu"]) for n in nodes)
+    pool = await client.get(NODE_POOL, POOL)
+    status = pool.get("status") or {}
+    resources = status.get("resources") or {}
+    if status.get("nodes") != len(nodes) or "cpu" not in resources:
+        return None
+    if res.to_canonical("cpu", resources["cpu"]) != cpu or resources.get("nodes") != str(
+            len(nodes)):
+        return None
+    return dict(status)
+
+
+async def clean_up(client: Client, namespace: str) -> list[str]:
+    """Delete the workload, NodePool and NodeClaims while karpy still runs and wait for
+    termination to finish. Returns what had to be forced (should be nothing)."""
+    forced: list[str] = []
+    with contextlib.suppress(errors.NotFound):
+        await client.delete(kinds.POD_DISRUPTION_BUDGET, APP, namespace=namespace)
+    with contextlib.suppress(errors.NotFound):
+        await client.delete(kinds.DEPLOYMENT, APP, namespace=namespace,
+                            propagation_policy="Foreground")
+    with contextlib.suppress(errors.NotFound):
+        await client.delete(NODE_POOL, POOL)
+    for nc in await pool_objects(client, NODE_CLAIM):
+        with contextlib.suppress(errors.NotFound):
+            await client.delete(NODE_CLAIM, nc["metadata"]["name"])
+
+    async def all_gone() -> bool:
+        return not await pool_objects(client, NODE_CLAIM) and not await pool_objects(
+            client, kinds.NODE)
+
+    try:
+        await eventually(all_gone, timeout=120, what="NodeClaims and Nodes to be terminated")
+    except AssertionError:
+        for kind in (NODE_CLAIM, kinds.NODE):
+            for obj in await pool_objects(client, kind):
+                name = obj["metadata"]["name"]
+                forced.append(f"{kind.kind}/{name}")
+                with contextlib.suppress(errors.NotFound):
+                    await client.patch(kind, name, {"metadata": {"finalizers": None}})
+                    await client.delete(kind, name)
+    return forced
+
+
+async def test_deleting_a_node_drains_it_within_its_pdb_and_gives_it_back(
+    cluster: Any, namespace: str, kwok_crd: None
+) -> None:
+    settings = Settings(batch_idle_duration=0.5, batch_max_duration=3.0, eviction_retry=1.0)
+    async with kube(cluster) as client, karpy_operator(cluster, settings=settings) as op:
+        with contextlib.suppress(errors.AlreadyExists):
+            await client.create(KWOK_NODE_CLASS, {"metadata": {"name": NODE_CLASS}, "spec": {}})
+        await client.create(NODE_POOL, nodepool())
+        forced: list[str] = []
+        try:
+            await client.create(kinds.DEPLOYMENT, deployment(2), namespace=namespace)
+            first = await eventually(lambda: ready_pods(client, namespace, 2), timeout=120,
+                                     what="both pods Running")
+            hosts = {p["spec"]["nodeName"] for p in first}
+            assert len(hosts) == 1, f"both pods were expected on one new node, got {hosts}"
+            (victim,) = hosts
+            node = await client.get(kinds.NODE, victim)
+            assert "karpenter.sh/termination" in node["metadata"]["finalizers"]
+            [claim] = [nc for nc in await pool_objects(client, NODE_CLAIM)
+                       if nc["status"].get("providerID") == node["spec"]["providerID"]]
+            claim_name = claim["metadata"]["name"]
+
+            # The NodePool's status counts the node.
+            status = await eventually(lambda: status_matches_nodes(client), timeout=60,
+                                      what="NodePool status to count its node")
+            assert status["nodes"] == 1
+
+            await client.create(kinds.POD_DISRUPTION_BUDGET, pdb(1), namespace=namespace)
+
+            async def pdb_counted() -> bool:
+                got = await client.get(kinds.POD_DISRUPTION_BUDGET, APP, namespace=namespace)
+                return (got.get("status") or {}).get("currentHealthy") == 2
+
+            await eventually(pdb_counted, timeout=60, what="the PDB to see both pods")
+
+            cluster.kubectl("delete", "node", victim, "--wait=false")
+
+            # A replacement node comes up for the first evicted pod; only once a
+            # replacement is Running may the second pod leave.
+            await eventually(lambda: gone(client, kinds.NODE, victim), timeout=180,
+                             what=f"node {victim} to be terminated")
+            await eventually(lambda: gone(client, NODE_CLAIM, claim_name), timeout=60,
+                             what=f"NodeClaim {claim_name} to be terminated")
+            after = await eventually(lambda: ready_pods(client, namespace, 2), timeout=120,
+                                     what="two replacement pods Running")
+            assert all(p["spec"]["nodeName"] != victim for p in after)
+
+            node_events = await events_about(client, "default", victim)
+            refused = [e for e in node_events if e["reason"] == "FailedDraining"
+                       and e["message"] == "Failed to drain node, evicting pod violates a PDB"]
+            assert refused, "the PDB never held back an eviction"
+            evicted = []
+            for pod in first:
+                [event] = [e for e in await events_about(client, namespace,
+                                                         pod["metadata"]["name"])
+                           if e["reason"] == "Evicted"]
+                evicted.append((event_time(event), pod["metadata"]["name"]))
+            evicted.sort()
+            last_evicted_at = evicted[-1][0]
+            # The last pod left only after a replacement (a pod not on the victim) was Ready.
+            replacement_ready = min(
+                t for p in after if (t := ready_since(p)) is not None
+            )
+            assert replacement_ready <= last_evicted_at
+
+            # Karpenter's log lines, with their fields.
+            tainted = [r for r in op.messages("tainted node")
+                       if r.get("Node", {}).get("name") == victim]
+            assert tainted and tainted[0]["taint.Key"] == "karpenter.sh/disrupted"
+            assert tainted[0]["taint.Effect"] == "NoSchedule"
+            assert [r for r in op.messages("deleted node")
+                    if r.get("Node", {}).get("name") == victim]
+            assert [r for r in op.messages("deleted nodeclaim")
+                    if r.get("NodeClaim", {}).get("name") == claim_name]
+
+            # The NodePool's status follows: the victim no longer counts.
+            await eventually(lambda: status_matches_nodes(client), timeout=60,
+                             what="NodePool status to count the replacement nodes")
+        finally:
+            forced = await clean_up(client, namespace)
+        assert forced == [], f"termination left these behind: {forced}"
