@@ -1,0 +1,52 @@
+"""Leader election judges expiry on its own monotonic clock, not on the holder's
+timestamps (which come from another machine's wall clock)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from karpy.runtime import Client, LeaderElectionConfig, LeaderElector, kinds
+
+
+async def test_a_stale_looking_lease_is_respected_for_a_full_duration(
+    rt_client: Client, namespace: str
+) -> None:
+    # Held by another candidate whose clock is years behind ours.
+    await rt_client.create(kinds.LEASE, {
+        "metadata": {"name": "skewed", "namespace": namespace},
+        "spec": {"holderIdentity": "other", "leaseDurationSeconds": 2,
+                 "renewTime": "2000-01-01T00:00:00.000000Z",
+                 "acquireTime": "2000-01-01T00:00:00.000000Z"},
+    })
+    elector = LeaderElector(rt_client, LeaderElectionConfig(
+        name="skewed", namespace=namespace, identity="me",
+        lease_duration=2, renew_deadline=1.5, retry_period=0.2))
+    assert not await elector.try_acquire_or_renew()  # first sight: give it 2 s
+    await asyncio.sleep(1.0)
+    assert not await elector.try_acquire_or_renew()
+    await asyncio.sleep(1.2)
+    assert await elector.try_acquire_or_renew()  # unchanged for 2 s on our clock
+    lease = await rt_client.get(kinds.LEASE, "skewed", namespace=namespace)
+    assert lease["spec"]["holderIdentity"] == "me"
+    assert lease["spec"]["leaseTransitions"] == 1
+
+
+async def test_a_renewing_holder_keeps_the_lease(rt_client: Client, namespace: str) -> None:
+    def config(identity: str) -> LeaderElectionConfig:
+        return LeaderElectionConfig(name="busy", namespace=namespace, identity=identity,
+                                    lease_duration=1, renew_deadline=0.8, retry_period=0.1)
+
+    holder = LeaderElector(rt_client, config("holder"))
+    challenger = LeaderElector(rt_client, config("challenger"))
+    assert await holder.try_acquire_or_renew()
+    for _ in range(15):  # 1.5 s: longer than the lease, but it keeps being renewed
+        await asyncio.sleep(0.1)
+        assert await holder.try_acquire_or_renew()
+        assert not await challenger.try_acquire_or_renew()
+
+
+def test_timings_must_nest() -> None:
+    with pytest.raises(ValueError, match="lease_duration > renew_deadline > retry_period"):
+        LeaderElectionConfig(name="x", namespace="y", lease_duration=5, renew_deadline=10)
