@@ -305,6 +305,27 @@ async def test_deleting_a_node_drains_it_within_its_pdb_and_gives_it_back(
             # The NodePool's status follows: the victim no longer counts.
             await eventually(lambda: status_matches_nodes(client), timeout=60,
                              what="NodePool status to count the replacement nodes")
+
+            # ...and so do Karpenter's metrics on /metrics.
+            assert op.operator is not None
+            manager = op.operator.manager
+
+            async def exported() -> str | None:
+                text = manager.metrics.render().decode()
+                usage = f'karpenter_nodepools_usage{{nodepool="{POOL}",resource_type="nodes"}}'
+                return text if usage in text else None
+
+            text = await eventually(exported, timeout=30, what="karpenter_nodepools_usage")
+            for line in (
+                f'karpenter_nodes_terminated_total{{nodepool="{POOL}",zone=',
+                'karpenter_nodeclaims_terminated_total{capacity_type=',
+                f'karpenter_nodes_drained_total{{nodepool="{POOL}"}} 1.0',
+                'karpenter_pods_drained_total{reason="Forceful Termination"}',
+                'karpenter_pods_eviction_requests_total{code="429"}',
+                "karpenter_cluster_state_node_count ",
+                'karpenter_nodes_allocatable{arch="amd64",capacity_type=',
+            ):
+                assert line in text, f"{line!r} missing from /metrics"
         finally:
             forced = await clean_up(client, namespace)
         assert forced == [], f"termination left these behind: {forced}"
