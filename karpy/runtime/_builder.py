@@ -70,6 +70,8 @@ class ControllerBuilder:
         if not self._watches:
             raise ValueError(f"controller {self._name!r} watches nothing: call for_()/watches()")
         manager = self._manager
+        # Leave part of the manager's shutdown budget for releasing the lease.
+        options.setdefault("drain_timeout", 0.8 * manager.graceful_shutdown_timeout)
         controller: Controller[Request] = Controller(
             self._name, reconciler, clock=manager.clock, metrics=manager.metrics, **options
         )

@@ -150,6 +150,7 @@ class Manager:
         self, name: str, reconciler: SingletonReconciler, *, period: float, **options: Any
     ) -> Controller[Request]:
         """Register a controller running ``reconciler.reconcile()`` every ``period`` s."""
+        options.setdefault("drain_timeout", 0.8 * self.graceful_shutdown_timeout)
         controller = singleton_controller(
             name, reconciler, period=period, clock=self.clock, metrics=self.metrics, **options
         )
