@@ -5,9 +5,11 @@ Registered from tests/conftest.py. Fixtures:
 - ``cluster`` (session): a running control plane, as a :class:`Cluster`. With
   ``KARPY_KUBECONFIG`` set, the cluster that kubeconfig points at is used as is (set
   ``KARPY_CLUSTER_DIR`` as well to allow :meth:`Cluster.restart_apiserver` and
-  :meth:`Cluster.pid`). Otherwise the binaries are built (cached) and a new cluster is
-  started in a temporary directory on free loopback ports, so several test sessions can
-  run at once; it is stopped when the session ends, and its logs stay in that directory.
+  :meth:`Cluster.pid`, unless the kubeconfig is the admin.kubeconfig of a cluster
+  directory made by start.sh, which is then found by itself). Otherwise the binaries
+  are built (cached) and a new cluster is started in a temporary directory on free
+  loopback ports, so several test sessions can run at once; it is stopped when the
+  session ends, and its logs stay in that directory.
   Every CRD in ``crds/`` is installed and Established before the first test runs.
 - ``api_client`` (function): a kubernetes_asyncio ``ApiClient`` for the cluster.
 - ``namespace`` (function): the name of a fresh namespace, deleted after the test.
@@ -189,6 +191,15 @@ def _server_of(kubeconfig: str) -> str:
     return str(clusters[context["cluster"]]["server"])
 
 
+def _dir_of(kubeconfig: str) -> Path | None:
+    """The cluster directory of a foreign cluster: KARPY_CLUSTER_DIR, or the
+    kubeconfig's own directory when it is one of ours (start.sh's admin.kubeconfig)."""
+    if dir_env := os.environ.get("KARPY_CLUSTER_DIR"):
+        return Path(dir_env).resolve()
+    parent = Path(kubeconfig).resolve().parent
+    return parent if (parent / "cluster.json").is_file() else None
+
+
 def _install_crds(cluster: Cluster) -> None:
     """Apply every CRD manifest in crds/ and wait until each is Established."""
     manifests = sorted(CRDS.glob("*.yaml")) if CRDS.is_dir() else []
@@ -212,12 +223,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     if external:
         if not CONTROLPLANE.exists():
             build()  # for its kubectl
-        dir_env = os.environ.get("KARPY_CLUSTER_DIR")
-        c = Cluster(
-            kubeconfig=external,
-            server=_server_of(external),
-            dir=Path(dir_env).resolve() if dir_env else None,
-        )
+        c = Cluster(kubeconfig=external, server=_server_of(external), dir=_dir_of(external))
         _install_crds(c)
         yield c
         return

@@ -32,7 +32,9 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 bin=$here/bin
 
-if pid=$(cat "$dir/controlplane.pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null; then
+# Running = the pid file names a live `controlplane up` (not a recycled pid or a zombie).
+running() { { tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null | grep -q "controlplane up"; }
+if pid=$(cat "$dir/controlplane.pid" 2>/dev/null) && running "$pid"; then
   echo "start.sh: already running (pid $pid) in $dir" >&2
   "$bin/controlplane" wait --dir "$dir" --timeout 90s >&2
   echo "$dir/admin.kubeconfig"

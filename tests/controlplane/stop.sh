@@ -6,19 +6,16 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 dir=${1:-${KARPY_CLUSTER_DIR:-$root/.cluster}}
+# Running = the pid file names a live `controlplane up` (not a recycled pid or a zombie).
+running() { { tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null | grep -q "controlplane up"; }
 pid=$(cat "$dir/controlplane.pid" 2>/dev/null || true)
-if [[ -z $pid ]] || ! kill -0 "$pid" 2>/dev/null; then
+if [[ -z $pid ]] || ! running "$pid"; then
   echo "stop.sh: no control plane running in $dir"
   exit 0
 fi
-# Guard against a recycled pid: it must be our supervisor.
-if ! tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "controlplane up"; then
-  echo "stop.sh: pid $pid in $dir/controlplane.pid is not a control plane; not stopping it" >&2
-  exit 1
-fi
 kill -TERM "$pid"
 for _ in $(seq 300); do
-  kill -0 "$pid" 2>/dev/null || { echo "stop.sh: stopped $dir"; exit 0; }
+  running "$pid" || { echo "stop.sh: stopped $dir"; exit 0; }
   sleep 0.1
 done
 echo "stop.sh: pid $pid still running after 30s; killing it" >&2

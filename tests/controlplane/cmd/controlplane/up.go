@@ -38,6 +38,10 @@ func runUp(args []string) int {
 		log.Print(err)
 		return 1
 	}
+	if err := s.claim(); err != nil {
+		log.Print(err)
+		return 1
+	}
 	if err := s.start(*port); err != nil {
 		log.Printf("start failed: %v", err)
 		s.stop()
@@ -59,6 +63,7 @@ type supervisor struct {
 	children []*child
 	etcd     interface{ Close() }
 	shutdown chan os.Signal
+	lock     *os.File // DIR/.lock, flocked while this supervisor lives
 }
 
 func newSupervisor(dir, kwokBin string) (*supervisor, error) {
@@ -86,14 +91,23 @@ func newSupervisor(dir, kwokBin string) (*supervisor, error) {
 	return s, nil
 }
 
-func (s *supervisor) start(apiserverPort int) error {
-	t0 := time.Now()
-	if pid, ok := readPid(s.l.pidFile("controlplane")); ok && pid != os.Getpid() && processAlive(pid) {
-		return fmt.Errorf("a control plane (pid %d) already runs in %s", pid, s.l.dir)
-	}
-	if err := writeFileAtomic(s.l.pidFile("controlplane"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+// claim makes this process the directory's only supervisor: an exclusive lock on
+// DIR/.lock, held (never released explicitly) until the process exits.
+func (s *supervisor) claim() error {
+	f, err := os.OpenFile(s.l.path(".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
 		return err
 	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		pid, _ := readPid(s.l.pidFile("controlplane"))
+		return fmt.Errorf("a control plane (pid %d) already runs in %s", pid, s.l.dir)
+	}
+	s.lock = f
+	return writeFileAtomic(s.l.pidFile("controlplane"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+}
+
+func (s *supervisor) start(apiserverPort int) error {
+	t0 := time.Now()
 	previous, _ := s.l.readInfo()
 	p, err := choosePorts(previous.Ports, apiserverPort)
 	if err != nil {
@@ -193,11 +207,10 @@ func (s *supervisor) stop() {
 	if s.etcd != nil {
 		s.etcd.Close()
 	}
-	for _, name := range []string{"apiserver", "controller-manager", "scheduler", "kwok", "controlplane"} {
-		if pid, ok := readPid(s.l.pidFile(name)); ok && (name != "controlplane" || pid == os.Getpid()) {
-			_ = os.Remove(s.l.pidFile(name))
-		}
+	for _, c := range children {
+		_ = os.Remove(s.l.pidFile(c.comp.name))
 	}
+	_ = os.Remove(s.l.pidFile("controlplane"))
 	log.Print("stopped")
 }
 
