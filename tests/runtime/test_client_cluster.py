@@ -149,6 +149,13 @@ async def test_timeouts_and_transport_errors_are_typed(rt_client: Client) -> Non
 
 
 async def test_create_on_a_subresource_evicts_a_pod(rt_client: Client, namespace: str) -> None:
+    # Pods need the namespace's "default" ServiceAccount, which kube-controller-manager
+    # creates a moment after the namespace: do not race it.
+    service_accounts = Kind(group="", version="v1", plural="serviceaccounts",
+                            kind="ServiceAccount")
+    with contextlib.suppress(errors.AlreadyExists):
+        await rt_client.create(service_accounts,
+                               {"metadata": {"name": "default", "namespace": namespace}})
     await rt_client.create(kinds.POD, {"metadata": {"name": "victim", "namespace": namespace},
                                        "spec": {"containers": [{"name": "c", "image": "x"}]}})
     eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
