@@ -24,7 +24,8 @@ from typing import Any, TypeVar
 import pytest
 from harness import karpy_operator
 
-from karpy.cloudprovider.kwok import generate_catalogue
+from karpy.apis.crdgen import generate
+from karpy.cloudprovider.kwok import API_EXTENSION, generate_catalogue
 from karpy.cloudprovider.kwok._catalogue import to_instance_types
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Kind, errors, kinds
@@ -76,14 +77,19 @@ async def kube(cluster: Any) -> AsyncIterator[Client]:
         await client.close()
 
 
+@pytest.fixture(scope="module")
+def kwok_crd(cluster: Any) -> None:
+    """The KWOKNodeClass CRD, generated from the model (applying it again is harmless)."""
+    (text,) = generate([API_EXTENSION]).values()
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=text)
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                    f"crd/{KWOK_NODE_CLASS.plural}.{KWOK_NODE_CLASS.group}")
+
+
 async def ready_node_class(client: Client) -> None:
-    """The tests' KWOKNodeClass, with the Ready condition the kwok provider checks."""
+    """The tests' KWOKNodeClass (Ready by the schema's default status)."""
     with contextlib.suppress(errors.AlreadyExists):
         await client.create(KWOK_NODE_CLASS, {"metadata": {"name": NODE_CLASS}, "spec": {}})
-    await client.patch_status(KWOK_NODE_CLASS, NODE_CLASS, {"status": {"conditions": [{
-        "type": "Ready", "status": "True", "reason": "Ready", "message": "",
-        "lastTransitionTime": "2024-01-01T00:00:00Z", "observedGeneration": 1,
-    }]}})
 
 
 def nodepool(
@@ -223,7 +229,7 @@ def nodeclaim_of(record: dict[str, Any]) -> str:
 
 
 async def test_insufficient_capacity_on_the_cheapest_offering(
-    cluster: Any, namespace: str
+    cluster: Any, namespace: str, kwok_crd: None
 ) -> None:
     instance_type, zone, capacity_type = cheapest_offering()
     pinned, fallback, app = "lc-ice-pinned", "lc-ice-open", "lc-ice"
@@ -282,7 +288,9 @@ async def test_insufficient_capacity_on_the_cheapest_offering(
 # -- acceptance 5 ----------------------------------------------------------------------
 
 
-async def test_a_node_that_never_registers_is_replaced(cluster: Any, namespace: str) -> None:
+async def test_a_node_that_never_registers_is_replaced(
+    cluster: Any, namespace: str, kwok_crd: None
+) -> None:
     pool, app = "lc-unregistered", "lc-unregistered"
     ttl = 20.0
     settings = Settings(batch_idle_duration=0.5, batch_max_duration=3.0, registration_ttl=ttl)
