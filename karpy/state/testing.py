@@ -1,7 +1,13 @@
-"""API-shaped objects for tests of the cluster model and the provisioner.
+"""API-shaped objects for tests of code built on the cluster model.
 
-Each factory returns the dict the API server would send (camelCase keys), with only
-the fields the code under test reads.
+Each factory returns the dict the API server would send (camelCase keys) for a Node,
+NodeClaim, Pod, DaemonSet or NodePool, with the fields the autoscaler reads. Feed them
+to :class:`~karpy.state.Cluster`'s ``update_*`` methods to set up a scene without a
+cluster.
+
+What they do not do: apply the API server's defaulting or validation (a NodeClaim has
+no ``metadata.creationTimestamp``, a Pod no default tolerations), or keep objects
+consistent with each other (binding a pod does not touch its node).
 """
 
 from __future__ import annotations
@@ -10,9 +16,12 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+__all__ = ["GIB", "daemonset", "node", "nodeclaim", "nodepool", "pod"]
+
 _uids = itertools.count(1)
 
 GIB = 2**30
+"""Bytes in a GiB (canonical memory unit)."""
 
 
 def _conditions(**statuses: bool | None) -> list[dict[str, str]]:

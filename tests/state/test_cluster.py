@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from state_objects import GIB, daemonset, node, nodeclaim, nodepool, pod
-
 from karpy.runtime.testing import FakeClock
 from karpy.scheduling import resources as res
 from karpy.state import Cluster
+from karpy.state.testing import GIB, daemonset, node, nodeclaim, nodepool, pod
 
 
 def make() -> tuple[Cluster, FakeClock]:

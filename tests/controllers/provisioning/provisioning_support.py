@@ -1,0 +1,113 @@
+"""In-process stand-ins for the provisioner's API writes.
+
+:class:`RecordingClient` accepts ``create`` (naming objects from ``generateName`` as the
+API server does) and records what was created; :class:`RecordingRecorder` records
+Events instead of writing them. Nothing else of the API is emulated: the cluster model
+is fed directly with the test's objects.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from karpy.cloudprovider.fake import FakeCloudProvider
+from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.provisioning import Provisioner
+from karpy.controllers.settings import Settings
+from karpy.runtime import Client, EventRecorder, Kind, Metrics, errors
+from karpy.runtime.testing import FakeClock
+from karpy.state import Cluster, UnavailableOfferings
+
+
+class RecordingClient:
+    """``create`` only: names from generateName, a uid, a resourceVersion."""
+
+    def __init__(self) -> None:
+        self.created: list[dict[str, Any]] = []
+        self.fail_next: Exception | None = None
+        self._names = itertools.count(1)
+
+    async def create(self, kind: Kind, obj: Mapping[str, Any], **_: Any) -> dict[str, Any]:
+        if self.fail_next is not None:
+            error, self.fail_next = self.fail_next, None
+            raise error
+        out = copy.deepcopy(dict(obj))
+        meta = out["metadata"]
+        if not meta.get("name"):
+            meta["name"] = f"{meta['generateName']}{next(self._names):05d}"
+        if any(c["metadata"]["name"] == meta["name"] for c in self.created):
+            raise errors.AlreadyExists(f"{meta['name']} exists", status=409)
+        meta["uid"] = f"uid-{meta['name']}"
+        meta["resourceVersion"] = "1"
+        out.setdefault("status", {})
+        self.created.append(out)
+        return out
+
+
+@dataclass
+class RecordedEvent:
+    name: str
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass
+class RecordingRecorder:
+    events: list[RecordedEvent] = field(default_factory=list)
+
+    def normal(self, obj: Mapping[str, Any], reason: str, message: str) -> None:
+        self.events.append(RecordedEvent(obj["metadata"]["name"], "Normal", reason, message))
+
+    def warning(self, obj: Mapping[str, Any], reason: str, message: str) -> None:
+        self.events.append(RecordedEvent(obj["metadata"]["name"], "Warning", reason, message))
+
+    def reasons(self, reason: str) -> list[RecordedEvent]:
+        return [e for e in self.events if e.reason == reason]
+
+
+@dataclass
+class Harness:
+    provisioner: Provisioner
+    cluster: Cluster
+    client: RecordingClient
+    recorder: RecordingRecorder
+    provider: FakeCloudProvider
+    clock: FakeClock
+    metrics: Metrics
+    unavailable: UnavailableOfferings
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The value of a counter sample (0 if absent)."""
+        for family in self.metrics.registry.collect():
+            for sample in family.samples:
+                if sample.name == name and all(
+                    sample.labels.get(k) == v for k, v in labels.items()
+                ):
+                    return float(sample.value)
+        return 0.0
+
+
+def build(settings: Settings | None = None) -> Harness:
+    clock = FakeClock()
+    cluster = Cluster(clock=clock)
+    client = RecordingClient()
+    recorder = RecordingRecorder()
+    provider = FakeCloudProvider()
+    metrics = Metrics()
+    unavailable = UnavailableOfferings(clock=clock)
+    provisioner = Provisioner(
+        client=cast(Client, client),
+        cluster=cluster,
+        cloud_provider=provider,
+        unavailable_offerings=unavailable,
+        recorder=cast(EventRecorder, recorder),
+        clock=clock,
+        settings=settings or Settings(),
+        metrics=KarpenterMetrics(metrics.meter("karpenter")),
+    )
+    return Harness(provisioner, cluster, client, recorder, provider, clock, metrics, unavailable)

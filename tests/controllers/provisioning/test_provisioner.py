@@ -1,0 +1,314 @@
+"""The provisioner against the cluster model, the fake provider and a recording client."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import pytest
+from provisioning_support import Harness, build
+
+from karpy.apis import NodeClaim
+from karpy.cloudprovider import OfferingKey
+from karpy.runtime import errors
+from karpy.state.testing import daemonset, node, nodeclaim, nodepool, pod
+
+LOGGER = "controller"
+T = TypeVar("T")
+
+
+def pending(h: Harness, count: int, *, cpu: str = "1", prefix: str = "inflate",
+            **kwargs: Any) -> list[dict[str, Any]]:
+    pods = [pod(f"{prefix}-{i}", cpu=cpu, memory="256Mi", **kwargs) for i in range(count)]
+    for p in pods:
+        h.cluster.update_pod(p)
+    return pods
+
+
+def records(caplog: pytest.LogCaptureFixture, message: str) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == LOGGER and r.getMessage() == message]
+
+
+async def test_pending_pods_become_nodeclaims_that_karpenter_would_recognise(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool("default", labels={"team": "a"}))
+    pending(h, 10)
+    caplog.set_level(logging.INFO, LOGGER)
+
+    assert await h.provisioner.provision() == 0
+
+    assert h.client.created, "no NodeClaim was created"
+    total_pods = 0
+    for claim in h.client.created:
+        meta = claim["metadata"]
+        assert meta["name"].startswith("default-")
+        assert meta["generateName"] == "default-"
+        assert meta["labels"]["karpenter.sh/nodepool"] == "default"
+        assert meta["labels"]["team"] == "a"
+        assert meta["labels"]["karpenter.test.sh/testnodeclass"] == "default"
+        assert meta["annotations"]["karpenter.sh/nodepool-hash-version"] == "karpy-v1"
+        assert meta["annotations"]["karpenter.sh/nodepool-hash"]
+        [owner] = meta["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["blockOwnerDeletion"]) == (
+            "NodePool", "default", True)
+        spec = claim["spec"]
+        assert spec["nodeClassRef"]["kind"] == "TestNodeClass"
+        assert spec["expireAfter"] == "720h"
+        keys = {r["key"] for r in spec["requirements"]}
+        assert "node.kubernetes.io/instance-type" in keys
+        assert "karpenter.sh/nodepool" in keys
+        assert not keys & {"karpenter.sh/registered", "karpenter.sh/initialized"}
+        assert spec["resources"]["requests"]["cpu"]
+        pods = int(spec["resources"]["requests"]["pods"])
+        total_pods += pods
+        # The fake provider (like a real one) can launch what was asked for.
+        launched = await h.provider.create(NodeClaim.from_dict(claim))
+        assert launched.status.provider_id
+    assert total_pods == 10
+    # Every pod is nominated to the NodeClaim planned for it; none is provisionable now.
+    assert h.cluster.provisionable_pods() == []
+    assert all(h.cluster.is_nominated(f"default/inflate-{i}") for i in range(10))
+
+    [found] = records(caplog, "found provisionable pod(s)")
+    assert found.Pods == ("default/inflate-0, default/inflate-1, default/inflate-2, "  # type: ignore[attr-defined]
+                          "default/inflate-3, default/inflate-4 and 5 other(s)")
+    assert found.duration.endswith("s")  # type: ignore[attr-defined]
+    [computed] = records(caplog, "computed new nodeclaim(s) to fit pod(s)")
+    assert computed.nodeclaims == len(h.client.created)  # type: ignore[attr-defined]
+    assert computed.pods == 10  # type: ignore[attr-defined]
+    created = records(caplog, "created nodeclaim")
+    assert len(created) == len(h.client.created)
+    first = created[0]
+    assert first.NodePool == {"name": "default"}  # type: ignore[attr-defined]
+    assert first.NodeClaim["name"].startswith("default-")  # type: ignore[attr-defined]
+    assert set(first.requests) >= {"cpu", "memory", "pods"}  # type: ignore[attr-defined]
+    by_name = {c["metadata"]["name"]: c for c in h.client.created}
+    types = _types(by_name[first.NodeClaim["name"]])  # type: ignore[attr-defined]
+    assert first.__dict__["instance-types"] == ", ".join(types[:5]) + (
+        f" and {len(types) - 5} other(s)" if len(types) > 5 else "")
+    assert h.metric("karpenter_nodeclaims_created_total", reason="provisioned",
+                    nodepool="default") == len(h.client.created)
+    assert h.metric("karpenter_scheduler_scheduling_duration_seconds_count",
+                    controller="provisioner") == 1
+    assert h.recorder.reasons("Nominated")
+
+
+async def test_a_second_round_does_not_provision_the_same_pods_again() -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool())
+    pending(h, 5)
+    await h.provisioner.provision()
+    first = len(h.client.created)
+    # The NodeClaims launch (the lifecycle controller fills in their status).
+    for claim in list(h.client.created):
+        launched = await h.provider.create(NodeClaim.from_dict(claim))
+        h.cluster.update_nodeclaim(launched.to_dict())
+    await h.provisioner.provision()
+    assert len(h.client.created) == first
+    # New pods use the room left on the in-flight machine before buying another.
+    more = pending(h, 1, cpu="100m", prefix="small")
+    await h.provisioner.provision()
+    assert len(h.client.created) == first
+    assert h.cluster.nomination("default/small-0") is not None
+    assert more
+
+
+async def test_pods_that_fit_existing_nodes_are_nominated_there() -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool())
+    h.cluster.update_node(node("worker", provider_id="kind://worker", cpu="8", memory="32Gi"))
+    pending(h, 3)
+    await h.provisioner.provision()
+    assert h.client.created == []
+    assert h.cluster.nomination("default/inflate-0") == "node/worker"
+    assert next(e.message for e in h.recorder.reasons("Nominated")) == (
+        "Pod should schedule on: node/worker")
+
+
+async def test_a_nodepool_limit_stops_provisioning_at_the_limit() -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool(limits={"cpu": "4"}))
+    pending(h, 10, cpu="1500m")
+    await h.provisioner.provision()
+    assert h.client.created, "nothing was provisioned under the limit"
+    capacity = {it.name: it.capacity["cpu"] for it in h.provider.instance_types}
+    # Whichever allowed instance type each NodeClaim launches as, the pool stays
+    # within its 4 CPU.
+    worst = sum(max(capacity[t] for t in _types(c)) for c in h.client.created)
+    assert worst <= 4000
+    failed = h.recorder.reasons("FailedScheduling")
+    assert failed, "pods over the limit got no event"
+    assert failed[0].type == "Warning"
+    assert failed[0].message.startswith("Failed to schedule pod, ")
+
+
+async def test_a_pool_already_over_its_limit_creates_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool(limits={"cpu": "2"}))
+
+    h.cluster.update_nodeclaim(nodeclaim("default-old", provider_id="fake://old", cpu="4"))
+    pending(h, 2)
+    caplog.set_level(logging.INFO, LOGGER)
+    await h.provisioner.provision()
+    assert h.client.created == []
+
+
+async def test_the_heaviest_nodepool_is_used_first() -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool("cheap", weight=10))
+    h.cluster.update_nodepool(nodepool("preferred", weight=90))
+    h.cluster.update_nodepool(nodepool("unweighted"))
+    pending(h, 4)
+    await h.provisioner.provision()
+    assert {c["metadata"]["labels"]["karpenter.sh/nodepool"] for c in h.client.created} == {
+        "preferred"}
+
+
+async def test_nodepools_that_are_not_ready_or_being_deleted_are_skipped() -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool("not-ready", weight=100, ready=False))
+    leaving = nodepool("leaving", weight=50)
+    leaving["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    h.cluster.update_nodepool(leaving)
+    h.cluster.update_nodepool(nodepool("fine"))
+    pending(h, 2)
+    await h.provisioner.provision()
+    assert {c["metadata"]["labels"]["karpenter.sh/nodepool"] for c in h.client.created} == {
+        "fine"}
+
+
+async def test_offerings_that_ran_out_of_capacity_are_not_planned() -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool())
+    for zone in ("test-zone-a", "test-zone-b", "test-zone-c"):
+        for ct in ("spot", "on-demand"):
+            h.unavailable.mark([OfferingKey("small-instance-type", zone, ct)])
+    pending(h, 1)
+    await h.provisioner.provision()
+    [claim] = h.client.created
+    assert "small-instance-type" not in _types(claim)
+    assert _types(claim)[0] == "default-instance-type"
+
+
+async def test_instance_types_are_fetched_once_per_nodepool_generation() -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool(generation=1))
+    pending(h, 1)
+    await h.provisioner.provision()
+    pending(h, 1, prefix="again")
+    await h.provisioner.provision()
+    assert h.provisioner.instance_types.fetches == 1
+    h.cluster.update_nodepool(nodepool(generation=2))
+    pending(h, 1, prefix="third")
+    await h.provisioner.provision()
+    assert h.provisioner.instance_types.fetches == 2
+
+
+async def test_daemonset_overhead_is_part_of_the_requests() -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool())
+    h.cluster.update_daemonset(daemonset("agent", cpu="500m"))
+    pending(h, 1, cpu="1")
+    await h.provisioner.provision()
+    [claim] = h.client.created
+    assert claim["spec"]["resources"]["requests"]["cpu"] == "1500m"
+
+
+async def test_pods_that_fit_nowhere_get_an_event_and_a_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool())
+    pending(h, 1, cpu="1000", prefix="huge")
+    caplog.set_level(logging.INFO, LOGGER)
+    await h.provisioner.provision()
+    assert h.client.created == []
+    [event] = h.recorder.reasons("FailedScheduling")
+    assert event.name == "huge-0"
+    [line] = records(caplog, "could not schedule pod")
+    assert line.Pod == {"name": "huge-0", "namespace": "default"}  # type: ignore[attr-defined]
+    assert event.message == f"Failed to schedule pod, {line.error}"  # type: ignore[attr-defined]
+    # Retried: the same reason is not written again within minutes.
+    await h.provisioner.provision()
+    assert len(h.recorder.reasons("FailedScheduling")) == 1
+
+
+async def test_pods_on_a_node_being_deleted_get_replacement_capacity() -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool())
+    h.cluster.update_node(node("old", provider_id="fake://old", nodepool="default",
+                               deleting=True))
+    h.cluster.update_pod(pod("app", node_name="old", cpu="2"))
+    await h.provisioner.provision()
+    [claim] = h.client.created
+    assert claim["spec"]["resources"]["requests"]["cpu"] == "2"
+    await h.provisioner.provision()
+    assert len(h.client.created) == 1
+
+
+async def test_a_failed_create_leaves_the_pods_provisionable() -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool())
+    pending(h, 1)
+    h.client.fail_next = errors.ServerError("etcd is unhappy", status=500)
+    assert await h.provisioner.provision() == 1
+    assert len(h.cluster.provisionable_pods()) == 1
+    assert await h.provisioner.provision() == 0
+    assert h.cluster.provisionable_pods() == []
+
+
+async def test_reconcile_waits_for_a_synced_model_and_keeps_the_batch() -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool())
+
+    h.cluster.update_nodeclaim(nodeclaim("default-unlaunched"))
+    pending(h, 1, cpu="6")          # more than the in-flight NodeClaim will bring
+    h.provisioner.trigger("default/inflate-0")
+    result = await drive(h, h.provisioner.reconcile())
+    assert h.client.created == [] and result.requeue_after > 0
+    assert h.provisioner.batcher.armed
+    h.cluster.update_nodeclaim(nodeclaim("default-unlaunched", provider_id="fake://x"))
+    await drive(h, h.provisioner.reconcile())
+    assert len(h.client.created) == 1
+
+
+async def test_reconcile_retries_pods_left_pending_every_ten_seconds() -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool())
+    h.cluster.update_node(node("worker", provider_id="kind://worker", cpu="8"))
+    pending(h, 1)
+    await drive(h, h.provisioner.reconcile())       # pods pending at start: a round
+    assert h.cluster.nomination("default/inflate-0") == "node/worker"
+    assert len(h.recorder.reasons("Nominated")) == 1
+    h.clock.advance(5)
+    await drive(h, h.provisioner.reconcile())       # nominated: nothing to do
+    assert len(h.recorder.reasons("Nominated")) == 1
+    h.clock.advance(30)                              # kube-scheduler never bound it
+    assert h.cluster.nomination("default/inflate-0") is None
+    await drive(h, h.provisioner.reconcile())       # retried without a new trigger
+    assert h.cluster.nomination("default/inflate-0") == "node/worker"
+    assert len(h.recorder.reasons("Nominated")) == 2
+
+
+async def drive(h: Harness, coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion, moving the fake clock while it waits."""
+    task = asyncio.ensure_future(coro)
+    for _ in range(10_000):
+        if task.done():
+            return task.result()
+        await h.clock.step(0.05)
+    task.cancel()
+    raise AssertionError("did not finish within 500 fake seconds")
+
+
+def _types(claim: dict[str, Any]) -> list[str]:
+    for r in claim["spec"]["requirements"]:
+        if r["key"] == "node.kubernetes.io/instance-type":
+            return list(r["values"])
+    return []
