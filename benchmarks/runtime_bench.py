@@ -49,8 +49,12 @@ def kubeconfig() -> str:
     path = os.environ.get("KARPY_KUBECONFIG")
     if path:
         return path
-    out = subprocess.run(["bash", str(REPO / "tests/controlplane/start.sh")], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["bash", str(REPO / "tests/controlplane/start.sh")],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return out.strip().splitlines()[-1]
 
 
@@ -60,8 +64,11 @@ def peak_rss_mib() -> float:
 
 def _configmap(i: int) -> dict[str, object]:
     return {
-        "metadata": {"name": f"cm-{i:05d}", "namespace": NAMESPACE,
-                     "labels": {"app": "bench", "shard": str(i % 16)}},
+        "metadata": {
+            "name": f"cm-{i:05d}",
+            "namespace": NAMESPACE,
+            "labels": {"app": "bench", "shard": str(i % 16)},
+        },
         "data": {"index": str(i), "payload": "x" * 64},
     }
 
@@ -69,8 +76,9 @@ def _configmap(i: int) -> dict[str, object]:
 async def ensure_objects(client: Client, count: int) -> None:
     with contextlib.suppress(errors.AlreadyExists):
         await client.create(kinds.NAMESPACE, {"metadata": {"name": NAMESPACE}})
-    existing = {o["metadata"]["name"] for o in await client.list(kinds.CONFIG_MAP,
-                                                                  namespace=NAMESPACE)}
+    existing = {
+        o["metadata"]["name"] for o in await client.list(kinds.CONFIG_MAP, namespace=NAMESPACE)
+    }
     missing = [i for i in range(count) if f"cm-{i:05d}" not in existing]
     if not missing:
         return
@@ -128,8 +136,12 @@ async def bench_end_to_end_events(client: Client, count: int, updates: int) -> f
 
     async def patch(i: int) -> None:
         async with semaphore:
-            await client.patch(kinds.CONFIG_MAP, f"cm-{i % count:05d}",
-                               {"data": {"tick": str(time.time_ns())}}, namespace=NAMESPACE)
+            await client.patch(
+                kinds.CONFIG_MAP,
+                f"cm-{i % count:05d}",
+                {"data": {"tick": str(time.time_ns())}},
+                namespace=NAMESPACE,
+            )
 
     async with asyncio.TaskGroup() as tg:
         task = tg.create_task(informer.run(), name="bench-informer")
@@ -223,13 +235,19 @@ async def main(args: argparse.Namespace) -> None:
     wq_unique = await bench_workqueue_unique(args.queue_ops)
     wq_dedup = await bench_workqueue(keys=1000, cycles=args.queue_ops, workers=8)
     print()
-    print(f"initial sync, {size} ConfigMaps:        {sync_s:8.2f} s "
-          f"(median of {args.runs}; {size / sync_s:,.0f} objects/s)")
+    print(
+        f"initial sync, {size} ConfigMaps:        {sync_s:8.2f} s "
+        f"(median of {args.runs}; {size / sync_s:,.0f} objects/s)"
+    )
     print(f"peak RSS after sync:                 {rss_after_sync:8.0f} MiB")
-    print(f"events into cache, end to end:       {e2e:8,.0f} events/s "
-          f"({args.updates} patches, bounded by API server writes)")
-    print(f"events into cache, ingest only:      {ingest:8,.0f} events/s "
-          f"(decode + store + index + handler)")
+    print(
+        f"events into cache, end to end:       {e2e:8,.0f} events/s "
+        f"({args.updates} patches, bounded by API server writes)"
+    )
+    print(
+        f"events into cache, ingest only:      {ingest:8,.0f} events/s "
+        f"(decode + store + index + handler)"
+    )
     print(f"work queue add+get+done, 1 worker:   {wq_unique:8,.0f} ops/s")
     print(f"work queue adds, 1000 keys, 8 workers:{wq_dedup:8,.0f} ops/s")
     print(f"peak RSS:                            {peak_rss_mib():8.0f} MiB")

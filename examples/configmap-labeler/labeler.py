@@ -49,7 +49,9 @@ class Labeler:
         if labels.get(LABEL) == want:
             return Result()
         await self.client.patch(
-            kinds.CONFIG_MAP, request.name, {"metadata": {"labels": {LABEL: want}}},
+            kinds.CONFIG_MAP,
+            request.name,
+            {"metadata": {"labels": {LABEL: want}}},
             namespace=request.namespace,
         )
         log.info("labeled configmap", extra={"keys": want})
@@ -58,15 +60,21 @@ class Labeler:
         return Result()
 
 
-def build(client: Client, *, namespace: str, lease_namespace: str | None = None,
-          identity: str | None = None, **manager_options: object) -> Manager:
+def build(
+    client: Client,
+    *,
+    namespace: str,
+    lease_namespace: str | None = None,
+    identity: str | None = None,
+    **manager_options: object,
+) -> Manager:
     """Wire the manager and the controller (tests call this with their own client)."""
     election = LeaderElectionConfig(
-        name="configmap-labeler", namespace=lease_namespace or namespace,
+        name="configmap-labeler",
+        namespace=lease_namespace or namespace,
         **({"identity": identity} if identity else {}),
     )
-    manager = Manager(client, namespace=namespace, leader_election=election,
-                      **manager_options)  # type: ignore[arg-type]
+    manager = Manager(client, namespace=namespace, leader_election=election, **manager_options)  # type: ignore[arg-type]
     labeler = Labeler(manager.client, manager.event_recorder("configmap-labeler"))
     manager.controller("configmap-labeler").for_(kinds.CONFIG_MAP).complete(labeler, workers=2)
     return manager
@@ -81,9 +89,12 @@ async def main() -> None:
     args = parser.parse_args()
     configure_logging("INFO")
     async with await Client.from_kubeconfig(args.kubeconfig) as client:
-        manager = build(client, namespace=args.namespace,
-                        metrics_bind_address=args.metrics_bind_address,
-                        health_probe_bind_address=args.health_probe_bind_address)
+        manager = build(
+            client,
+            namespace=args.namespace,
+            metrics_bind_address=args.metrics_bind_address,
+            health_probe_bind_address=args.health_probe_bind_address,
+        )
         await manager.run(handle_signals=True)
 
 

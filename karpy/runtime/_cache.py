@@ -75,9 +75,13 @@ class Cache:
             options = self._by_kind.get(kind, InformerOptions())
             namespace = options.namespace or (self._namespace if kind.namespaced else None)
             informer = Informer(
-                self._client, kind, namespace=namespace,
-                label_selector=options.label_selector, field_selector=options.field_selector,
-                indexers=options.indexers, strip_managed_fields=self._strip,
+                self._client,
+                kind,
+                namespace=namespace,
+                label_selector=options.label_selector,
+                field_selector=options.field_selector,
+                indexers=options.indexers,
+                strip_managed_fields=self._strip,
             )
             self._informers[kind] = informer
             self._created.set()
@@ -138,7 +142,8 @@ class Cache:
         obj = store.get(key)
         if obj is None:
             raise NotFound(
-                f'{kind.plural} "{name}" not found in cache', reason="NotFound",
+                f'{kind.plural} "{name}" not found in cache',
+                reason="NotFound",
                 status=404,
             )
         return obj

@@ -144,7 +144,10 @@ class Client:
 
     @classmethod
     async def from_kubeconfig(
-        cls, path: str | os.PathLike[str] | None = None, *, context: str | None = None,
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        context: str | None = None,
         timeout: float = 30.0,
     ) -> Client:
         """Load ``path`` (default: ``$KUBECONFIG`` or ``~/.kube/config``) and its context."""
@@ -186,7 +189,10 @@ class Client:
         serves the kind (pass ``live=True`` to a read to bypass it). Closing it does not
         close the shared connection."""
         return Client(
-            self._api, timeout=self.timeout, owns_api_client=False, reader=reader,
+            self._api,
+            timeout=self.timeout,
+            owns_api_client=False,
+            reader=reader,
             user_agent=self._user_agent,
         )
 
@@ -262,7 +268,11 @@ class Client:
         try:
             async with asyncio.timeout(limit):
                 response = await self._send(
-                    method, path, query=query, body=body, content_type=content_type,
+                    method,
+                    path,
+                    query=query,
+                    body=body,
+                    content_type=content_type,
                     timeout=aiohttp.ClientTimeout(total=limit),
                 )
                 try:
@@ -284,7 +294,12 @@ class Client:
     # -- reads -------------------------------------------------------------------------
 
     async def get(
-        self, kind: Kind, name: str, *, namespace: str | None = None, live: bool = False,
+        self,
+        kind: Kind,
+        name: str,
+        *,
+        namespace: str | None = None,
+        live: bool = False,
         timeout: float | None = None,
     ) -> Object:
         """Read one object (from the cache reader if it serves ``kind`` and not ``live``)."""
@@ -308,15 +323,21 @@ class Client:
         """All matching objects (paged from the server, or from the cache reader)."""
         if not live and self._reader is not None and self._reader.serves(kind):
             return self._reader.list(
-                kind, namespace=namespace, label_selector=label_selector,
+                kind,
+                namespace=namespace,
+                label_selector=label_selector,
                 field_selector=field_selector,
             )
         items: list[Object] = []
         token: str | None = None
         while True:
             page = await self.list_page(
-                kind, namespace=namespace, label_selector=label_selector,
-                field_selector=field_selector, limit=500, continue_token=token,
+                kind,
+                namespace=namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                limit=500,
+                continue_token=token,
                 timeout=timeout,
             )
             items.extend(page.items)
@@ -410,9 +431,12 @@ class Client:
         try:
             async with asyncio.timeout(self.timeout):
                 response = await self._send(
-                    "GET", path, query=query,
+                    "GET",
+                    path,
+                    query=query,
                     timeout=aiohttp.ClientTimeout(
-                        total=timeout_seconds + self.timeout, connect=self.timeout,
+                        total=timeout_seconds + self.timeout,
+                        connect=self.timeout,
                     ),
                 )
         except ApiError:
@@ -467,7 +491,11 @@ class Client:
             path = kind.path(namespace=ns)
             body = _with_type(kind, obj)
         result: Object = await self._call(
-            "POST", path, body=body, query=_write_query(field_manager, dry_run), timeout=timeout,
+            "POST",
+            path,
+            body=body,
+            query=_write_query(field_manager, dry_run),
+            timeout=timeout,
         )
         return result
 
@@ -486,14 +514,20 @@ class Client:
         ns = _namespace_of(kind, obj, None)
         name = obj["metadata"]["name"]
         result: Object = await self._call(
-            "PUT", kind.path(namespace=ns, name=name, subresource=subresource),
-            body=_with_type(kind, obj), query=_write_query(field_manager, dry_run),
+            "PUT",
+            kind.path(namespace=ns, name=name, subresource=subresource),
+            body=_with_type(kind, obj),
+            query=_write_query(field_manager, dry_run),
             timeout=timeout,
         )
         return result
 
     async def update_status(
-        self, kind: Kind, obj: Mapping[str, Any], *, field_manager: str | None = None,
+        self,
+        kind: Kind,
+        obj: Mapping[str, Any],
+        *,
+        field_manager: str | None = None,
         timeout: float | None = None,
     ) -> Object:
         """Replace ``obj``'s status subresource (only .status is written)."""
@@ -525,8 +559,12 @@ class Client:
         if force is not None:
             query.append(("force", "true" if force else "false"))
         result: Object = await self._call(
-            "PATCH", kind.path(namespace=namespace, name=name, subresource=subresource),
-            body=patch, content_type=patch_type.value, query=query, timeout=timeout,
+            "PATCH",
+            kind.path(namespace=namespace, name=name, subresource=subresource),
+            body=patch,
+            content_type=patch_type.value,
+            query=query,
+            timeout=timeout,
         )
         return result
 
@@ -543,9 +581,15 @@ class Client:
     ) -> Object:
         """Patch the status subresource."""
         return await self.patch(
-            kind, name, patch, namespace=namespace, patch_type=patch_type,
-            subresource="status", field_manager=field_manager,
-            force=True if patch_type is PatchType.APPLY else None, timeout=timeout,
+            kind,
+            name,
+            patch,
+            namespace=namespace,
+            patch_type=patch_type,
+            subresource="status",
+            field_manager=field_manager,
+            force=True if patch_type is PatchType.APPLY else None,
+            timeout=timeout,
         )
 
     async def apply(
@@ -563,9 +607,16 @@ class Client:
         """Server-side apply ``obj`` (the fields this manager owns) and return the result."""
         ns = _namespace_of(kind, obj, namespace)
         return await self.patch(
-            kind, obj["metadata"]["name"], _with_type(kind, obj), namespace=ns,
-            patch_type=PatchType.APPLY, subresource=subresource,
-            field_manager=field_manager, force=force, dry_run=dry_run, timeout=timeout,
+            kind,
+            obj["metadata"]["name"],
+            _with_type(kind, obj),
+            namespace=ns,
+            patch_type=PatchType.APPLY,
+            subresource=subresource,
+            field_manager=field_manager,
+            force=force,
+            dry_run=dry_run,
+            timeout=timeout,
         )
 
     async def delete(
@@ -600,7 +651,10 @@ class Client:
             body["preconditions"] = preconditions
         query = [("dryRun", "All")] if dry_run else []
         result: Object | None = await self._call(
-            "DELETE", kind.path(namespace=namespace, name=name), body=body, query=query,
+            "DELETE",
+            kind.path(namespace=namespace, name=name),
+            body=body,
+            query=query,
             timeout=timeout,
         )
         return result
@@ -652,4 +706,3 @@ async def _lines(
             start = end + 1
         if start:
             del buffer[:start]
-

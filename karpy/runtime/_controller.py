@@ -117,8 +117,7 @@ class Controller(Generic[K]):
             self.queue = self._new_queue()  # a stopped controller may be started again
         self._stopping = False
         detach = [source.attach(self.queue) for source in self._sources]
-        log.info("Starting workers", extra={"controller": self.name,
-                                            "worker count": self.workers})
+        log.info("Starting workers", extra={"controller": self.name, "worker count": self.workers})
         try:
             async with asyncio.TaskGroup() as tg:
                 tasks = [
@@ -128,8 +127,10 @@ class Controller(Generic[K]):
                 try:
                     await asyncio.Event().wait()
                 except asyncio.CancelledError:
-                    log.info("Shutdown signal received, waiting for all workers to finish",
-                             extra={"controller": self.name})
+                    log.info(
+                        "Shutdown signal received, waiting for all workers to finish",
+                        extra={"controller": self.name},
+                    )
                     self._stopping = True
                     self.queue.shutdown()
                     # In-flight reconciles may finish; a second cancel cuts this short.
@@ -169,10 +170,14 @@ class Controller(Generic[K]):
         Workers call this; tests may call it directly on a controller that is not running.
         """
         queue = self.queue
-        token = log_context.set({
-            **log_context.get(), "controller": self.name, **self._log_fields(key),
-            "reconcileID": str(uuid.uuid4()),
-        })
+        token = log_context.set(
+            {
+                **log_context.get(),
+                "controller": self.name,
+                **self._log_fields(key),
+                "reconcileID": str(uuid.uuid4()),
+            }
+        )
         start = self._clock.monotonic()
         outcome = "error"
         try:
@@ -189,8 +194,10 @@ class Controller(Generic[K]):
             except Exception as exc:
                 self._metrics.error(terminal=False)
                 if isinstance(exc, TimeoutError) and self.reconcile_timeout is not None:
-                    log.error("Reconciler error", extra={
-                        "error": f"reconcile timed out after {self.reconcile_timeout:g}s"})
+                    log.error(
+                        "Reconciler error",
+                        extra={"error": f"reconcile timed out after {self.reconcile_timeout:g}s"},
+                    )
                 else:
                     log.error("Reconciler error", exc_info=exc)
                 queue.add_rate_limited(key)

@@ -88,8 +88,10 @@ class EventRecorder:
             self._queue.put_nowait(_Pending(obj, type_, reason, message))
         except asyncio.QueueFull:
             self.dropped += 1
-            log.warning("event queue full, dropping event",
-                        extra={"reason": reason, "object": _ref_name(obj)})
+            log.warning(
+                "event queue full, dropping event",
+                extra={"reason": reason, "object": _ref_name(obj)},
+            )
 
     async def run(self) -> None:
         """Write queued events until cancelled."""
@@ -98,9 +100,14 @@ class EventRecorder:
             try:
                 await self.publish(pending.involved, pending.type, pending.reason, pending.message)
             except ClientError as exc:
-                log.warning("failed to write event", extra={
-                    "reason": pending.reason, "object": _ref_name(pending.involved),
-                    "error": str(exc)})
+                log.warning(
+                    "failed to write event",
+                    extra={
+                        "reason": pending.reason,
+                        "object": _ref_name(pending.involved),
+                        "error": str(exc),
+                    },
+                )
 
     async def flush(self) -> None:
         """Write every queued event now (for tests and shutdown paths)."""
@@ -146,7 +153,10 @@ class EventRecorder:
             name, ns, count = seen
             try:
                 event = await self._client.patch(
-                    EVENT, name, {"count": count + 1, "lastTimestamp": now}, namespace=ns,
+                    EVENT,
+                    name,
+                    {"count": count + 1, "lastTimestamp": now},
+                    namespace=ns,
                     patch_type=PatchType.MERGE,
                 )
             except NotFound:

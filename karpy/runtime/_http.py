@@ -81,7 +81,9 @@ class HttpServer:
 
         async def handle(request: web.Request) -> web.Response:
             return web.Response(
-                body=render(), content_type="text/plain", charset="utf-8",
+                body=render(),
+                content_type="text/plain",
+                charset="utf-8",
                 headers={"X-Content-Type": "version=0.0.4"},
             )
 

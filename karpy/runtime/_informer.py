@@ -148,9 +148,7 @@ class Informer:
             getattr(registration.handler, method)(*args)
         except Exception:
             # One faulty handler must not stop the informer or starve other handlers.
-            log.exception(
-                "event handler failed", extra={"kind": str(self.kind), "handler": method}
-            )
+            log.exception("event handler failed", extra={"kind": str(self.kind), "handler": method})
 
     def _emit(self, method: str, *args: Object) -> None:
         for registration in list(self._handlers):
@@ -198,8 +196,11 @@ class Informer:
                 delay = self._backoff.next()
                 log.warning(
                     "list/watch failed, retrying",
-                    extra={"kind": str(self.kind), "error": str(exc) or type(exc).__name__,
-                           "retryAfter": round(delay, 3)},
+                    extra={
+                        "kind": str(self.kind),
+                        "error": str(exc) or type(exc).__name__,
+                        "retryAfter": round(delay, 3),
+                    },
                 )
                 await asyncio.sleep(delay)
 
@@ -209,9 +210,13 @@ class Informer:
         resource_version = ""
         while True:
             page = await self.client.list_page(
-                self.kind, namespace=self.namespace, label_selector=self.label_selector,
-                field_selector=self.field_selector, limit=self._page_size,
-                continue_token=token, frozen=True,
+                self.kind,
+                namespace=self.namespace,
+                label_selector=self.label_selector,
+                field_selector=self.field_selector,
+                limit=self._page_size,
+                continue_token=token,
+                frozen=True,
             )
             for obj in page.items:
                 if self._strip:
@@ -251,10 +256,13 @@ class Informer:
                 self._watch_scope = scope
                 try:
                     stream = self.client.watch(
-                        self.kind, namespace=self.namespace,
+                        self.kind,
+                        namespace=self.namespace,
                         resource_version=self._resource_version,
-                        label_selector=self.label_selector, field_selector=self.field_selector,
-                        timeout_seconds=timeout_seconds, allow_bookmarks=True,
+                        label_selector=self.label_selector,
+                        field_selector=self.field_selector,
+                        timeout_seconds=timeout_seconds,
+                        allow_bookmarks=True,
                         inactivity_timeout=self._inactivity,
                     )
                     async with contextlib.aclosing(stream) as events:

@@ -105,11 +105,15 @@ class LeaderElector:
         could not be renewed within ``renew_deadline``.
         """
         cfg = self.config
-        log.info("attempting to acquire leader lease",
-                 extra={"lease": f"{cfg.namespace}/{cfg.name}", "identity": cfg.identity})
+        log.info(
+            "attempting to acquire leader lease",
+            extra={"lease": f"{cfg.namespace}/{cfg.name}", "identity": cfg.identity},
+        )
         await self._acquire()
-        log.info("successfully acquired lease",
-                 extra={"lease": f"{cfg.namespace}/{cfg.name}", "identity": cfg.identity})
+        log.info(
+            "successfully acquired lease",
+            extra={"lease": f"{cfg.namespace}/{cfg.name}", "identity": cfg.identity},
+        )
         self._set_leader(True)
         try:
             async with asyncio.TaskGroup() as tg:
@@ -127,7 +131,9 @@ class LeaderElector:
     # -- one attempt ---------------------------------------------------------------------
 
     async def try_acquire_or_renew(
-        self, *, timeout: float | None = None  # noqa: ASYNC109
+        self,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109
     ) -> bool:
         """One attempt to take or renew the lease; True if we hold it afterwards."""
         cfg = self.config
@@ -135,12 +141,15 @@ class LeaderElector:
         now = self._clock.now()
         duration = max(1, math.ceil(cfg.lease_duration))
         try:
-            lease = await client.get(LEASE, cfg.name, namespace=cfg.namespace, live=True,
-                                     timeout=timeout)
+            lease = await client.get(
+                LEASE, cfg.name, namespace=cfg.namespace, live=True, timeout=timeout
+            )
         except NotFound:
             spec: dict[str, Any] = {
-                "holderIdentity": cfg.identity, "leaseDurationSeconds": duration,
-                "acquireTime": _micro_time(now), "renewTime": _micro_time(now),
+                "holderIdentity": cfg.identity,
+                "leaseDurationSeconds": duration,
+                "acquireTime": _micro_time(now),
+                "renewTime": _micro_time(now),
                 "leaseTransitions": 0,
             }
             body = {"metadata": {"name": cfg.name, "namespace": cfg.namespace}, "spec": spec}
@@ -191,8 +200,10 @@ class LeaderElector:
                 if await self.try_acquire_or_renew(timeout=self.config.renew_deadline):
                     return
             except ClientError as exc:
-                log.warning("error retrieving resource lock",
-                            extra={"lease": self.config.name, "error": str(exc)})
+                log.warning(
+                    "error retrieving resource lock",
+                    extra={"lease": self.config.name, "error": str(exc)},
+                )
             await self._clock.sleep(self._jittered_retry())
 
     async def _renew_loop(self) -> None:
@@ -203,8 +214,10 @@ class LeaderElector:
             while True:
                 remaining = deadline - self._clock.monotonic()
                 if remaining <= 0:
-                    log.error("failed to renew lease, leadership lost",
-                              extra={"lease": f"{cfg.namespace}/{cfg.name}"})
+                    log.error(
+                        "failed to renew lease, leadership lost",
+                        extra={"lease": f"{cfg.namespace}/{cfg.name}"},
+                    )
                     raise LeaderElectionLost(
                         f"could not renew lease {cfg.namespace}/{cfg.name} "
                         f"within {cfg.renew_deadline:g}s"
@@ -214,8 +227,10 @@ class LeaderElector:
                         if await self.try_acquire_or_renew(timeout=remaining):
                             break
                 except (ClientError, TimeoutError) as exc:
-                    log.warning("failed to renew lease",
-                                extra={"lease": cfg.name, "error": str(exc) or "timeout"})
+                    log.warning(
+                        "failed to renew lease",
+                        extra={"lease": cfg.name, "error": str(exc) or "timeout"},
+                    )
                 await self._clock.sleep(min(cfg.retry_period, max(0.0, remaining)))
 
     async def _release(self) -> None:
@@ -228,8 +243,7 @@ class LeaderElector:
             if spec.get("holderIdentity") != cfg.identity:
                 return
             now = _micro_time(self._clock.now())
-            spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=now,
-                        acquireTime=now)
+            spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=now, acquireTime=now)
             lease["spec"] = spec
             await self._client.update(LEASE, lease, timeout=cfg.retry_period * 2)
             log.info("released leader lease", extra={"lease": f"{cfg.namespace}/{cfg.name}"})

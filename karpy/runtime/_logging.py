@@ -35,7 +35,9 @@ log_context: ContextVar[Mapping[str, Any]] = ContextVar(
 
 # Attributes every LogRecord has; anything else on a record came from ``extra=``.
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
-    "message", "asctime", "taskName",
+    "message",
+    "asctime",
+    "taskName",
 }
 
 

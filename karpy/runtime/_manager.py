@@ -129,7 +129,10 @@ class Manager:
     # -- registration --------------------------------------------------------------------
 
     def add(
-        self, runnable: Runnable, *, name: str | None = None,
+        self,
+        runnable: Runnable,
+        *,
+        name: str | None = None,
         needs_leader_election: bool | None = None,
     ) -> None:
         """Run ``runnable`` with the manager; by default only while leader (if it has a
@@ -253,8 +256,10 @@ class Manager:
             await asyncio.wait({work}, timeout=5.0)
 
     async def _run_workloads(self) -> None:
-        log.info("waiting for caches to sync", extra={"kinds": [
-            str(i.kind) for i in self.cache.informers()]})
+        log.info(
+            "waiting for caches to sync",
+            extra={"kinds": [str(i.kind) for i in self.cache.informers()]},
+        )
         try:
             await self.cache.wait_for_sync(self.cache_sync_timeout)
         except TimeoutError:
@@ -269,14 +274,17 @@ class Manager:
             for label, runnable in self._other_runnables:
                 tg.create_task(runnable.run(), name=f"runnable:{label}")
             if self.elector is not None:
-                tg.create_task(self.elector.run(self._run_leader_runnables),
-                               name="manager:leader-election")
+                tg.create_task(
+                    self.elector.run(self._run_leader_runnables), name="manager:leader-election"
+                )
             else:
                 tg.create_task(self._run_leader_runnables(), name="manager:leader-runnables")
 
     async def _run_leader_runnables(self) -> None:
-        log.info("starting controllers", extra={
-            "controllers": [label for label, _ in self._leader_runnables]})
+        log.info(
+            "starting controllers",
+            extra={"controllers": [label for label, _ in self._leader_runnables]},
+        )
         async with asyncio.TaskGroup() as tg:
             for label, runnable in self._leader_runnables:
                 tg.create_task(runnable.run(), name=f"runnable:{label}")

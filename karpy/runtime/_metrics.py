@@ -29,9 +29,46 @@ __all__ = ["ControllerMetrics", "Metrics"]
 
 # controller-runtime's reconcile_time buckets.
 RECONCILE_BUCKETS = (
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7,
-    0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0,
-    9.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.15,
+    0.2,
+    0.25,
+    0.3,
+    0.35,
+    0.4,
+    0.45,
+    0.5,
+    0.6,
+    0.7,
+    0.8,
+    0.9,
+    1.0,
+    1.25,
+    1.5,
+    1.75,
+    2.0,
+    2.5,
+    3.0,
+    3.5,
+    4.0,
+    4.5,
+    5.0,
+    6.0,
+    7.0,
+    8.0,
+    9.0,
+    10.0,
+    15.0,
+    20.0,
+    25.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
 )
 # client-go workqueue: ExponentialBuckets(10e-9, 10, 12) → 1e-8 s .. 1e3 s.
 QUEUE_BUCKETS = tuple(1e-8 * 10**i for i in range(12))
@@ -66,7 +103,8 @@ class Metrics:
             description="Total number of terminal reconciliation errors per controller",
         )
         self._reconcile_time = meter.create_histogram(
-            "controller_runtime_reconcile_time_seconds", unit="s",
+            "controller_runtime_reconcile_time_seconds",
+            unit="s",
             description="Length of time per reconciliation per controller",
             explicit_bucket_boundaries_advisory=RECONCILE_BUCKETS,
         )
@@ -88,12 +126,14 @@ class Metrics:
             "workqueue_retries_total", description="Total number of retries handled by workqueue"
         )
         self._queue_duration = meter.create_histogram(
-            "workqueue_queue_duration_seconds", unit="s",
+            "workqueue_queue_duration_seconds",
+            unit="s",
             description="How long in seconds an item stays in workqueue before being requested",
             explicit_bucket_boundaries_advisory=QUEUE_BUCKETS,
         )
         self._work_duration = meter.create_histogram(
-            "workqueue_work_duration_seconds", unit="s",
+            "workqueue_work_duration_seconds",
+            unit="s",
             description="How long in seconds processing an item from workqueue takes",
             explicit_bucket_boundaries_advisory=QUEUE_BUCKETS,
         )
@@ -105,13 +145,15 @@ class Metrics:
         self._queues: dict[str, weakref.ref[_QueueView]] = {}
         meter.create_observable_gauge(
             "workqueue_unfinished_work_seconds",
-            callbacks=[self._observe(lambda q: q.unfinished_work_seconds())], unit="s",
+            callbacks=[self._observe(lambda q: q.unfinished_work_seconds())],
+            unit="s",
             description="How many seconds of work has been done that is in progress and "
             "hasn't been observed by work_duration",
         )
         meter.create_observable_gauge(
             "workqueue_longest_running_processor_seconds",
-            callbacks=[self._observe(lambda q: q.longest_running_processor_seconds())], unit="s",
+            callbacks=[self._observe(lambda q: q.longest_running_processor_seconds())],
+            unit="s",
             description="How many seconds has the longest running processor for workqueue "
             "been running",
         )

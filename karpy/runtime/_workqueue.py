@@ -82,9 +82,7 @@ class WorkQueue(Generic[T]):
     ) -> None:
         self.name = name
         self._clock = clock or SystemClock()
-        self._limiter: RateLimiter[T] = rate_limiter or default_controller_rate_limiter(
-            self._clock
-        )
+        self._limiter: RateLimiter[T] = rate_limiter or default_controller_rate_limiter(self._clock)
         self._metrics: QueueMetrics = metrics or _NoMetrics()
         self._queue: deque[T] = deque()
         self._dirty: set[T] = set()

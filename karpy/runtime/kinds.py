@@ -107,10 +107,16 @@ POD_DISRUPTION_BUDGET = Kind(
 )
 LEASE = Kind(group="coordination.k8s.io", version="v1", plural="leases", kind="Lease")
 STORAGE_CLASS = Kind(
-    group="storage.k8s.io", version="v1", plural="storageclasses", kind="StorageClass",
+    group="storage.k8s.io",
+    version="v1",
+    plural="storageclasses",
+    kind="StorageClass",
     namespaced=False,
 )
 VOLUME_ATTACHMENT = Kind(
-    group="storage.k8s.io", version="v1", plural="volumeattachments", kind="VolumeAttachment",
+    group="storage.k8s.io",
+    version="v1",
+    plural="volumeattachments",
+    kind="VolumeAttachment",
     namespaced=False,
 )

@@ -47,7 +47,9 @@ def compact_etcd(cluster: object) -> Callable[[], int]:
 
     def post(path: str, body: dict[str, object]) -> dict[str, object]:
         request = urllib.request.Request(
-            f"{base}/{path}", data=json.dumps(body).encode(), method="POST",
+            f"{base}/{path}",
+            data=json.dumps(body).encode(),
+            method="POST",
             headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=10) as response:

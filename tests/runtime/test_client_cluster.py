@@ -11,8 +11,9 @@ import pytest
 
 from karpy.runtime import Client, Kind, PatchType, errors, kinds
 
-NODE_POOL = Kind(group="karpenter.sh", version="v1", plural="nodepools", kind="NodePool",
-                 namespaced=False)
+NODE_POOL = Kind(
+    group="karpenter.sh", version="v1", plural="nodepools", kind="NodePool", namespaced=False
+)
 
 
 def _node_pool(name: str) -> dict[str, object]:
@@ -20,11 +21,18 @@ def _node_pool(name: str) -> dict[str, object]:
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
         "metadata": {"name": name},
-        "spec": {"template": {"spec": {
-            "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass",
-                             "name": "default"},
-            "requirements": [],
-        }}},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {
+                        "group": "karpenter.kwok.sh",
+                        "kind": "KWOKNodeClass",
+                        "name": "default",
+                    },
+                    "requirements": [],
+                }
+            }
+        },
     }
 
 
@@ -45,13 +53,16 @@ async def test_core_kind_round_trip(rt_client: Client, namespace: str) -> None:
     merged = await rt_client.patch(kinds.CONFIG_MAP, "a", {"data": {"m": "x"}}, namespace=namespace)
     assert merged["data"] == {"k": "2", "m": "x"}
     jsonp = await rt_client.patch(
-        kinds.CONFIG_MAP, "a", [{"op": "remove", "path": "/data/m"}], namespace=namespace,
+        kinds.CONFIG_MAP,
+        "a",
+        [{"op": "remove", "path": "/data/m"}],
+        namespace=namespace,
         patch_type=PatchType.JSON,
     )
     assert jsonp["data"] == {"k": "2"}
     applied = await rt_client.apply(
-        kinds.CONFIG_MAP, {"metadata": {"name": "a", "namespace": namespace},
-                           "data": {"owned": "yes"}},
+        kinds.CONFIG_MAP,
+        {"metadata": {"name": "a", "namespace": namespace}, "data": {"owned": "yes"}},
         field_manager="karpy-test",
     )
     assert applied["data"] == {"k": "2", "owned": "yes"}
@@ -63,8 +74,9 @@ async def test_core_kind_round_trip(rt_client: Client, namespace: str) -> None:
     assert all(o["kind"] == "ConfigMap" for o in listed)
 
     with pytest.raises(errors.AlreadyExists):
-        await rt_client.create(kinds.CONFIG_MAP, {"metadata": {"name": "a",
-                                                                "namespace": namespace}})
+        await rt_client.create(
+            kinds.CONFIG_MAP, {"metadata": {"name": "a", "namespace": namespace}}
+        )
     await rt_client.delete(kinds.CONFIG_MAP, "a", namespace=namespace)
     with pytest.raises(errors.NotFound):
         await rt_client.get(kinds.CONFIG_MAP, "a", namespace=namespace)
@@ -73,16 +85,26 @@ async def test_core_kind_round_trip(rt_client: Client, namespace: str) -> None:
 
 
 async def test_list_pages_through_everything(rt_client: Client, namespace: str) -> None:
-    await asyncio.gather(*(
-        rt_client.create(kinds.CONFIG_MAP, {"metadata": {
-            "name": f"p{i}", "namespace": namespace, "labels": {"page": "yes" if i % 2 else "no"}
-        }})
-        for i in range(12)
-    ))
+    await asyncio.gather(
+        *(
+            rt_client.create(
+                kinds.CONFIG_MAP,
+                {
+                    "metadata": {
+                        "name": f"p{i}",
+                        "namespace": namespace,
+                        "labels": {"page": "yes" if i % 2 else "no"},
+                    }
+                },
+            )
+            for i in range(12)
+        )
+    )
     page = await rt_client.list_page(kinds.CONFIG_MAP, namespace=namespace, limit=5)
     assert len(page.items) == 5 and page.continue_token
     odd = await rt_client.list(
-        kinds.CONFIG_MAP, namespace=namespace, label_selector={"page": "yes"})
+        kinds.CONFIG_MAP, namespace=namespace, label_selector={"page": "yes"}
+    )
     assert sorted(o["metadata"]["name"] for o in odd) == sorted(f"p{i}" for i in range(1, 12, 2))
 
 
@@ -116,19 +138,25 @@ async def test_watch_streams_events_and_reports_gone(
     rt_client: Client, namespace: str, cluster: Any, compact_etcd: Callable[[], int]
 ) -> None:
     page = await rt_client.list_page(kinds.CONFIG_MAP, namespace=namespace)
-    stream = rt_client.watch(kinds.CONFIG_MAP, namespace=namespace,
-                             resource_version=page.resource_version, timeout_seconds=30)
+    stream = rt_client.watch(
+        kinds.CONFIG_MAP,
+        namespace=namespace,
+        resource_version=page.resource_version,
+        timeout_seconds=30,
+    )
     async with contextlib.aclosing(stream) as events:
-        await rt_client.create(kinds.CONFIG_MAP, {"metadata": {"name": "w",
-                                                                "namespace": namespace}})
+        await rt_client.create(
+            kinds.CONFIG_MAP, {"metadata": {"name": "w", "namespace": namespace}}
+        )
         event = await anext(events)
         assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "w")
         with pytest.raises(TypeError):
             event.object["metadata"]["name"] = "mutated"  # watch objects are read-only
     compact_etcd()  # history before now is gone from etcd...
     await asyncio.to_thread(cluster.restart_apiserver)  # ...and from the watch cache
-    too_old = rt_client.watch(kinds.CONFIG_MAP, namespace=namespace, resource_version="1",
-                              timeout_seconds=30)
+    too_old = rt_client.watch(
+        kinds.CONFIG_MAP, namespace=namespace, resource_version="1", timeout_seconds=30
+    )
     async with contextlib.aclosing(too_old) as events:
         with pytest.raises(errors.Gone):
             await anext(events)
@@ -151,15 +179,23 @@ async def test_timeouts_and_transport_errors_are_typed(rt_client: Client) -> Non
 async def test_create_on_a_subresource_evicts_a_pod(rt_client: Client, namespace: str) -> None:
     # Pods need the namespace's "default" ServiceAccount, which kube-controller-manager
     # creates a moment after the namespace: do not race it.
-    service_accounts = Kind(group="", version="v1", plural="serviceaccounts",
-                            kind="ServiceAccount")
+    service_accounts = Kind(group="", version="v1", plural="serviceaccounts", kind="ServiceAccount")
     with contextlib.suppress(errors.AlreadyExists):
-        await rt_client.create(service_accounts,
-                               {"metadata": {"name": "default", "namespace": namespace}})
-    await rt_client.create(kinds.POD, {"metadata": {"name": "victim", "namespace": namespace},
-                                       "spec": {"containers": [{"name": "c", "image": "x"}]}})
-    eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
-                "metadata": {"name": "victim", "namespace": namespace}}
+        await rt_client.create(
+            service_accounts, {"metadata": {"name": "default", "namespace": namespace}}
+        )
+    await rt_client.create(
+        kinds.POD,
+        {
+            "metadata": {"name": "victim", "namespace": namespace},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        },
+    )
+    eviction = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "victim", "namespace": namespace},
+    }
     await rt_client.create(kinds.POD, eviction, subresource="eviction")
     # Never scheduled, so the eviction deletes it at once (or leaves it terminating).
     try:

@@ -284,7 +284,8 @@ async def test_reconcile_logs_carry_the_reconcile_context() -> None:
 async def test_metrics_count_reconciles_by_result() -> None:
     metrics = Metrics()
     controller: Controller[Request] = Controller(
-        "m", Scripted(Result(), RuntimeError("x"), errors.TerminalError("y")), metrics=metrics)
+        "m", Scripted(Result(), RuntimeError("x"), errors.TerminalError("y")), metrics=metrics
+    )
     for _ in range(3):
         await controller.reconcile_key(REQ)
     text = metrics.render().decode()

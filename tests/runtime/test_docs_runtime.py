@@ -31,10 +31,13 @@ def test_the_example_fits_in_a_page_and_defines_a_controller() -> None:
 
 async def test_the_example_reconciler_labels_configmaps(rt_client: Client, namespace: str) -> None:
     labeler_cls = _example()["Labeler"]
-    await rt_client.create(kinds.CONFIG_MAP, {
-        "metadata": {"name": "doc", "namespace": namespace}, "data": {"a": "1", "b": "2"}})
-    manager = Manager(rt_client, namespace=namespace, metrics_bind_address="0",
-                      health_probe_bind_address="0")
+    await rt_client.create(
+        kinds.CONFIG_MAP,
+        {"metadata": {"name": "doc", "namespace": namespace}, "data": {"a": "1", "b": "2"}},
+    )
+    manager = Manager(
+        rt_client, namespace=namespace, metrics_bind_address="0", health_probe_bind_address="0"
+    )
     manager.controller("labeler").for_(kinds.CONFIG_MAP).complete(labeler_cls(manager.client))
     task = asyncio.create_task(manager.run())
     try:

@@ -13,10 +13,23 @@ from karpy.runtime import (
 )
 
 
-def _obj(gen: int = 1, labels: dict[str, str] | None = None, rv: str = "1",
-         annotations: dict[str, str] | None = None) -> dict[str, object]:
-    return freeze({"metadata": {"name": "x", "generation": gen, "labels": labels or {},
-                                "resourceVersion": rv, "annotations": annotations or {}}})
+def _obj(
+    gen: int = 1,
+    labels: dict[str, str] | None = None,
+    rv: str = "1",
+    annotations: dict[str, str] | None = None,
+) -> dict[str, object]:
+    return freeze(
+        {
+            "metadata": {
+                "name": "x",
+                "generation": gen,
+                "labels": labels or {},
+                "resourceVersion": rv,
+                "annotations": annotations or {},
+            }
+        }
+    )
 
 
 def test_change_predicates_look_only_at_their_field() -> None:

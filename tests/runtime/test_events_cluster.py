@@ -10,7 +10,8 @@ async def test_repeated_events_bump_the_count_of_one_event(
     rt_client: Client, namespace: str
 ) -> None:
     cm = await rt_client.create(
-        kinds.CONFIG_MAP, {"metadata": {"name": "subject", "namespace": namespace}})
+        kinds.CONFIG_MAP, {"metadata": {"name": "subject", "namespace": namespace}}
+    )
     recorder = EventRecorder(rt_client, component="karpy-test")
     for _ in range(3):
         recorder.normal(cm, "Labeled", "labeled with keys=0")
@@ -29,11 +30,10 @@ async def test_repeated_events_bump_the_count_of_one_event(
     assert by_reason["Failed"]["type"] == "Warning" and by_reason["Failed"]["count"] == 1
 
 
-async def test_an_event_storm_from_one_object_is_cut_off(
-    rt_client: Client, namespace: str
-) -> None:
+async def test_an_event_storm_from_one_object_is_cut_off(rt_client: Client, namespace: str) -> None:
     cm = await rt_client.create(
-        kinds.CONFIG_MAP, {"metadata": {"name": "noisy", "namespace": namespace}})
+        kinds.CONFIG_MAP, {"metadata": {"name": "noisy", "namespace": namespace}}
+    )
     clock = FakeClock()
     recorder = EventRecorder(rt_client, component="karpy-test", clock=clock)
     for i in range(30):  # distinct messages: no de-duplication possible

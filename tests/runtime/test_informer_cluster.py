@@ -118,7 +118,9 @@ async def test_forced_410_relists_and_delivers_deletions(
         task.cancel()
     assert informer.relists == 2  # the watch got 410 Gone and the informer listed again
     assert sorted(e for e in recorder.events if e[0] == "delete") == [
-        ("delete", "c0"), ("delete", "c1")]
+        ("delete", "c0"),
+        ("delete", "c1"),
+    ]
     assert ("update", "c2") in recorder.events
     assert ("add", "c4") in recorder.events
     assert ("update", "c3") not in recorder.events  # unchanged objects are not re-announced
@@ -126,11 +128,17 @@ async def test_forced_410_relists_and_delivers_deletions(
 
 async def test_selectors_and_indexes(rt_client: Client, namespace: str) -> None:
     await _cm(rt_client, namespace, "red", color="red")
-    await rt_client.create(kinds.CONFIG_MAP, {
-        "metadata": {"name": "blue", "namespace": namespace, "labels": {"team": "a"}},
-        "data": {"color": "blue"}})
-    await rt_client.create(kinds.CONFIG_MAP, {"metadata": {
-        "name": "green", "namespace": namespace, "labels": {"team": "b"}}})
+    await rt_client.create(
+        kinds.CONFIG_MAP,
+        {
+            "metadata": {"name": "blue", "namespace": namespace, "labels": {"team": "a"}},
+            "data": {"color": "blue"},
+        },
+    )
+    await rt_client.create(
+        kinds.CONFIG_MAP,
+        {"metadata": {"name": "green", "namespace": namespace, "labels": {"team": "b"}}},
+    )
     cache = Cache(
         rt_client,
         by_kind={kinds.CONFIG_MAP: InformerOptions(namespace=namespace, label_selector="team")},
@@ -150,8 +158,12 @@ async def test_selectors_and_indexes(rt_client: Client, namespace: str) -> None:
         blue = await reader.get(kinds.CONFIG_MAP, "blue", namespace=namespace)
         with pytest.raises(TypeError, match="thaw"):
             blue["data"]["color"] = "x"
-        assert [o["metadata"]["name"] for o in await reader.list(
-            kinds.CONFIG_MAP, namespace=namespace, label_selector="team=b")] == ["green"]
+        assert [
+            o["metadata"]["name"]
+            for o in await reader.list(
+                kinds.CONFIG_MAP, namespace=namespace, label_selector="team=b"
+            )
+        ] == ["green"]
         with pytest.raises(errors.NotFound):
             await reader.get(kinds.CONFIG_MAP, "red", namespace=namespace)
         # ...unless asked to go live.

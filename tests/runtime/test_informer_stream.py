@@ -35,8 +35,9 @@ class StubServer:
         if request.query.get("watch") != "true":
             self.list_calls += 1
             rv, items = self.lists.pop(0) if len(self.lists) > 1 else self.lists[0]
-            return web.json_response({"kind": "ConfigMapList", "items": items,
-                                      "metadata": {"resourceVersion": str(rv)}})
+            return web.json_response(
+                {"kind": "ConfigMapList", "items": items, "metadata": {"resourceVersion": str(rv)}}
+            )
         self.watch_rvs.append(request.query.get("resourceVersion"))
         script = self.watches.pop(0) if self.watches else ["hang"]
         response = web.StreamResponse()
@@ -69,8 +70,12 @@ async def stub() -> AsyncIterator[tuple[StubServer, Client]]:
 
 
 def _informer(client: Client) -> Informer:
-    return Informer(client, kinds.CONFIG_MAP, inactivity_timeout=0.3,
-                    backoff=Backoff(initial=0.01, maximum=0.05))
+    return Informer(
+        client,
+        kinds.CONFIG_MAP,
+        inactivity_timeout=0.3,
+        backoff=Backoff(initial=0.01, maximum=0.05),
+    )
 
 
 async def _until(check: Any, within: float = 5.0) -> None:
@@ -101,8 +106,20 @@ async def test_an_in_stream_410_relists_and_delivers_deletions(
 ) -> None:
     server, client = stub
     server.lists = [(10, [_cm("a", 5), _cm("b", 6)]), (20, [_cm("b", 6)])]
-    server.watches = [[{"type": "ERROR", "object": {
-        "kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}}], ["hang"]]
+    server.watches = [
+        [
+            {
+                "type": "ERROR",
+                "object": {
+                    "kind": "Status",
+                    "code": 410,
+                    "reason": "Expired",
+                    "message": "too old",
+                },
+            }
+        ],
+        ["hang"],
+    ]
     deleted: list[str] = []
     informer = _informer(client)
     informer.add_handler(FuncHandler(delete=lambda o: deleted.append(o["metadata"]["name"])))
@@ -117,8 +134,10 @@ async def test_an_in_stream_410_relists_and_delivers_deletions(
 async def test_bookmarks_advance_the_resume_point(stub: tuple[StubServer, Client]) -> None:
     server, client = stub
     server.lists = [(10, [])]
-    server.watches = [[{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "50"}}},
-                       "close"], ["hang"]]
+    server.watches = [
+        [{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "50"}}}, "close"],
+        ["hang"],
+    ]
     informer = _informer(client)
     task = asyncio.create_task(informer.run())
     await _until(lambda: len(server.watch_rvs) >= 2)

@@ -14,15 +14,29 @@ async def test_a_stale_looking_lease_is_respected_for_a_full_duration(
     rt_client: Client, namespace: str
 ) -> None:
     # Held by another candidate whose clock is years behind ours.
-    await rt_client.create(kinds.LEASE, {
-        "metadata": {"name": "skewed", "namespace": namespace},
-        "spec": {"holderIdentity": "other", "leaseDurationSeconds": 2,
-                 "renewTime": "2000-01-01T00:00:00.000000Z",
-                 "acquireTime": "2000-01-01T00:00:00.000000Z"},
-    })
-    elector = LeaderElector(rt_client, LeaderElectionConfig(
-        name="skewed", namespace=namespace, identity="me",
-        lease_duration=2, renew_deadline=1.5, retry_period=0.2))
+    await rt_client.create(
+        kinds.LEASE,
+        {
+            "metadata": {"name": "skewed", "namespace": namespace},
+            "spec": {
+                "holderIdentity": "other",
+                "leaseDurationSeconds": 2,
+                "renewTime": "2000-01-01T00:00:00.000000Z",
+                "acquireTime": "2000-01-01T00:00:00.000000Z",
+            },
+        },
+    )
+    elector = LeaderElector(
+        rt_client,
+        LeaderElectionConfig(
+            name="skewed",
+            namespace=namespace,
+            identity="me",
+            lease_duration=2,
+            renew_deadline=1.5,
+            retry_period=0.2,
+        ),
+    )
     assert not await elector.try_acquire_or_renew()  # first sight: give it 2 s
     await asyncio.sleep(1.0)
     assert not await elector.try_acquire_or_renew()
@@ -35,8 +49,14 @@ async def test_a_stale_looking_lease_is_respected_for_a_full_duration(
 
 async def test_a_renewing_holder_keeps_the_lease(rt_client: Client, namespace: str) -> None:
     def config(identity: str) -> LeaderElectionConfig:
-        return LeaderElectionConfig(name="busy", namespace=namespace, identity=identity,
-                                    lease_duration=1, renew_deadline=0.8, retry_period=0.1)
+        return LeaderElectionConfig(
+            name="busy",
+            namespace=namespace,
+            identity=identity,
+            lease_duration=1,
+            renew_deadline=0.8,
+            retry_period=0.1,
+        )
 
     holder = LeaderElector(rt_client, config("holder"))
     challenger = LeaderElector(rt_client, config("challenger"))

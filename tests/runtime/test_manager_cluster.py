@@ -44,10 +44,13 @@ class Recording:
 
 def _manager(client: Client, namespace: str, identity: str, **election: Any) -> Manager:
     return Manager(
-        client, namespace=namespace,
+        client,
+        namespace=namespace,
         leader_election=LeaderElectionConfig(
-            name="rt-test", namespace=namespace, identity=identity, **election),
-        metrics_bind_address="0", health_probe_bind_address="127.0.0.1:0",
+            name="rt-test", namespace=namespace, identity=identity, **election
+        ),
+        metrics_bind_address="0",
+        health_probe_bind_address="127.0.0.1:0",
         graceful_shutdown_timeout=10,
     )
 
@@ -133,8 +136,9 @@ async def test_losing_the_lease_stops_the_controllers(rt_client: Client, namespa
             return Result()
 
     await rt_client.create(kinds.CONFIG_MAP, {"metadata": {"name": "x", "namespace": namespace}})
-    manager = _manager(rt_client, namespace, "victim",
-                       lease_duration=4, renew_deadline=2, retry_period=0.5)
+    manager = _manager(
+        rt_client, namespace, "victim", lease_duration=4, renew_deadline=2, retry_period=0.5
+    )
     manager.graceful_shutdown_timeout = 1
     manager.controller("busy").for_(kinds.CONFIG_MAP).complete(Busy(), drain_timeout=0.5)
     task = asyncio.create_task(manager.run())
@@ -150,27 +154,42 @@ async def test_losing_the_lease_stops_the_controllers(rt_client: Client, namespa
 
 async def test_an_owned_object_change_enqueues_its_owner(rt_client: Client, namespace: str) -> None:
     owner = await rt_client.create(
-        kinds.CONFIG_MAP, {"metadata": {"name": "owner", "namespace": namespace}})
-    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
-           "uid": owner["metadata"]["uid"], "controller": True}
-    await rt_client.create(kinds.SECRET, {"metadata": {
-        "name": "child", "namespace": namespace, "ownerReferences": [ref]}})
+        kinds.CONFIG_MAP, {"metadata": {"name": "owner", "namespace": namespace}}
+    )
+    ref = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "owner",
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+    }
+    await rt_client.create(
+        kinds.SECRET,
+        {"metadata": {"name": "child", "namespace": namespace, "ownerReferences": [ref]}},
+    )
     await rt_client.create(kinds.SECRET, {"metadata": {"name": "orphan", "namespace": namespace}})
     recording = Recording()
-    manager = Manager(rt_client, namespace=namespace, metrics_bind_address="127.0.0.1:0",
-                      health_probe_bind_address="127.0.0.1:0")
-    controller = manager.controller("owner").for_(kinds.CONFIG_MAP).owns(kinds.SECRET).complete(
-        recording)
+    manager = Manager(
+        rt_client,
+        namespace=namespace,
+        metrics_bind_address="127.0.0.1:0",
+        health_probe_bind_address="127.0.0.1:0",
+    )
+    controller = (
+        manager.controller("owner").for_(kinds.CONFIG_MAP).owns(kinds.SECRET).complete(recording)
+    )
     async with running(manager):
         await _wait_for(recording.seen, 30)
         await _settle(controller.queue)
         recording.requests.clear()
         recording.seen.clear()
-        await rt_client.patch(kinds.SECRET, "child", {"metadata": {"labels": {"touched": "1"}}},
-                              namespace=namespace)
+        await rt_client.patch(
+            kinds.SECRET, "child", {"metadata": {"labels": {"touched": "1"}}}, namespace=namespace
+        )
         await _wait_for(recording.seen, 10)
-        await rt_client.patch(kinds.SECRET, "orphan", {"metadata": {"labels": {"touched": "1"}}},
-                              namespace=namespace)
+        await rt_client.patch(
+            kinds.SECRET, "orphan", {"metadata": {"labels": {"touched": "1"}}}, namespace=namespace
+        )
         await asyncio.sleep(0.5)
         await _settle(controller.queue)
         assert recording.requests == [Request(namespace, "owner")]
@@ -182,8 +201,9 @@ async def test_an_owned_object_change_enqueues_its_owner(rt_client: Client, name
             assert ready.status == 200
             healthy = await http.get(f"http://127.0.0.1:{manager.health_port}/healthz")
             assert healthy.status == 200
-            metrics = await (await http.get(
-                f"http://127.0.0.1:{manager.metrics_port}/metrics")).text()
+            metrics = await (
+                await http.get(f"http://127.0.0.1:{manager.metrics_port}/metrics")
+            ).text()
         assert 'controller_runtime_reconcile_total{controller="owner",result="success"}' in metrics
         assert 'workqueue_adds_total{controller="owner",name="owner"}' in metrics
         assert "workqueue_queue_duration_seconds_bucket" in metrics
@@ -201,8 +221,13 @@ async def test_a_kind_that_never_syncs_fails_the_manager_with_its_name(
     rt_client: Client, namespace: str
 ) -> None:
     missing = Kind(group="nowhere.example.com", version="v1", plural="ghosts", kind="Ghost")
-    manager = Manager(rt_client, namespace=namespace, metrics_bind_address="0",
-                      health_probe_bind_address="0", cache_sync_timeout=2)
+    manager = Manager(
+        rt_client,
+        namespace=namespace,
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+        cache_sync_timeout=2,
+    )
     manager.controller("ghosts").for_(missing).complete(Recording())
     with pytest.raises(errors.CacheSyncTimeout, match=r"ghosts\.nowhere\.example\.com"):
         await asyncio.wait_for(manager.run(), 30)
@@ -213,10 +238,18 @@ async def test_sigterm_stops_gracefully_and_releases_the_lease(
 ) -> None:
     script = EXAMPLE
     process = await asyncio.create_subprocess_exec(
-        sys.executable, str(script), "--kubeconfig", cluster.kubeconfig,
-        "--namespace", namespace, "--metrics-bind-address", "0",
-        "--health-probe-bind-address", "0",
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        str(script),
+        "--kubeconfig",
+        cluster.kubeconfig,
+        "--namespace",
+        namespace,
+        "--metrics-bind-address",
+        "0",
+        "--health-probe-bind-address",
+        "0",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
         holder = ""

@@ -9,7 +9,8 @@ from karpy.runtime.testing import FakeClock
 def test_registries_are_per_instance_and_accept_foreign_instruments() -> None:
     a, b = Metrics(), Metrics()
     counter = a.meter("karpenter").create_counter(
-        "karpenter_nodeclaims_created_total", description="Number of nodeclaims created")
+        "karpenter_nodeclaims_created_total", description="Number of nodeclaims created"
+    )
     counter.add(2, {"nodepool": "default"})
     text_a, text_b = a.render().decode(), b.render().decode()
     assert 'karpenter_nodeclaims_created_total{nodepool="default"} 2.0' in text_a

@@ -16,13 +16,16 @@ from karpy.runtime._objects import loads_frozen
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner,
-                                                                max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 
-POD = {"metadata": {"name": "p", "labels": {"a": "b"}},
-       "spec": {"containers": [{"name": "c", "args": ["x", ["nested"]]}]}}
+POD = {
+    "metadata": {"name": "p", "labels": {"a": "b"}},
+    "spec": {"containers": [{"name": "c", "args": ["x", ["nested"]]}]},
+}
 
 
 def _all_containers(value: Any) -> list[Any]:

@@ -10,8 +10,9 @@ from karpy.runtime import errors
 
 
 def _status(code: int, reason: str, message: str) -> bytes:
-    return json.dumps({"kind": "Status", "code": code, "reason": reason,
-                       "message": message}).encode()
+    return json.dumps(
+        {"kind": "Status", "code": code, "reason": reason, "message": message}
+    ).encode()
 
 
 @pytest.mark.parametrize(

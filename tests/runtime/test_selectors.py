@@ -46,8 +46,10 @@ def test_malformed_label_selector_is_refused() -> None:
         LabelSelector.parse("a in (b")
 
 
-@given(st.dictionaries(st.sampled_from("abc"), st.sampled_from("xyz"), max_size=3),
-       st.dictionaries(st.sampled_from("abc"), st.sampled_from("xyz"), max_size=3))
+@given(
+    st.dictionaries(st.sampled_from("abc"), st.sampled_from("xyz"), max_size=3),
+    st.dictionaries(st.sampled_from("abc"), st.sampled_from("xyz"), max_size=3),
+)
 def test_equality_selectors_match_exactly_their_subset(
     required: dict[str, str], labels: dict[str, str]
 ) -> None:
@@ -56,8 +58,12 @@ def test_equality_selectors_match_exactly_their_subset(
 
 
 def test_field_selector() -> None:
-    pod = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "n1"},
-           "status": {"phase": "Running"}, "ready": True}
+    pod = {
+        "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {"nodeName": "n1"},
+        "status": {"phase": "Running"},
+        "ready": True,
+    }
     assert FieldSelector.parse("spec.nodeName=n1").matches(pod)
     assert FieldSelector.parse("spec.nodeName!=n2,status.phase==Running").matches(pod)
     assert not FieldSelector.parse("metadata.namespace=other").matches(pod)

@@ -22,8 +22,9 @@ from karpy.runtime import (
 )
 
 
-def _pod(name: str, ns: str = "default", node: str | None = None, owners: tuple[str, ...] = ()
-         ) -> Any:
+def _pod(
+    name: str, ns: str = "default", node: str | None = None, owners: tuple[str, ...] = ()
+) -> Any:
     meta: dict[str, Any] = {"name": name, "namespace": ns}
     if owners:
         meta["ownerReferences"] = [{"uid": u, "kind": "ReplicaSet", "name": u} for u in owners]
@@ -31,8 +32,13 @@ def _pod(name: str, ns: str = "default", node: str | None = None, owners: tuple[
 
 
 def _store() -> Store:
-    return Store({INDEX_NAMESPACE: index_by_namespace, INDEX_NODE_NAME: index_by_node_name,
-                  INDEX_OWNER: index_by_owner})
+    return Store(
+        {
+            INDEX_NAMESPACE: index_by_namespace,
+            INDEX_NODE_NAME: index_by_node_name,
+            INDEX_OWNER: index_by_owner,
+        }
+    )
 
 
 def test_keys_and_lookups() -> None:
@@ -71,8 +77,10 @@ def test_an_index_added_later_covers_existing_objects() -> None:
         store.add_indexer("providerID", index_by_node_name)
 
 
-ops = st.lists(st.tuples(st.booleans(), st.sampled_from("abcd"),
-                         st.sampled_from([None, "n1", "n2"])), max_size=60)
+ops = st.lists(
+    st.tuples(st.booleans(), st.sampled_from("abcd"), st.sampled_from([None, "n1", "n2"])),
+    max_size=60,
+)
 
 
 @given(ops)
@@ -85,6 +93,7 @@ def test_indexes_always_match_a_full_scan(sequence: list[tuple[bool, str, str | 
             store.remove(f"default/{name}")
         for value in ("n1", "n2"):
             indexed = sorted(object_key(p) for p in store.by_index(INDEX_NODE_NAME, value))
-            scanned = sorted(object_key(p) for p in store.list()
-                             if p["spec"].get("nodeName") == value)
+            scanned = sorted(
+                object_key(p) for p in store.list() if p["spec"].get("nodeName") == value
+            )
             assert indexed == scanned
