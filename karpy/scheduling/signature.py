@@ -74,7 +74,8 @@ class Signature:
     inverse_owned: list[TopologyGroup] = field(default_factory=list)
     counted: list[TopologyGroup] = field(default_factory=list)
     # Simulator bookkeeping: candidates not yet ruled out for good, round-robin cursor.
-    existing: list[Any] | None = None
+    dead_groups: set[int] = field(default_factory=set)
+    dead_nodes: set[int] = field(default_factory=set)
     claims: list[Any] = field(default_factory=list)
     claims_seen: int = 0
     claims_dead: int = 0

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from heapq import heapify, heappop, heappush
 from typing import Any, Final, Literal
 
 from karpy.apis.labels import (
@@ -45,6 +46,7 @@ from karpy.apis.labels import (
 from karpy.scheduling import resources as res
 from karpy.scheduling.catalog import Catalog, DaemonGroup
 from karpy.scheduling.daemons import daemon_groups, daemon_runs_on
+from karpy.scheduling.freeindex import FreeIndex
 from karpy.scheduling.instancetype import InstanceType
 from karpy.scheduling.node import ExistingNode
 from karpy.scheduling.nodepool import NODES, NodePoolTemplate
@@ -162,7 +164,18 @@ class _Claim:
 class _Node:
     """An existing node prepared for one solve."""
 
-    __slots__ = ("available", "hostname", "node", "placed", "ports", "req", "taints")
+    __slots__ = (
+        "available",
+        "group",
+        "hostname",
+        "node",
+        "order",
+        "placed",
+        "ports",
+        "req",
+        "slot",
+        "taints",
+    )
 
     def __init__(
         self, node: ExistingNode, available: list[int], req: Requirements, ports: list[Any]
@@ -174,6 +187,25 @@ class _Node:
         self.taints = node.effective_taints()
         self.ports = ports
         self.placed: list[Pod] = []
+        self.order = 0
+        self.group = 0
+        self.slot = 0
+
+
+class _NodeGroup:
+    """Existing nodes that look the same to every pending pod: equal taints and equal
+    values for every label key a pending pod selects or spreads on. A signature that
+    cannot use one of them (a taint, a requirement) can use none, so it skips the group
+    at once; within a group a :class:`FreeIndex` finds the first node with room."""
+
+    __slots__ = ("index", "labels", "members", "req", "taints")
+
+    def __init__(self, members: list[_Node], labels: dict[str, str], size: int) -> None:
+        self.members = members
+        self.labels = labels
+        self.req = Requirements.from_labels(labels)
+        self.taints = members[0].taints
+        self.index = FreeIndex([n.available for n in members], size)
 
 
 class Simulator:
@@ -334,6 +366,7 @@ class _Solve:
         self.topology_keys: set[str] = set()
         self._setup_topology(nodes)
         self.nodes = self._setup_nodes(nodes)
+        self.node_groups = self._group_nodes(self.nodes)
 
     # ------------------------------------------------------------------ setup
 
@@ -504,6 +537,33 @@ class _Solve:
             ]
             out.append(_Node(node, available, labels, ports))
         return out
+
+    def _group_nodes(self, nodes: list[_Node]) -> list[_NodeGroup]:
+        keys: set[str] = set(self.topology_keys)
+        for pod in self.pods:
+            keys.update(pod.node_selector)
+            for term in pod.required_node_terms:
+                keys.update(term)
+            for _, preference in pod.preferred_node_terms:
+                keys.update(preference)
+            for volume in pod.volume_requirements:
+                keys.update(volume)
+        keys.discard(LABEL_HOSTNAME)
+        relevant = sorted(keys)
+        grouped: dict[tuple[Any, ...], list[_Node]] = {}
+        for order, node in enumerate(nodes):
+            node.order = order
+            labels = node.node.labels
+            key = (tuple((k, labels.get(k)) for k in relevant), node.taints)
+            grouped.setdefault(key, []).append(node)
+        groups: list[_NodeGroup] = []
+        for (pairs, _), members in grouped.items():
+            for slot, node in enumerate(members):
+                node.group = len(groups)
+                node.slot = slot
+            labels = {k: v for k, v in pairs if v is not None}
+            groups.append(_NodeGroup(members, labels, self.size))
+        return groups
 
     # ------------------------------------------------------------------ signatures
 
@@ -852,16 +912,7 @@ class _Solve:
     def _check_node(
         self, node: _Node, sig: Signature, vec: list[int], want: int
     ) -> tuple[int, Requirements] | _Reject:
-        taints = node.taints
-        if taints:
-            reason = self._taint_reason(sig, taints)
-            if reason is not None:
-                return _PERM
-        if sig.host_ports and _ports_clash(sig.host_ports, node.ports):
-            return _PERM
-        merged = self._merge_node(node.req, sig.requirements)
-        if isinstance(merged, str):
-            return _PERM
+        # Room first: it is the cheapest test and the most common "no" on a busy node.
         available = node.available
         room = UNLIMITED
         for i, amount in enumerate(vec):
@@ -875,6 +926,16 @@ class _Solve:
             minimum = self._min_vec[sig]
             permanent = any(a > 0 and a > available[i] for i, a in enumerate(minimum))
             return _PERM if permanent else _TEMP
+        taints = node.taints
+        if taints:
+            reason = self._taint_reason(sig, taints)
+            if reason is not None:
+                return _PERM
+        if sig.host_ports and _ports_clash(sig.host_ports, node.ports):
+            return _PERM
+        merged = self._merge_node(node.req, sig.requirements)
+        if isinstance(merged, str):
+            return _PERM
         alternatives = sig.pod.volume_requirements or (None,)
         permanent = True
         for volume in alternatives:
@@ -1067,31 +1128,89 @@ class _Solve:
 
     # ------------------------------------------------------------------ placing
 
+    def _allowed_domains(self, sig: Signature) -> list[tuple[str, frozenset[str]]]:
+        """For the signature's zone-like spread and affinity rules, the domains an
+        existing node may be in right now: a cheap filter before the full check."""
+        out = []
+        for group, self_sel in sig.owned:
+            kind = group.spec.kind
+            if group.is_hostname or kind is ANTI_AFFINITY:
+                continue
+            key = group.spec.key
+            counts = group.counts
+            pod_domains = sig.strict.get(key) or _exists(key)
+            if kind is SPREAD:
+                spec = group.spec
+                honored = spec.node_filter is None or spec.node_filter.affinity_honored
+                lowest = group.min_count(pod_domains if honored else _exists(key))
+                allowed = frozenset(
+                    d for d, c in counts.items() if c + self_sel - lowest <= spec.max_skew
+                )
+            else:
+                allowed = frozenset(d for d, c in counts.items() if c > 0 and pod_domains.has(d))
+                if not allowed:
+                    if not (self_sel and not group.any_compatible_nonempty(pod_domains)):
+                        continue
+                    allowed = frozenset(d for d in counts if pod_domains.has(d))
+            out.append((key, allowed))
+        return out
+
+    def _place_existing(
+        self, sig: Signature, vec: list[int], pods: list[Pod], start: int, want: int
+    ) -> int:
+        """First fit on existing nodes (in their order); the count placed, or 0."""
+        domains = self._allowed_domains(sig)
+        groups = self.node_groups
+        dead_groups = sig.dead_groups
+        dead_nodes = sig.dead_nodes
+        need = [max(a, 0) for a in vec]
+        heap: list[tuple[int, int, int]] = []
+        for number, group in enumerate(groups):
+            if number in dead_groups:
+                continue
+            if domains and any(group.labels.get(k) not in allowed for k, allowed in domains):
+                continue
+            if not self._group_usable(sig, group):
+                dead_groups.add(number)
+                continue
+            slot = group.index.find(need)
+            if slot is not None:
+                heap.append((group.members[slot].order, number, slot))
+        heapify(heap)
+        while heap:
+            _, number, slot = heappop(heap)
+            group = groups[number]
+            node = group.members[slot]
+            if node.order not in dead_nodes:
+                result = self._check_node(node, sig, vec, want)
+                if not isinstance(result, _Reject):
+                    count, reqs = result
+                    self._commit_node(node, sig, vec, pods[start : start + count], reqs)
+                    group.index.update(slot, node.available)
+                    return count
+                if result.permanent:
+                    dead_nodes.add(node.order)
+            following = group.index.find(need, slot + 1)
+            if following is not None:
+                heappush(heap, (group.members[following].order, number, following))
+        return 0
+
+    def _group_usable(self, sig: Signature, group: _NodeGroup) -> bool:
+        if group.taints and self._taint_reason(sig, group.taints) is not None:
+            return False
+        return not isinstance(
+            self._merge_node(group.req, sig.requirements.without(LABEL_HOSTNAME)), str
+        )
+
     def _place(self, sig: Signature, vec: list[int], pods: list[Pod], start: int) -> int | str:
         """Place up to all of ``pods[start:]`` (one run) in one step; the count placed
         (>0), or why none fits anywhere."""
         want = len(pods) - start
         # 1. existing nodes, first fit
-        if self.nodes:
-            if sig.existing is None:
-                sig.existing = list(self.nodes)
-            candidates = sig.existing
-            dead = 0
-            for position, node in enumerate(candidates):
-                if node is None:
-                    dead += 1
-                    continue
-                result = self._check_node(node, sig, vec, want)
-                if isinstance(result, _Reject):
-                    if result.permanent:
-                        candidates[position] = None
-                        dead += 1
-                    continue
-                count, reqs = result
-                self._commit_node(node, sig, vec, pods[start : start + count], reqs)
-                return count
-            if dead > 16 and dead * 2 > len(candidates):
-                sig.existing = [n for n in candidates if n is not None]
+        if self.node_groups:
+            placed = self._place_existing(sig, vec, pods, start, want)
+            if placed:
+                return placed
         # 2. planned NodeClaims, round-robin
         claims = sig.claims
         if sig.claims_seen < len(self.claims):

@@ -11,6 +11,7 @@ from karpy.apis.labels import WELL_KNOWN_LABELS
 from karpy.scheduling import HostPort, LabelSelector, Requirement, Requirements, Taint, Toleration
 from karpy.scheduling.catalog import Catalog, iter_bits
 from karpy.scheduling.daemons import daemon_runs_on
+from karpy.scheduling.freeindex import FreeIndex
 from karpy.scheduling.topology import SPREAD, GroupSpec, NodeFilter, TopologyGroup
 from karpy.scheduling.volumes import combine, from_persistent_volume, from_storage_class
 
@@ -206,3 +207,29 @@ def test_volume_topology_alternatives() -> None:
     assert [str(t) for t in both] == [f"{ZONE} In [zone-b]"]
     assert combine([[], []]) == []
     assert from_storage_class({}) == [] and from_persistent_volume({}) == []
+
+
+vectors = st.lists(st.lists(st.integers(-2, 6), min_size=3, max_size=3), min_size=1, max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(vectors, st.lists(st.integers(0, 6), min_size=3, max_size=3), st.data())
+def test_free_index_finds_the_first_node_with_room(
+    free: list[list[int]], need: list[int], data: st.DataObject
+) -> None:
+    need[2] = max(need[2], 1)  # every pod takes a pod slot
+    index = FreeIndex(free, 3)
+    for _ in range(3):
+        start = data.draw(st.integers(0, len(free)))
+        expected = next(
+            (
+                i
+                for i in range(start, len(free))
+                if all(max(h, 0) >= w for h, w in zip(free[i], need, strict=True))
+            ),
+            None,
+        )
+        assert index.find(need, start) == expected
+        position = data.draw(st.integers(0, len(free) - 1))
+        free[position] = data.draw(st.lists(st.integers(-2, 6), min_size=3, max_size=3))
+        index.update(position, free[position])
