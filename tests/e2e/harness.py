@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from karpy.controllers.settings import Settings
 from karpy.operator import Operator
 from karpy.options import Options
-from karpy.runtime import JsonFormatter
+from karpy.runtime import Client, JsonFormatter
 
 __all__ = ["RunningKarpy", "karpy_operator", "karpy_process"]
 
@@ -46,6 +46,13 @@ class RunningKarpy:
         self._changed = asyncio.Event()
         self.pid: int | None = None
         self.operator: Operator | None = None
+
+    @property
+    def client(self) -> Client:
+        """The operator's client (reads of watched kinds from its cache), in-process only."""
+        if self.operator is None:
+            raise RuntimeError("the client is reachable only with karpy_operator")
+        return self.operator.manager.client
 
     def _add(self, record: LogRecord) -> None:
         self.logs.append(record)
