@@ -101,6 +101,7 @@ async def ready_node_class(client: Client) -> None:
 def nodepool(
     name: str, select: str, *, weight: int | None = None,
     limits: Mapping[str, str] | None = None,
+    requirements: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "template": {
@@ -111,6 +112,7 @@ def nodepool(
                 "requirements": [
                     {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
                     {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                    *requirements,
                 ],
                 "expireAfter": "Never",
             },
@@ -299,10 +301,12 @@ async def test_a_thousand_pods_run_and_the_operator_stays_lean(
     cluster: Any, namespace: str, kwok_crd: None
 ) -> None:
     pool, app, replicas = "prov-thousand", "inflate", 1000
+    # Nodes of at most 16 CPU, so that 1,000 one-CPU pods need dozens of NodeClaims.
+    small = [{"key": "karpenter.kwok.sh/instance-cpu", "operator": "Lt", "values": ["17"]}]
     async with kube(cluster) as client, karpy_process(cluster) as op:
         await ready_node_class(client)
-        await client.create(NODE_POOL, nodepool(pool, app))
-        await client.create(kinds.DEPLOYMENT, deployment(app, app, 0, "100m"),
+        await client.create(NODE_POOL, nodepool(pool, app, requirements=small))
+        await client.create(kinds.DEPLOYMENT, deployment(app, app, 0, "1"),
                             namespace=namespace)
         forced: list[str] = []
         try:
@@ -318,9 +322,13 @@ async def test_a_thousand_pods_run_and_the_operator_stays_lean(
             created = [r for r in op.messages("created nodeclaim")
                        if (r.get("NodePool") or {}).get("name") == pool]
             assert len(created) == len(claims)   # no NodeClaim was bought twice
+            rounds = op.messages("computed new nodeclaim(s) to fit pod(s)")
             print(f"\nacceptance 2: {replicas} pods Running {elapsed:.1f}s after scale-up on "
                   f"{len(nodes)} node(s) costing ${hourly_price(nodes):.4f}/h; "
-                  f"karpy peak RSS {rss / 2**20:.0f} MiB")
+                  f"karpy peak RSS {rss / 2**20:.0f} MiB; {len(rounds)} provisioning "
+                  f"round(s) (first: {rounds[0]['time']}, simulation took "
+                  f"{op.messages('found provisionable pod(s)')[0]['duration']}), last NodeClaim "
+                  f"created at {created[-1]['time']}")
         finally:
             forced = await clean_up(client, namespace, app, [pool])
         assert forced == [], f"termination left these behind: {forced}"

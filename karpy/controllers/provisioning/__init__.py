@@ -13,6 +13,7 @@ from karpy.controllers.provisioning.batcher import Batcher
 from karpy.controllers.provisioning.provisioner import PROVISIONED_REASON, Provisioner
 from karpy.controllers.provisioning.trigger import ProvisionerTrigger
 from karpy.runtime import kinds
+from karpy.state import NODE_POOL
 
 __all__ = ["PROVISIONED_REASON", "Batcher", "Provisioner", "ProvisionerTrigger", "register"]
 
@@ -34,11 +35,13 @@ def register(deps: Deps) -> Provisioner:
         metrics=deps.metrics,
     )
     deps.manager.singleton(provisioner.name, provisioner, period=_PERIOD)
+    deps.cluster.add_release_handler(provisioner.release)
     cache = deps.manager.cache
     deps.manager.add(
         ProvisionerTrigger(
             provisioner, deps.cluster,
             pods=cache.informer(kinds.POD), nodes=cache.informer(kinds.NODE),
+            nodepools=cache.informer(NODE_POOL),
         )
     )
     return provisioner

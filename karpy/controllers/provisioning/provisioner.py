@@ -135,14 +135,21 @@ class Provisioner:
         """Simulate where the pods needing capacity go; None when there are none."""
         started = time.perf_counter()
         self._last_round = self.clock.monotonic()
+        if not self._has_work():
+            return None
         # Capacity first, pods second: a pod that binds in between is then counted on
         # its node rather than provisioned for (under-provisioning heals next round,
         # over-provisioning costs money).
         nodes = self.cluster.existing_nodes()
-        pods = [self.cluster.scheduling_pod(p) for p in self.cluster.provisionable_pods()]
-        pods += self.cluster.reschedulable_pods()
+        pending = [self.cluster.scheduling_pod(p) for p in self.cluster.provisionable_pods()]
+        deleting = self.cluster.reschedulable_pods()
+        pods = pending + deleting
         if not pods:
             return None
+        log.debug(
+            "computing scheduling decision for provisionable pod(s)",
+            extra={"pending-pods": len(pending), "deleting-pods": len(deleting)},
+        )
         templates = await self._templates()
         if not templates:
             log.info("no nodepools found")

@@ -1,10 +1,13 @@
-"""What wakes the provisioner: pods that need capacity, and nodes going away.
+"""What wakes the provisioner: pods that need capacity, nodes going away, and NodePools
+that become usable.
 
-Karpenter runs two controllers for this (provisioner.trigger.pod and
-provisioner.trigger.node). Here they are handlers on the shared Pod and Node informers,
+Karpenter runs two controllers for the first two (provisioner.trigger.pod and
+provisioner.trigger.node). Here all three are handlers on the shared informers,
 attached while the controllers run: a pod event costs a dict lookup and a set insert,
-not a work-queue round trip, which matters when a thousand pods arrive at once.
-Pods that stay pending are re-examined by the provisioner every 10 s on its own.
+not a work-queue round trip, which matters when a thousand pods arrive at once. A
+NodePool turning Ready (or changing its spec) also starts a round, so pods waiting for a
+new pool do not wait for their retry: pods that stay pending are re-examined by the
+provisioner every 10 s on its own.
 """
 
 from __future__ import annotations
@@ -27,12 +30,19 @@ class ProvisionerTrigger:
     needs_leader_election = True
 
     def __init__(
-        self, provisioner: Provisioner, cluster: Cluster, *, pods: Informer, nodes: Informer
+        self,
+        provisioner: Provisioner,
+        cluster: Cluster,
+        *,
+        pods: Informer,
+        nodes: Informer,
+        nodepools: Informer,
     ) -> None:
         self._provisioner = provisioner
         self._cluster = cluster
         self._pods = pods
         self._nodes = nodes
+        self._nodepools = nodepools
 
     def on_pod(self, pod: Object) -> None:
         """A pod changed: trigger if it needs capacity nobody is bringing yet."""
@@ -48,6 +58,13 @@ class ProvisionerTrigger:
         if disrupted or meta.get("deletionTimestamp"):
             self._provisioner.trigger(meta.get("uid") or meta["name"])
 
+    def on_nodepool(self, old: Object | None, new: Object) -> None:
+        """A NodePool changed: trigger if it became Ready or its spec changed."""
+        if not _ready(new):
+            return
+        if old is None or not _ready(old) or _generation(old) != _generation(new):
+            self._provisioner.trigger(f"nodepool/{new['metadata'].get('uid')}/{_generation(new)}")
+
     async def run(self) -> None:
         """Listen until cancelled (objects already cached are replayed at once)."""
         pods = self._pods.add_handler(
@@ -56,9 +73,23 @@ class ProvisionerTrigger:
         nodes = self._nodes.add_handler(
             FuncHandler(add=self.on_node, update=lambda _old, new: self.on_node(new))
         )
-        self._cluster.add_release_handler(self._provisioner.release)
+        nodepools = self._nodepools.add_handler(
+            FuncHandler(add=lambda new: self.on_nodepool(None, new), update=self.on_nodepool)
+        )
         try:
             await asyncio.Event().wait()
         finally:
             self._pods.remove_handler(pods)
             self._nodes.remove_handler(nodes)
+            self._nodepools.remove_handler(nodepools)
+
+
+def _ready(nodepool: Object) -> bool:
+    for condition in (nodepool.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return False
+
+
+def _generation(obj: Object) -> int:
+    return int(obj["metadata"].get("generation") or 0)
