@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Final
 
+from karpy.apis import labels as _labels
 from karpy.apis.core import Resource
 from karpy.apis.labels import (
     GROUP,
@@ -38,6 +39,7 @@ __all__ = [
     "APIExtension",
     "ExtensionError",
     "load_extensions",
+    "restricted_label_reason",
 ]
 
 #: The entry-point group providers announce their ``APIExtension`` in.
@@ -95,3 +97,24 @@ def load_extensions(*, include_core: bool = True) -> list[APIExtension]:
         found.append(value)
     found.sort(key=lambda e: e.name)
     return [CORE, *found] if include_core else found
+
+
+def restricted_label_reason(key: str, extensions: Sequence[APIExtension]) -> str | None:
+    """Why a NodePool may not use label ``key`` given every extension, or None if it may.
+
+    The same judgement as the CRDs' CEL rules, for code that checks labels before they
+    reach the API server (e.g. pod requirements the scheduler turns into NodeClaims).
+    """
+    return _labels.restricted_label_reason(
+        key,
+        well_known=[
+            k
+            for ext in extensions
+            for k in (
+                *ext.well_known_labels,
+                *(k for ks in ext.restricted_label_domains.values() for k in ks),
+            )
+        ],
+        restricted_domains=[d for ext in extensions for d in ext.restricted_label_domains],
+        restricted=[k for ext in extensions for k in ext.restricted_labels],
+    )

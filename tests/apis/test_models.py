@@ -240,3 +240,21 @@ def test_well_known_constants_are_karpenters() -> None:
     reason = labels.restricted_label_reason("karpenter.sh/custom")
     assert reason is not None and "karpenter.sh" in reason
     assert labels.restricted_label_reason("kubernetes.io/hostname") is not None
+
+
+def test_restricted_labels_follow_every_installed_provider() -> None:
+    from karpy.apis.extension import load_extensions, restricted_label_reason
+
+    exts = load_extensions()
+    assert restricted_label_reason("karpenter.k8s.aws/instance-family", exts) is None
+    assert restricted_label_reason("karpenter.azure.com/sku-name", exts) is None
+    assert restricted_label_reason("team", exts) is None
+    for key in (
+        "karpenter.k8s.aws/made-up",
+        "karpenter.azure.com/sku-hyperv-generation",
+        "kubernetes.azure.com/made-up",
+        "agentpool",
+        "kubernetes.io/hostname",
+        "karpenter.sh/made-up",
+    ):
+        assert restricted_label_reason(key, exts) is not None, key
