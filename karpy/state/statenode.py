@@ -21,6 +21,7 @@ from karpy.scheduling import resources as res
 __all__ = ["NodePods", "StateNode"]
 
 _EMPTY_LIST: Mapping[str, int] = MappingProxyType({})
+_EMPTY_LABELS: Mapping[str, str] = MappingProxyType({})
 
 
 def _condition_true(obj: Object | None, condition: str) -> bool:
@@ -124,7 +125,7 @@ class StateNode:
         """Monotonic time until which pending pods are expected to land here."""
         self.initialized_at: float | None = None
         """Monotonic time at which the model first saw this node initialized."""
-        self._labels: Mapping[str, str] = _EMPTY_LIST  # type: ignore[assignment]
+        self._labels: Mapping[str, str] = _EMPTY_LABELS
         self._taints: tuple[Taint, ...] = ()
         self._startup_taints: tuple[Taint, ...] = ()
         self._capacity: Mapping[str, int] = _EMPTY_LIST

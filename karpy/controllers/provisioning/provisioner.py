@@ -49,7 +49,8 @@ PROVISIONED_REASON = "provisioned"
 _WAIT_FOR_BATCH = 1.0
 # Karpenter's pod controller re-triggers every still-pending pod every 10 s.
 _RETRY_PENDING = 10.0
-_SYNC_POLL = 0.1
+_SYNC_POLL = 0.05
+_SYNC_WAIT = 30.0
 _IMMEDIATELY = 0.001
 _CREATE_CONCURRENCY = 32
 
@@ -105,11 +106,10 @@ class Provisioner:
             idle_for = self.clock.monotonic() - self._last_round
             if idle_for < _RETRY_PENDING or not self._has_work():
                 return Result(requeue_after=_IMMEDIATELY)
-        if not self.cluster.synced:
-            # Decide only on a model that has seen every launched NodeClaim; keep the
-            # batch for when it has.
+        if not await self._wait_for_sync():
+            # Keep the batch for when the model has caught up.
             self.batcher.rearm()
-            return Result(requeue_after=_SYNC_POLL)
+            return Result(requeue_after=_IMMEDIATELY)
         try:
             failed = await self.provision()
         except Exception:
@@ -118,6 +118,16 @@ class Provisioner:
         if failed:
             self.batcher.rearm()
         return Result(requeue_after=_IMMEDIATELY)
+
+    async def _wait_for_sync(self) -> bool:
+        """Wait (a bounded while) until the model has seen every launched NodeClaim:
+        deciding earlier could buy capacity that is already on its way."""
+        deadline = self.clock.monotonic() + _SYNC_WAIT
+        while not self.cluster.synced:
+            if self.clock.monotonic() >= deadline:
+                return False
+            await self.clock.sleep(_SYNC_POLL)
+        return True
 
     def _has_work(self) -> bool:
         return bool(self.cluster.provisionable_pods() or self.cluster.reschedulable_pods())

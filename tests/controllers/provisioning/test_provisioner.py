@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 import pytest
@@ -263,19 +263,30 @@ async def test_a_failed_create_leaves_the_pods_provisionable() -> None:
     assert h.cluster.provisionable_pods() == []
 
 
-async def test_reconcile_waits_for_a_synced_model_and_keeps_the_batch() -> None:
+async def test_reconcile_waits_for_the_in_flight_nodeclaim_to_launch_first() -> None:
     h = build()
     h.cluster.update_nodepool(nodepool())
-
     h.cluster.update_nodeclaim(nodeclaim("default-unlaunched"))
     pending(h, 1, cpu="6")          # more than the in-flight NodeClaim will bring
+    h.provisioner.trigger("default/inflate-0")
+    round_ = asyncio.ensure_future(h.provisioner.reconcile())
+    for _ in range(100):                          # 5 fake seconds
+        await h.clock.step(0.05)
+    assert not round_.done() and h.client.created == []
+    h.cluster.update_nodeclaim(nodeclaim("default-unlaunched", provider_id="fake://x"))
+    await drive(h, round_)
+    assert len(h.client.created) == 1
+
+
+async def test_reconcile_keeps_the_batch_when_the_model_does_not_sync() -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool())
+    h.cluster.update_nodeclaim(nodeclaim("default-stuck"))
+    pending(h, 1)
     h.provisioner.trigger("default/inflate-0")
     result = await drive(h, h.provisioner.reconcile())
     assert h.client.created == [] and result.requeue_after > 0
     assert h.provisioner.batcher.armed
-    h.cluster.update_nodeclaim(nodeclaim("default-unlaunched", provider_id="fake://x"))
-    await drive(h, h.provisioner.reconcile())
-    assert len(h.client.created) == 1
 
 
 async def test_reconcile_retries_pods_left_pending_every_ten_seconds() -> None:
@@ -296,7 +307,7 @@ async def test_reconcile_retries_pods_left_pending_every_ten_seconds() -> None:
     assert len(h.recorder.reasons("Nominated")) == 2
 
 
-async def drive(h: Harness, coro: Coroutine[Any, Any, T]) -> T:
+async def drive(h: Harness, coro: Awaitable[T]) -> T:
     """Run ``coro`` to completion, moving the fake clock while it waits."""
     task = asyncio.ensure_future(coro)
     for _ in range(10_000):
