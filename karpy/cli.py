@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"karpy {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_run_command(commands)
+    _add_providers_command(commands)
     _add_crds_command(commands)
     _add_convert_command(commands)
     return parser
@@ -53,6 +54,24 @@ def _run_operator(args: argparse.Namespace) -> int:
         print(f"karpy run: {err}", file=sys.stderr)
         return 2
     run(run_operator(options))
+    return 0
+
+
+def _add_providers_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> None:
+    cmd = commands.add_parser(
+        "providers",
+        help="list the installed cloud providers (entry-point group karpy.cloudproviders)",
+    )
+    cmd.set_defaults(func=_run_providers)
+
+
+def _run_providers(args: argparse.Namespace) -> int:
+    from karpy.cloudprovider import installed_providers
+
+    for name, target in sorted(installed_providers().items()):
+        print(f"{name}\t{target}")
     return 0
 
 

@@ -25,3 +25,10 @@ def test_help_names_the_program_and_exits_zero() -> None:
     done = run_karpy("--help")
     assert done.returncode == 0
     assert done.stdout.startswith("usage: karpy")
+
+
+def test_providers_lists_the_kwok_provider_and_installed_plugins() -> None:
+    done = run_karpy("providers")
+    assert done.returncode == 0
+    names = {line.split("\t")[0] for line in done.stdout.splitlines()}
+    assert "kwok" in names

@@ -244,13 +244,16 @@ class KwokCloudProvider:
         return _nodeclaim_from_node(node)
 
     async def list(self) -> Sequence[NodeClaim]:
-        """Every kwok instance: Nodes with a ``kwok://`` provider ID that are not being
-        deleted, and launches whose Node is not written yet."""
+        """Every kwok instance this provider launched: Nodes with a ``kwok://`` provider
+        ID and the NodeClass label that ``create`` writes, not being deleted, and launches
+        whose Node is not written yet. Nodes made by hand are never listed, so garbage
+        collection cannot mistake them for leaked instances."""
         nodes = await self._client.list(NODE)
         found = [
             _nodeclaim_from_node(node)
             for node in nodes
             if str(node.get("spec", {}).get("providerID", "")).startswith(PROVIDER_ID_PREFIX)
+            and _NODECLASS_LABEL in (node.get("metadata", {}).get("labels") or {})
             and not _deleting(node)
         ]
         listed = {nc.status.provider_id for nc in found}
