@@ -24,6 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.cloudprovider import CloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning.batcher import Batcher
@@ -33,7 +34,7 @@ from karpy.controllers.provisioning.nodeclaims import instance_type_names, nodec
 from karpy.controllers.provisioning.pretty import go_duration, truncated_list
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, EventRecorder, Result, freeze
-from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Results
+from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
 from karpy.scheduling import resources as res
 from karpy.scheduling.simulator import SchedulerOptions, Simulator
 from karpy.state import NODE_CLAIM, Cluster, NodePoolEntry, UnavailableOfferings
@@ -151,7 +152,10 @@ class Provisioner:
         # its node rather than provisioned for (under-provisioning heals next round,
         # over-provisioning costs money).
         nodes = self.cluster.existing_nodes()
-        pending = [self.cluster.scheduling_pod(p) for p in self.cluster.provisionable_pods()]
+        pending = [
+            pod for pod in map(self.cluster.scheduling_pod, self.cluster.provisionable_pods())
+            if not _avoids_managed_nodes(pod)
+        ]
         deleting = self.cluster.reschedulable_pods()
         pods = pending + deleting
         if not pods:
@@ -306,6 +310,14 @@ class Provisioner:
         for pod in plan.pods:
             self.events.nominated(pod, nodeclaim=name)
         return name
+
+
+def _avoids_managed_nodes(pod: Pod) -> bool:
+    """The pod asks not to run on nodes karpy manages (``karpenter.sh/nodepool
+    DoesNotExist``), e.g. karpy's own replicas: not ours to provision for, and not worth
+    a FailedScheduling event (Karpenter ignores such pods the same way)."""
+    requirement = pod.strict_requirements.get(LABEL_NODEPOOL)
+    return requirement is not None and requirement.operator == "DoesNotExist"
 
 
 def _requests_of(nodeclaim: dict[str, Any]) -> dict[str, Any]:

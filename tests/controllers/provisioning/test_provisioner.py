@@ -323,3 +323,16 @@ def _types(claim: dict[str, Any]) -> list[str]:
         if r["key"] == "node.kubernetes.io/instance-type":
             return list(r["values"])
     return []
+
+
+async def test_pods_that_avoid_managed_nodes_are_left_alone() -> None:
+    h = build()
+    h.cluster.update_nodepool(nodepool())
+    shy = pod("karpy-controller")
+    shy["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"}]}]}}}
+    h.cluster.update_pod(shy)
+    await h.provisioner.provision()
+    assert h.client.created == []
+    assert h.recorder.events == []
