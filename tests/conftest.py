@@ -5,7 +5,15 @@ tests/controlplane/); they carry the ``cluster`` marker so ``pytest -m "not clus
 runs only the fast, pure tests.
 """
 
+import sys
+from pathlib import Path
+
 # The local control plane's fixtures (cluster, api_client, namespace) live beside the Go
-# program that builds it. tests/ has no __init__.py, so pytest puts this directory on
-# sys.path and tests/controlplane is importable as the namespace package `controlplane`.
+# program that builds it, in tests/controlplane/fixtures.py, importable as
+# `controlplane.fixtures` once tests/ is on sys.path. pytest's default import mode puts
+# it there already; adding it here keeps the plugin loading under --import-mode=importlib.
+_TESTS = str(Path(__file__).resolve().parent)
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
+
 pytest_plugins = ["controlplane.fixtures"]

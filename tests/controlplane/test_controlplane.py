@@ -9,7 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from controlplane.fixtures import BIN, Cluster
+import yaml
+from controlplane.fixtures import BIN, CRDS, Cluster
 
 T = TypeVar("T")
 
@@ -176,3 +177,15 @@ def test_api_server_restart_keeps_server_and_credentials(cluster: Cluster, names
     # Same URL, same kubeconfig, data kept (etcd lives in the supervisor).
     names = cluster.kubectl("get", "configmaps", "-n", namespace, "-o", "name").split()
     assert "configmap/before" in names
+
+
+def test_every_crd_in_the_repository_is_established(cluster: Cluster) -> None:
+    manifests = sorted(CRDS.glob("*.yaml"))
+    assert manifests, "crds/ holds the CRDs the fixture installs"
+    for manifest in manifests:
+        for doc in yaml.safe_load_all(manifest.read_text()):
+            if not doc or doc.get("kind") != "CustomResourceDefinition":
+                continue
+            crd = cluster.kubectl_json("get", "crd", doc["metadata"]["name"])
+            conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+            assert conditions.get("Established") == "True", manifest.name
