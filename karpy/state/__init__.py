@@ -7,8 +7,9 @@ NodeClaim); :mod:`karpy.state.pods` the pod predicates the autoscaler sorts pods
 the offerings that recently ran out of capacity.
 """
 
-from karpy.state.cluster import Cluster, NodePoolEntry, ReleaseHandler
+from karpy.state.cluster import Cluster, ReleaseHandler
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
+from karpy.state.nodepool import NodePoolEntry
 from karpy.state.statenode import NodePods, StateNode
 from karpy.state.unavailable_offerings import UnavailableOfferings
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -41,9 +40,11 @@ from karpy.runtime import (
     SystemClock,
     kinds,
 )
-from karpy.scheduling import ExistingNode, Pod, Requirements, Toleration
+from karpy.scheduling import ExistingNode, Pod, Requirements
 from karpy.scheduling.daemons import daemon_runs_on
+from karpy.state.daemonsets import daemonset_pod
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
+from karpy.state.nodepool import NodePoolEntry
 from karpy.state.nominations import Nomination, Nominations, node_target, nodeclaim_target
 from karpy.state.pods import (
     is_provisionable,
@@ -53,25 +54,13 @@ from karpy.state.pods import (
 )
 from karpy.state.statenode import NodePods, StateNode
 
-__all__ = ["Cluster", "NodePoolEntry", "ReleaseHandler"]
+__all__ = ["Cluster", "ReleaseHandler"]
 
 log = logging.getLogger("karpy.state")
 
 ReleaseHandler = Callable[[Sequence[str]], None]
 """Called with the keys of pods whose nominations were released because their target
 went away (deleted, marked for deletion): they need capacity again."""
-
-# The DaemonSet controller adds these tolerations to every pod it creates
-# (k8s.io/kubernetes pkg/controller/daemon/util), so a template does not show them.
-_DAEMON_TOLERATIONS = (
-    Toleration(key="node.kubernetes.io/not-ready", operator="Exists", effect="NoExecute"),
-    Toleration(key="node.kubernetes.io/unreachable", operator="Exists", effect="NoExecute"),
-    Toleration(key="node.kubernetes.io/disk-pressure", operator="Exists", effect="NoSchedule"),
-    Toleration(key="node.kubernetes.io/memory-pressure", operator="Exists", effect="NoSchedule"),
-    Toleration(key="node.kubernetes.io/pid-pressure", operator="Exists", effect="NoSchedule"),
-    Toleration(key="node.kubernetes.io/unschedulable", operator="Exists", effect="NoSchedule"),
-)
-
 
 def _deleting(obj: Mapping[str, Any]) -> bool:
     return bool(obj["metadata"].get("deletionTimestamp"))
@@ -84,56 +73,6 @@ def _daemonset_of(pod: Mapping[str, Any]) -> str:
         if ref.get("kind") == "DaemonSet":
             return f"{meta.get('namespace') or 'default'}/{ref.get('name')}"
     return ""
-
-
-def _condition_true(obj: Mapping[str, Any], condition: str) -> bool:
-    for cond in (obj.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == condition:
-            return bool(cond.get("status") == "True")
-    return False
-
-
-@dataclass(frozen=True, slots=True)
-class NodePoolEntry:
-    """A NodePool as the model keeps it: the cached object and its parsed model.
-
-    ``model`` is None when the object does not validate (``error`` says why); such a
-    pool is never provisioned from.
-    """
-
-    raw: Object
-    model: NodePool | None
-    error: str | None
-
-    @property
-    def name(self) -> str:
-        """The NodePool's name."""
-        return str(self.raw["metadata"]["name"])
-
-    @property
-    def uid(self) -> str:
-        """The NodePool's uid (for owner references)."""
-        return str(self.raw["metadata"].get("uid") or "")
-
-    @property
-    def generation(self) -> int:
-        """metadata.generation: changes with the spec, not the status."""
-        return int(self.raw["metadata"].get("generation") or 0)
-
-    @property
-    def weight(self) -> int:
-        """spec.weight (unset counts as 0)."""
-        return int((self.raw.get("spec") or {}).get("weight") or 0)
-
-    @property
-    def ready(self) -> bool:
-        """status.conditions Ready=True (its NodeClass is ready and it validated)."""
-        return _condition_true(self.raw, "Ready")
-
-    @property
-    def deleting(self) -> bool:
-        """Has a deletionTimestamp."""
-        return _deleting(self.raw)
 
 
 class Cluster:
@@ -567,15 +506,8 @@ class Cluster:
     def update_daemonset(self, daemonset: Object) -> None:
         """A DaemonSet was added or changed: keep the pod it would run on a node."""
         meta = daemonset["metadata"]
-        key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
-        pod = Pod.from_daemonset_dict(daemonset)
-        tolerations = pod.tolerations + tuple(
-            t for t in _DAEMON_TOLERATIONS if t not in pod.tolerations
-        )
-        self._daemonsets[key] = Pod(
-            name=pod.name, namespace=pod.namespace, labels=pod.labels, requests=pod.requests,
-            node_selector=pod.node_selector, required_node_terms=pod.required_node_terms,
-            tolerations=tolerations, host_ports=pod.host_ports, is_daemon=True,
+        self._daemonsets[f"{meta.get('namespace') or 'default'}/{meta['name']}"] = (
+            daemonset_pod(daemonset)
         )
 
     def delete_daemonset(self, daemonset: Object) -> None:
