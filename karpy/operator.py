@@ -14,6 +14,7 @@ from karpy.cloudprovider import CloudProvider, ProviderContext, build_provider, 
 from karpy.controllers import metrics as metrics_controllers
 from karpy.controllers import nodeclaim, nodepool, provisioning, termination
 from karpy.controllers.deps import Deps
+from karpy.controllers.instrumented_provider import InstrumentedCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.options import Options
 from karpy.runtime import Client, Clock, LeaderElectionConfig, Manager, SystemClock
@@ -24,7 +25,7 @@ __all__ = ["CONTROLLER_PACKAGES", "Operator", "Options", "run_operator"]
 
 log = logging.getLogger("karpy.operator")
 
-CONTROLLER_PACKAGES: tuple[Callable[[Deps], None], ...] = (
+CONTROLLER_PACKAGES: tuple[Callable[[Deps], object], ...] = (
     provisioning.register,
     nodeclaim.register,
     termination.register,
@@ -96,12 +97,13 @@ class Operator:
             ),
         )
         self._provider = provider
-        cluster = Cluster(clock=self.clock)
+        metrics = KarpenterMetrics(manager.meter("karpenter"))
+        cluster = Cluster(clock=self.clock, nomination_ttl=opts.settings.pod_nomination_ttl)
         cluster.attach(manager.cache)
         self._deps = Deps(
             manager=manager,
             client=manager.client,
-            cloud_provider=provider,
+            cloud_provider=InstrumentedCloudProvider(provider, metrics),
             cluster=cluster,
             unavailable_offerings=UnavailableOfferings(
                 clock=self.clock, ttl=opts.settings.insufficient_capacity_ttl
@@ -109,7 +111,7 @@ class Operator:
             recorder=manager.event_recorder("karpenter"),
             clock=self.clock,
             settings=opts.settings,
-            metrics=KarpenterMetrics(manager.meter("karpenter")),
+            metrics=metrics,
         )
         for register in CONTROLLER_PACKAGES:
             register(self._deps)
