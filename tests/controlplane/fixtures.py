@@ -286,10 +286,22 @@ _NOT_DNS = re.compile(r"[^a-z0-9-]+")
 
 @pytest.fixture
 def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A new namespace named after the test; deleted (without waiting) afterwards."""
+    """A new namespace named after the test; deleted (without waiting) afterwards.
+
+    Yielded only once its ``default`` ServiceAccount exists: the controller manager
+    creates it a moment after the namespace, and until then the ServiceAccount
+    admission plugin rejects every pod created there.
+    """
     slug = _NOT_DNS.sub("-", request.node.name.lower()).strip("-")[:40].strip("-")
     name = f"t-{slug}-{secrets.token_hex(3)}"
     cluster.kubectl("create", "namespace", name)
+    deadline = time.monotonic() + 30
+    while not cluster.kubectl(
+        "get", "serviceaccount", "default", "-n", name, "--ignore-not-found", "-o", "name"
+    ).strip():
+        if time.monotonic() > deadline:
+            raise ControlPlaneError(f"namespace {name}: no default ServiceAccount after 30s")
+        time.sleep(0.05)
     yield name
     cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found")
 

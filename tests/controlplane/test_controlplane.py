@@ -189,3 +189,17 @@ def test_every_crd_in_the_repository_is_established(cluster: Cluster) -> None:
             crd = cluster.kubectl_json("get", "crd", doc["metadata"]["name"])
             conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
             assert conditions.get("Established") == "True", manifest.name
+
+
+def test_a_pod_can_be_created_in_the_namespace_at_once(cluster: Cluster, namespace: str) -> None:
+    # The namespace fixture hands out a namespace whose default ServiceAccount exists,
+    # so a bare Pod is admitted on the first try.
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "first"},
+        "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]},
+    }
+    cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(pod))
+    created = cluster.kubectl_json("get", "pod", "first", "-n", namespace)
+    assert created["spec"]["serviceAccountName"] == "default"
