@@ -189,8 +189,10 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-// k8s.io/kubernetes points its staging modules at ./staging/...; outside its repository
-// each must be pinned to the published release of the same minor and patch (v1.34.4 -> v0.34.4).
+// k8s.io/kubernetes requires its staging modules at v0.0.0 and points them at ./staging/...;
+// outside its repository each must be pinned to the published release of the same minor
+// and patch (v1.34.4 -> v0.34.4). k8s.io/sample-cli-plugin and k8s.io/sample-controller are
+// not listed: nothing requires them and the module proxy does not serve them.
 replace (
 	k8s.io/api => k8s.io/api v0.34.4
 	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.34.4
