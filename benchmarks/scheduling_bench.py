@@ -29,11 +29,13 @@ import resource
 import sys
 import time
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from karpy.scheduling import (
+    ExistingNode,
     InstanceType,
     NodePoolTemplate,
     Offering,
@@ -190,9 +192,41 @@ def check(results: Results, pods: int) -> None:
         raise SystemExit(f"placed {results.scheduled_pods} of {pods} pods")
 
 
-def run_case(case: str, size: int, repeat: int, queue: Any) -> None:
+def existing_nodes(count: int) -> list[ExistingNode]:
+    """Extra case (not in the recipe): ``count`` nodes of 4 vCPU / 16 GiB across the
+    three zones, each already running three 1-CPU pods."""
+    out = []
+    for i in range(count):
+        name = f"existing-{i:05d}"
+        bound = [
+            Pod.from_dict(
+                {
+                    "metadata": {"name": f"{name}-{j}", "labels": {"app": f"old-{j}"}},
+                    "spec": {
+                        "nodeName": name,
+                        "containers": [
+                            {"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+                        ],
+                    },
+                }
+            )
+            for j in range(3)
+        ]
+        node = {
+            "metadata": {
+                "name": name,
+                "labels": {HOSTNAME: name, ZONE: f"test-zone-{i % 3 + 1}"},
+            },
+            "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}},
+        }
+        out.append(ExistingNode.from_node_dict(node, bound))
+    return out
+
+
+def run_case(case: str, size: int, repeat: int, queue: Any, existing: int = 0) -> None:
     factory = PodFactory()
     raw = factory.preferences(size) if case == "preferences" else factory.diverse(size)
+    nodes = existing_nodes(existing)
     start = time.perf_counter()
     pods = [Pod.from_dict(p, keep_raw=False) for p in raw]
     parse = time.perf_counter() - start
@@ -205,16 +239,16 @@ def run_case(case: str, size: int, repeat: int, queue: Any) -> None:
     results = None
     for _ in range(repeat):
         start, start_cpu = time.perf_counter(), time.process_time()
-        results = simulator.solve(pods)
+        results = simulator.solve(pods, nodes=nodes)
         walls.append(time.perf_counter() - start)
         cpus.append(time.process_time() - start_cpu)
         check(results, size)
     assert results is not None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    antiaffinity = size // 5 if case == "diverse" else 0
+    antiaffinity = size // 5 if case == "diverse" and not existing else 0
     queue.put(
         {
-            "case": case,
+            "case": f"{case}+{existing}n" if existing else case,
             "pods": size,
             "seconds": min(walls),
             "cpu_seconds": min(cpus),
@@ -228,12 +262,18 @@ def run_case(case: str, size: int, repeat: int, queue: Any) -> None:
     )
 
 
-def measure(case: str, size: int, repeat: int) -> dict[str, Any]:
+def measure(case: str, size: int, repeat: int, existing: int = 0) -> dict[str, Any]:
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
-    process = context.Process(target=run_case, args=(case, size, repeat, queue))
+    process = context.Process(target=run_case, args=(case, size, repeat, queue, existing))
     process.start()
-    result: dict[str, Any] = queue.get()
+    while True:
+        try:
+            result: dict[str, Any] = queue.get(timeout=1)
+            break
+        except Empty:
+            if not process.is_alive():
+                raise SystemExit(f"{case} {size}: the benchmark process died") from None
     process.join()
     if process.exitcode:
         raise SystemExit(f"{case} {size}: exit code {process.exitcode}")
@@ -245,18 +285,26 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
     parser.add_argument("--repeat", type=int, default=3, help="solves per size (best counts)")
     parser.add_argument("--no-preferences", action="store_true")
+    parser.add_argument(
+        "--existing",
+        type=int,
+        default=0,
+        help="extra case beyond the recipe: also solve 5,000 diverse pods with N existing nodes",
+    )
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(
         f"{'case':<12}{'pods':>7}{'pods/s':>9}{'cpu pods/s':>11}{'ms/solve':>9}{'nodes':>7}"
         f"{'anti':>6}{'$/h':>9}{'peak RSS':>10}{'solve +':>9}{'parse s':>9}"
     )
-    rows = [("diverse", size) for size in args.sizes]
+    rows = [("diverse", size, 0) for size in args.sizes]
     if not args.no_preferences:
-        rows.append(("preferences", 4000))
+        rows.append(("preferences", 4000, 0))
+    if args.existing:
+        rows.append(("diverse", 5000, args.existing))
     results = []
-    for case, size in rows:
-        row = measure(case, size, args.repeat)
+    for case, size, existing in rows:
+        row = measure(case, size, args.repeat, existing)
         results.append(row)
         print(
             f"{row['case']:<12}{row['pods']:>7}{row['pods'] / row['seconds']:>9.0f}"
