@@ -24,6 +24,7 @@ locks: a reader in a reconcile sees a consistent state between two awaits.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -62,6 +63,10 @@ ReleaseHandler = Callable[[Sequence[str]], None]
 """Called with the keys of pods whose nominations were released because their target
 went away (deleted, marked for deletion): they need capacity again."""
 
+# How many deleted NodeClaim names are remembered (see Cluster.nodeclaim_created).
+_DELETED_MEMORY = 4096
+
+
 def _deleting(obj: Mapping[str, Any]) -> bool:
     return bool(obj["metadata"].get("deletionTimestamp"))
 
@@ -90,6 +95,7 @@ class Cluster:
         self._node_name_to_id: dict[str, str] = {}
         self._claim_name_to_id: dict[str, str] = {}
         self._unlaunched: dict[str, Object] = {}
+        self._deleted_claims: OrderedDict[str, None] = OrderedDict()
         self._node_pods: dict[str, NodePods] = {}
         self._bindings: dict[str, tuple[str, str]] = {}
         self._parsed: dict[str, Pod] = {}
@@ -236,10 +242,22 @@ class Cluster:
         if state.marked_for_deletion and not was_deleting:
             self._release(self._targets_of(state))
 
+    def nodeclaim_created(self, nodeclaim: Object) -> None:
+        """Record a NodeClaim the caller has just created, so the next decision counts
+        it even if the watch lags; ignored when the watch has already reported it (or
+        its deletion), whose version is then at least as new."""
+        name = str(nodeclaim["metadata"]["name"])
+        if name in self._claim_name_to_id or name in self._deleted_claims:
+            return
+        self.update_nodeclaim(nodeclaim)
+
     def delete_nodeclaim(self, nodeclaim: Object) -> None:
         """A NodeClaim is gone."""
         name = str(nodeclaim["metadata"]["name"])
         self._cleanup_nodeclaim(name)
+        self._deleted_claims[name] = None
+        while len(self._deleted_claims) > _DELETED_MEMORY:
+            self._deleted_claims.popitem(last=False)
         self._release([nodeclaim_target(name)])
 
     def _cleanup_nodeclaim(self, name: str) -> None:

@@ -78,6 +78,24 @@ def test_deleting_nodeclaim_then_node_forgets_the_machine() -> None:
     assert cluster.nodepool_usage("default") == {}
 
 
+def test_a_created_nodeclaim_never_overrides_what_the_watch_already_reported() -> None:
+    cluster, _ = make()
+    created = nodeclaim("c1")
+    cluster.nodeclaim_created(created)             # the watch has not caught up yet
+    assert not cluster.synced and cluster.nodeclaim_exists("c1")
+
+    cluster, _ = make()
+    cluster.update_nodeclaim(nodeclaim("c1", provider_id="p1"))   # watch was faster
+    cluster.nodeclaim_created(created)
+    assert cluster.synced and cluster.node_for_nodeclaim("c1") is not None
+
+    cluster, _ = make()
+    cluster.update_nodeclaim(created)
+    cluster.delete_nodeclaim(created)              # launched and failed already
+    cluster.nodeclaim_created(created)
+    assert cluster.synced and not cluster.nodeclaim_exists("c1")
+
+
 def test_managed_node_without_provider_id_waits() -> None:
     cluster, _ = make()
     cluster.update_node(node("n1", nodepool="default"))

@@ -292,7 +292,7 @@ class Provisioner:
         name = str(created["metadata"]["name"])
         # Into the model now, not when the watch delivers it: the next round must see
         # this capacity (and the pods nominated to it) even if the watch lags.
-        self.cluster.update_nodeclaim(freeze(created))
+        self.cluster.nodeclaim_created(freeze(created))
         self.cluster.nominate(plan.pods, name, ttl=self.settings.pod_nomination_ttl)
         log.info(
             "created nodeclaim",
