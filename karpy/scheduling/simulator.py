@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
+from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from karpy.apis.labels import (
@@ -443,37 +444,52 @@ class _Solve:
                 ):
                     continue
                 group.register(domain)
-            for node in self._existing_for_domains:
-                node_domain = _node_domain(node, spec.key)
-                if node_domain is None:
-                    continue
+            eligible: dict[str, str] = {}
+            for node, node_req, node_domain in self._node_domains(spec.key):
                 if node_filter is not None and not node_filter.matches(
-                    node.effective_taints(), Requirements.from_labels(node.labels)
+                    node.effective_taints(), node_req
                 ):
                     continue
                 group.register(node_domain)
-                self._count_existing(group, node, node_domain)
+                eligible[node.name] = node_domain
+            if not spec.inverse and eligible:
+                for namespace, labels, placements in self._existing_by_labels:
+                    if not group.selects(namespace, labels):
+                        continue
+                    for node_name, count in placements:
+                        found = eligible.get(node_name)
+                        if found is not None:
+                            group.record(found, count)
         return group
 
-    def _count_existing(self, group: TopologyGroup, node: ExistingNode, domain: str) -> None:
-        if group.spec.inverse:
-            return
-        for (namespace, labels), count in self._existing_label_counts[node.name].items():
-            if group.selects(namespace, dict(labels)):
-                group.record(domain, count)
+    def _node_domains(self, key: str) -> list[tuple[ExistingNode, Requirements, str]]:
+        """Existing nodes that have a domain for ``key``, with their label requirements."""
+        cached = self._domains_by_key.get(key)
+        if cached is None:
+            cached = []
+            for node, node_req in self._existing_for_domains:
+                domain = _node_domain(node, key)
+                if domain is not None:
+                    cached.append((node, node_req, domain))
+            self._domains_by_key[key] = cached
+        return cached
 
     def _setup_topology(self, nodes: Sequence[ExistingNode]) -> None:
-        self._existing_for_domains = list(nodes)
-        counts: dict[str, dict[tuple[str, frozenset[tuple[str, str]]], int]] = {}
+        self._existing_for_domains = [(n, Requirements.from_labels(n.labels)) for n in nodes]
+        self._domains_by_key: dict[str, list[tuple[ExistingNode, Requirements, str]]] = {}
+        # Running pods by (namespace, labels): a group matches each label set once.
+        by_labels: dict[tuple[str, frozenset[tuple[str, str]]], dict[str, int]] = {}
         for node in nodes:
-            per_node: dict[tuple[str, frozenset[tuple[str, str]]], int] = {}
             for pod in node.pods:
                 if pod.terminal or pod.key in self.pending_keys:
                     continue
                 label_key = (pod.namespace, frozenset(pod.labels.items()))
-                per_node[label_key] = per_node.get(label_key, 0) + 1
-            counts[node.name] = per_node
-        self._existing_label_counts = counts
+                per_node = by_labels.setdefault(label_key, {})
+                per_node[node.name] = per_node.get(node.name, 0) + 1
+        self._existing_by_labels = [
+            (namespace, MappingProxyType(dict(labels)), list(per_node.items()))
+            for (namespace, labels), per_node in by_labels.items()
+        ]
         # Groups for every rule a pending pod has (preferences included: they stay in
         # place while relaxed, so counts are complete whichever rules end up applying).
         seen: set[tuple[Any, ...]] = set()

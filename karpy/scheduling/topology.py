@@ -20,7 +20,7 @@ some rejections as permanent (see ``Allowed.permanent``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -116,11 +116,11 @@ class TopologyGroup:
         """Whether each node is its own domain (``kubernetes.io/hostname``)."""
         return self.spec.key == LABEL_HOSTNAME
 
-    def selects(self, namespace: str, labels: dict[str, str] | object) -> bool:
+    def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
         """Whether a pod in ``namespace`` with ``labels`` is counted by this group."""
         if namespace not in self.spec.namespaces:
             return False
-        return self.spec.selector.matches(labels)  # type: ignore[arg-type]
+        return self.spec.selector.matches(labels)
 
     def register(self, domain: str) -> None:
         """Make a domain known (with no pods yet)."""
