@@ -45,7 +45,7 @@ from karpy.apis.labels import (
     WELL_KNOWN_LABELS,
 )
 from karpy.scheduling import resources as res
-from karpy.scheduling.catalog import Catalog, DaemonGroup
+from karpy.scheduling.catalog import Catalog, DaemonGroup, iter_bits
 from karpy.scheduling.daemons import daemon_groups, daemon_runs_on
 from karpy.scheduling.freeindex import FreeIndex
 from karpy.scheduling.instancetype import InstanceType
@@ -1137,9 +1137,21 @@ class _Solve:
                 failures.append("met the requirements and had a compatible offering")
             elif not (by_reqs & by_fit & by_offering):
                 failures.append("met the requirements, had an offering and enough resources")
+        hint = ""
+        usable = by_reqs & by_offering
+        if usable and not (usable & by_fit):
+            largest: dict[str, int] = {}
+            for i in iter_bits(usable):
+                for name, amount in catalog.types[i].allocatable.items():
+                    if amount > largest.get(name, 0):
+                        largest[name] = amount
+            wanted = [n for i, n in enumerate(self.names) if need[i]]
+            hint = (
+                f"; the largest compatible instance type allocates {res.describe(largest, wanted)}"
+            )
         return (
             f"no instance type {' or '.join(failures)} "
-            f"(requirements: {reqs.without(*_SIMULATION_ONLY)}; requests: {requests})"
+            f"(requirements: {reqs.without(*_SIMULATION_ONLY)}; requests: {requests}{hint})"
         )
 
     # ------------------------------------------------------------------ placing
