@@ -10,8 +10,12 @@ gives the same plan.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -288,3 +292,42 @@ def test_existing_pods_count_for_topology_but_pending_copies_do_not() -> None:
             1 for p in claim.pods if p.labels.get("app") == "s"
         )
     assert sorted(zones.values()) == [1, 1, 1]
+
+
+_DIGEST = """
+import hashlib, sys
+sys.path[:0] = [{support!r}, {bench!r}]
+import scheduling_bench as bench
+from scheduling_support import node, pod
+from karpy.scheduling import NodePoolTemplate, Pod, Simulator
+nodes = [
+    node(f"n{{i}}", zone=f"test-zone-{{i % 3 + 1}}", bound=[pod(f"b{{i}}", labels={{"x": "a"}})])
+    for i in range(10)
+]
+factory = bench.PodFactory()
+pods = [Pod.from_dict(p) for p in factory.diverse(600) + factory.preferences(60)]
+pool = NodePoolTemplate(name="default", instance_types=bench.instance_types(60))
+results = Simulator([pool]).solve(pods, nodes=nodes)
+digest = hashlib.sha256()
+for claim in results.new_nodeclaims:
+    placed = [p.key for p in claim.pods]
+    digest.update(repr((placed, claim.instance_type_names, str(claim.requirements))).encode())
+for plan in results.existing_nodes:
+    digest.update(repr((plan.node, [p.key for p in plan.pods])).encode())
+print(digest.hexdigest(), len(results.errors))
+"""
+
+
+def test_same_plan_whatever_the_hash_seed() -> None:
+    """Sets of strings iterate in a per-process order; the plan must not depend on it."""
+    here = Path(__file__).resolve().parent
+    script = _DIGEST.format(support=str(here), bench=str(here.parents[1] / "benchmarks"))
+    outputs = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        )
+        outputs.add(done.stdout)
+    assert len(outputs) == 1, outputs
+    assert next(iter(outputs)).split()[1] == "0"  # and every pod was placed
