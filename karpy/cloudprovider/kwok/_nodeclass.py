@@ -15,6 +15,7 @@ from pydantic import Field, JsonValue
 from karpy.apis.core import ConditionList, ObjectMeta
 from karpy.apis.duration import DURATION_PATTERN
 from karpy.apis.extension import APIExtension
+from karpy.apis.labels import nodeclass_label_key
 from karpy.apis.model import CRDInfo, KubeModel, PrinterColumn, Resource
 from karpy.cloudprovider.kwok._wellknown import GROUP, KWOK_NODE_CLASS, WELL_KNOWN_LABELS
 
@@ -91,6 +92,13 @@ class KWOKNodeClass(Resource):
 API_EXTENSION: Final = APIExtension(
     name="kwok",
     resources=(KWOKNodeClass,),
-    restricted_label_domains={GROUP: tuple(sorted(WELL_KNOWN_LABELS))},
+    # The NodeClass label (karpenter.kwok.sh/kwoknodeclass) is written on every NodeClaim
+    # the provisioner creates, so the restricted domain must still allow it.
+    restricted_label_domains={
+        GROUP: (
+            nodeclass_label_key(GROUP, KWOK_NODE_CLASS.kind),
+            *sorted(WELL_KNOWN_LABELS),
+        )
+    },
     well_known_labels=tuple(sorted(WELL_KNOWN_LABELS)),
 )
