@@ -1,5 +1,5 @@
-"""How the NodeClaim controllers reach the API: the kinds, the client surface they use,
-and the cache indexes that join NodeClaims and Nodes by provider ID."""
+"""How the NodeClaim controllers reach the API: the client surface they use and the
+cache indexes that join NodeClaims and Nodes by provider ID."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ from karpy.apis import NodeClaim
 from karpy.cloudprovider import CloudProvider
 from karpy.runtime import Kind, Object, PatchType
 from karpy.runtime.kinds import NODE
+from karpy.state.kinds import NODE_CLAIM
 
 __all__ = [
     "INDEX_PROVIDER_ID",
-    "NODE",
-    "NODE_CLAIM",
     "Index",
     "KubeClient",
     "index_node_provider_id",
@@ -23,14 +22,6 @@ __all__ = [
     "nodeclaims_for_provider_id",
     "nodes_for_provider_id",
 ]
-
-NODE_CLAIM = Kind(
-    group=NodeClaim.crd.group,
-    version=NodeClaim.crd.version,
-    plural=NodeClaim.crd.plural,
-    kind=NodeClaim.crd.kind,
-    namespaced=False,
-)
 
 # The prefix keeps this index apart from other packages' indexes of the same field: the
 # cache refuses one index name bound to two functions.

@@ -32,8 +32,6 @@ from karpy.cloudprovider import CloudProvider, NodeClaimNotFoundError
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim._kube import (
     INDEX_PROVIDER_ID,
-    NODE,
-    NODE_CLAIM,
     Index,
     KubeClient,
     index_node_provider_id,
@@ -45,6 +43,8 @@ from karpy.controllers.nodeclaim.lifecycle._base import disrupted_labels, log
 from karpy.controllers.nodeclaim.lifecycle.initialization import node_ready
 from karpy.controllers.settings import Settings
 from karpy.runtime import Clock, Manager, Result, errors, logging_context
+from karpy.runtime.kinds import NODE
+from karpy.state.kinds import NODE_CLAIM
 
 __all__ = ["PARALLELISM", "GarbageCollector"]
 

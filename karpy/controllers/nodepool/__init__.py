@@ -23,8 +23,6 @@ from karpy.controllers.nodepool._hash import NodePoolHash
 from karpy.controllers.nodepool._objects import (
     INDEX_NODECLASS_REF,
     INDEX_NODEPOOL,
-    NODE_CLAIM,
-    NODE_POOL,
     Index,
     index_nodeclass_ref,
     index_nodepool_label,
@@ -34,6 +32,7 @@ from karpy.controllers.nodepool._objects import (
 from karpy.controllers.nodepool._readiness import NodePoolReadiness
 from karpy.controllers.nodepool._validation import NodePoolValidation, validation_errors
 from karpy.runtime import GENERATION_CHANGED, Object, Predicate, Request, kinds
+from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 __all__ = [
     "NodePoolCounter",

@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from karpy.cloudprovider import CloudProvider
-from karpy.controllers.nodepool._objects import NODE_POOL, managed_node_class
+from karpy.controllers.nodepool._objects import managed_node_class
 from karpy.runtime import Client, Request, Result, errors
 from karpy.scheduling import resources as res
 from karpy.state.cluster import Cluster
+from karpy.state.kinds import NODE_POOL
 
 __all__ = ["BASE_RESOURCES", "NodePoolCounter", "status_resources"]
 

@@ -22,12 +22,11 @@ from karpy.apis.v1 import CONDITION_DRIFTED
 from karpy.cloudprovider import CloudProvider
 from karpy.controllers.nodepool._objects import (
     INDEX_NODEPOOL,
-    NODE_CLAIM,
-    NODE_POOL,
     Index,
     managed_node_class,
 )
 from karpy.runtime import Client, Request, Result, errors
+from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 __all__ = ["NodePoolHash"]
 

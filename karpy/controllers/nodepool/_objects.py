@@ -11,13 +11,11 @@ from karpy.apis import NodePool
 from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.cloudprovider import CloudProvider, NodeClassKind, resolve_node_class
 from karpy.runtime import Client, Kind, Object, Request
-from karpy.state.kinds import NODE_CLAIM, NODE_POOL
+from karpy.state.kinds import NODE_POOL
 
 __all__ = [
     "INDEX_NODECLASS_REF",
     "INDEX_NODEPOOL",
-    "NODE_CLAIM",
-    "NODE_POOL",
     "Index",
     "index_nodeclass_ref",
     "index_nodepool_label",

@@ -8,12 +8,12 @@ from karpy.apis import NodePool
 from karpy.apis.v1 import CONDITION_NODE_CLASS_READY
 from karpy.cloudprovider import CloudProvider, node_class_readiness
 from karpy.controllers.nodepool._objects import (
-    NODE_POOL,
     kind_of,
     managed_node_class,
     patch_conditions,
 )
 from karpy.runtime import Client, Clock, Object, Request, Result, errors
+from karpy.state.kinds import NODE_POOL
 
 __all__ = ["NodePoolReadiness"]
 

@@ -8,8 +8,9 @@ from karpy.apis import NodePool
 from karpy.apis.labels import LABEL_NODEPOOL, restricted_label_reason
 from karpy.apis.v1 import CONDITION_VALIDATION_SUCCEEDED
 from karpy.cloudprovider import CloudProvider
-from karpy.controllers.nodepool._objects import NODE_POOL, managed_node_class, patch_conditions
+from karpy.controllers.nodepool._objects import managed_node_class, patch_conditions
 from karpy.runtime import Client, Clock, Request, Result, errors
+from karpy.state.kinds import NODE_POOL
 
 __all__ = ["NodePoolValidation", "validation_errors"]
 

@@ -30,7 +30,6 @@ from karpy.controllers.termination._objects import (
     INDEX_NODE_NAME,
     INDEX_PROVIDER_ID,
     INDEX_VA_NODE_NAME,
-    NODE_CLAIM,
     Index,
     index_by_node_name,
     index_node_provider_id,
@@ -51,9 +50,9 @@ from karpy.runtime import (
     kinds,
     predicate_from,
 )
+from karpy.state.kinds import NODE_CLAIM
 
 __all__ = [
-    "NODE_CLAIM",
     "DrainError",
     "EvictionQueue",
     "NodeClaimTermination",

@@ -36,7 +36,6 @@ from karpy.cloudprovider import CloudProvider, NodeClaimNotFoundError
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.termination import _events as events
 from karpy.controllers.termination._objects import (
-    NODE_CLAIM,
     Index,
     is_managed_node,
     nodeclaims_for_node,
@@ -46,6 +45,7 @@ from karpy.controllers.termination._status import conditions_of, parse_nodeclaim
 from karpy.controllers.termination._terminator import DrainError, Terminator
 from karpy.controllers.termination._volumes import pending_volume_attachments
 from karpy.runtime import Client, Clock, Object, Request, Result, errors, kinds, logging_context
+from karpy.state.kinds import NODE_CLAIM
 
 __all__ = ["MIN_DRAIN_TIME", "NodeTermination", "is_node_ready", "node_termination_time"]
 

@@ -31,7 +31,6 @@ from karpy.cloudprovider import CloudProvider, NodeClaimNotFoundError
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.termination import _events as events
 from karpy.controllers.termination._objects import (
-    NODE_CLAIM,
     Index,
     is_managed_nodeclaim,
     nodes_for_nodeclaim,
@@ -39,6 +38,7 @@ from karpy.controllers.termination._objects import (
 from karpy.controllers.termination._pods import parse_time
 from karpy.controllers.termination._status import conditions_of, parse_nodeclaim, patch_conditions
 from karpy.runtime import Client, Clock, Object, Request, Result, errors, kinds, logging_context
+from karpy.state.kinds import NODE_CLAIM
 
 __all__ = ["NodeClaimTermination"]
 

@@ -15,7 +15,6 @@ __all__ = [
     "INDEX_NODE_NAME",
     "INDEX_PROVIDER_ID",
     "INDEX_VA_NODE_NAME",
-    "NODE_CLAIM",
     "Index",
     "index_by_node_name",
     "index_node_provider_id",

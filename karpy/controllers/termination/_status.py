@@ -14,8 +14,8 @@ from typing import Any
 
 from karpy.apis import ConditionSet, NodeClaim
 from karpy.apis.v1 import NodeClaimCondition
-from karpy.controllers.termination._objects import NODE_CLAIM
 from karpy.runtime import Client, Clock, Object
+from karpy.state.kinds import NODE_CLAIM
 
 __all__ = ["conditions_of", "parse_nodeclaim", "patch_conditions", "wall_clock"]
 

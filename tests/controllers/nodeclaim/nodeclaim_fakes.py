@@ -20,9 +20,10 @@ from typing import Any
 from karpy.apis.annotations import FINALIZER_TERMINATION
 from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.apis.taints import UNREGISTERED_NO_EXECUTE_TAINT
-from karpy.controllers.nodeclaim._kube import INDEX_PROVIDER_ID, NODE_CLAIM
+from karpy.controllers.nodeclaim._kube import INDEX_PROVIDER_ID
 from karpy.runtime import Kind, PatchType, errors, freeze
 from karpy.runtime.testing import FakeClock
+from karpy.state.kinds import NODE_CLAIM
 
 __all__ = ["FakeKube", "apply_merge_patch", "node_manifest", "nodeclaim_manifest"]
 

@@ -7,11 +7,11 @@ from nodeclaim_fakes import FakeKube, node_manifest, nodeclaim_manifest
 from karpy.apis import NodeClaim
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.nodeclaim import GarbageCollector, LifecycleController
-from karpy.controllers.nodeclaim._kube import NODE_CLAIM
 from karpy.controllers.settings import Settings
 from karpy.runtime import Request
 from karpy.runtime.kinds import NODE
 from karpy.runtime.testing import FakeClock
+from karpy.state.kinds import NODE_CLAIM
 
 
 async def leak(provider: FakeCloudProvider, name: str = "leaked") -> str:

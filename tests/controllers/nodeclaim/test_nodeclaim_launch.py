@@ -14,9 +14,9 @@ from karpy.cloudprovider import (
 )
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.nodeclaim import LifecycleController
-from karpy.controllers.nodeclaim._kube import NODE_CLAIM
 from karpy.runtime import Request
 from karpy.runtime.testing import FakeClock, ReconcileDriver
+from karpy.state.kinds import NODE_CLAIM
 from karpy.state.unavailable_offerings import UnavailableOfferings
 
 NAME = "default-abcde"

@@ -9,12 +9,12 @@ from karpy.apis.annotations import FINALIZER_TERMINATION
 from karpy.apis.v1.nodeclaim import NodeClaimCondition
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.nodeclaim import LifecycleController
-from karpy.controllers.nodeclaim._kube import NODE_CLAIM
 from karpy.controllers.nodeclaim._mergepatch import merge_patch
 from karpy.controllers.nodeclaim.conditionevents import condition_transitions
 from karpy.runtime import Request
 from karpy.runtime.kinds import NODE
 from karpy.runtime.testing import FakeClock
+from karpy.state.kinds import NODE_CLAIM
 
 NAME = "default-abcde"
 REQUEST = Request("", NAME)

@@ -6,12 +6,12 @@ from nodeclaim_fakes import FakeKube, node_manifest, nodeclaim_manifest
 
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.nodeclaim import LifecycleController
-from karpy.controllers.nodeclaim._kube import NODE_CLAIM
 from karpy.controllers.nodeclaim.lifecycle._base import go_duration
 from karpy.controllers.settings import Settings
 from karpy.runtime import Request
 from karpy.runtime.kinds import NODE
 from karpy.runtime.testing import FakeClock, ReconcileDriver
+from karpy.state.kinds import NODE_CLAIM
 
 NAME = "default-abcde"
 REQUEST = Request("", NAME)

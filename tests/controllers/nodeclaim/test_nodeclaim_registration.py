@@ -6,9 +6,9 @@ from nodeclaim_fakes import FakeKube, node_manifest, nodeclaim_manifest
 
 from karpy.apis.annotations import FINALIZER_TERMINATION
 from karpy.controllers.nodeclaim import LifecycleController
-from karpy.controllers.nodeclaim._kube import NODE_CLAIM
 from karpy.runtime import Request
 from karpy.runtime.kinds import NODE
+from karpy.state.kinds import NODE_CLAIM
 
 NAME = "default-abcde"
 REQUEST = Request("", NAME)

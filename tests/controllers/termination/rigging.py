@@ -12,7 +12,6 @@ from karpy.apis import NodeClaim
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.termination import (
-    NODE_CLAIM,
     EvictionQueue,
     NodeClaimTermination,
     NodeTermination,
@@ -29,6 +28,7 @@ from karpy.controllers.termination._objects import (
 )
 from karpy.runtime import Metrics, Request, Result, kinds
 from karpy.runtime.testing import FakeClock
+from karpy.state.kinds import NODE_CLAIM
 
 EVICTION_RETRY = 5.0
 

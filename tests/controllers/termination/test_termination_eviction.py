@@ -8,8 +8,8 @@ from controllers.termination import factories as f
 from controllers.termination.fakekube import PDB
 from controllers.termination.rigging import Rig
 
-from karpy.controllers.termination import NODE_CLAIM
 from karpy.runtime import Request, Result, kinds
+from karpy.state.kinds import NODE_CLAIM
 
 
 async def test_evicted_pods_are_reported_with_the_nodeclaims_disruption_reason(rig: Rig) -> None:

@@ -12,8 +12,8 @@ from controllers.termination.rigging import Rig
 
 from karpy.apis.annotations import ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
 from karpy.apis.taints import TAINT_DISRUPTED
-from karpy.controllers.termination import NODE_CLAIM
 from karpy.runtime import Request, Result, kinds
+from karpy.state.kinds import NODE_CLAIM
 
 PID = "fake://node-a"
 

@@ -30,8 +30,6 @@ from karpy.cloudprovider import CloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim._kube import (
     INDEX_PROVIDER_ID,
-    NODE,
-    NODE_CLAIM,
     Index,
     KubeClient,
     index_node_provider_id,
@@ -64,6 +62,8 @@ from karpy.runtime import (
     errors,
     logging_context,
 )
+from karpy.runtime.kinds import NODE
+from karpy.state.kinds import NODE_CLAIM
 from karpy.state.unavailable_offerings import UnavailableOfferings
 
 __all__ = ["STALE_RETRY", "WORKERS", "LifecycleController"]

@@ -18,10 +18,11 @@ from karpy.apis.labels import LABEL_INITIALIZED, LABEL_NODEPOOL
 from karpy.apis.taints import UNREGISTERED_NO_EXECUTE_TAINT
 from karpy.apis.v1.nodeclaim import CONDITION_INITIALIZED, CONDITION_REGISTERED
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.nodeclaim._kube import NODE, Index, KubeClient, nodes_for_provider_id
+from karpy.controllers.nodeclaim._kube import Index, KubeClient, nodes_for_provider_id
 from karpy.controllers.nodeclaim.lifecycle._base import Outcome, conditions, log
 from karpy.controllers.nodeclaim.lifecycle.registration import taint_matches
 from karpy.runtime import Clock
+from karpy.runtime.kinds import NODE
 from karpy.scheduling.resources import parse_quantity
 
 __all__ = [

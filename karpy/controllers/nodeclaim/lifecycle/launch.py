@@ -30,7 +30,7 @@ from karpy.cloudprovider import (
     NodeClassNotReadyError,
 )
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.nodeclaim._kube import NODE_CLAIM, KubeClient
+from karpy.controllers.nodeclaim._kube import KubeClient
 from karpy.controllers.nodeclaim.lifecycle._base import (
     Outcome,
     conditions,
@@ -39,6 +39,7 @@ from karpy.controllers.nodeclaim.lifecycle._base import (
 )
 from karpy.controllers.settings import Settings
 from karpy.runtime import Clock, EventRecorder, errors
+from karpy.state.kinds import NODE_CLAIM
 from karpy.state.unavailable_offerings import UnavailableOfferings
 
 __all__ = [
