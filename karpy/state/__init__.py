@@ -4,7 +4,9 @@ per node, in-flight capacity and nominations.
 :class:`Cluster` is the model; :class:`StateNode` one machine in it (a Node and/or its
 NodeClaim); :mod:`karpy.state.pods` the pod predicates the autoscaler sorts pods by;
 :mod:`karpy.state.kinds` the NodePool/NodeClaim kinds; :class:`UnavailableOfferings`
-the offerings that recently ran out of capacity.
+the offerings that recently ran out of capacity; :class:`VolumeIndex` the claims,
+volumes and StorageClasses that restrict where pods can run (:class:`VolumeError` when
+they cannot be resolved).
 """
 
 from karpy.state.cluster import Cluster, ReleaseHandler
@@ -12,6 +14,7 @@ from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 from karpy.state.nodepool import NodePoolEntry
 from karpy.state.statenode import NodePods, StateNode
 from karpy.state.unavailable_offerings import UnavailableOfferings
+from karpy.state.volumes import VolumeError, VolumeIndex
 
 __all__ = [
     "NODE_CLAIM",
@@ -22,4 +25,6 @@ __all__ = [
     "ReleaseHandler",
     "StateNode",
     "UnavailableOfferings",
+    "VolumeError",
+    "VolumeIndex",
 ]

@@ -1,7 +1,8 @@
 """The in-memory cluster model: nodes joined to NodeClaims, pods per node, nominations.
 
 :class:`Cluster` is fed by the manager's shared informers (:meth:`Cluster.attach`):
-every Node, NodeClaim, Pod, DaemonSet, NodePool and Namespace event updates it in O(1)
+every Node, NodeClaim, Pod, DaemonSet, NodePool, Namespace, PersistentVolumeClaim,
+PersistentVolume and StorageClass event updates it in O(1)
 (a pod event touches one pod and one node's sums, never a list of pods). Objects are
 parsed once, when they arrive, into the plain values the simulator consumes, so a
 provisioning round builds its input from ready-made pieces instead of re-reading the
@@ -15,6 +16,8 @@ What it answers:
 * which pods are waiting for capacity (provisionable) and which of those are already
   *nominated* to capacity that is coming (:mod:`karpy.state.nominations`);
 * the NodePools (parsed), each pool's usage against its limits, the DaemonSets' pods;
+* where a pod's persistent volumes let it run (PVCs, PVs and StorageClasses, indexed
+  by :mod:`karpy.state.volumes`);
 * whether the model can be trusted yet (:attr:`Cluster.synced`).
 
 Event handlers run on the informers' task and never await, so the model needs no
@@ -23,6 +26,7 @@ locks: a reader in a reconcile sees a consistent state between two awaits.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -54,6 +58,7 @@ from karpy.state.pods import (
     pod_key,
 )
 from karpy.state.statenode import NodePods, StateNode
+from karpy.state.volumes import ClaimRef, VolumeIndex, claim_refs
 
 __all__ = ["Cluster", "ReleaseHandler"]
 
@@ -99,6 +104,10 @@ class Cluster:
         self._node_pods: dict[str, NodePods] = {}
         self._bindings: dict[str, tuple[str, str]] = {}
         self._parsed: dict[str, Pod] = {}
+        self._pod_claims: dict[str, tuple[ClaimRef, ...]] = {}
+        self._with_volumes: dict[tuple[str, bool], tuple[int, Pod]] = {}
+        self.volumes = VolumeIndex()
+        """PersistentVolumeClaims, PersistentVolumes and StorageClasses, indexed."""
         self._provisionable: dict[str, Object] = {}
         self._nominations = Nominations()
         self._usage: dict[str, dict[str, int]] = {}
@@ -140,6 +149,16 @@ class Cluster:
             (kinds.NAMESPACE, FuncHandler(self.update_namespace,
                                           lambda _o, n: self.update_namespace(n),
                                           self.delete_namespace)),
+            (kinds.PERSISTENT_VOLUME_CLAIM, FuncHandler(
+                self.volumes.update_claim, lambda _o, n: self.volumes.update_claim(n),
+                self.volumes.delete_claim)),
+            (kinds.PERSISTENT_VOLUME, FuncHandler(
+                self.volumes.update_volume, lambda _o, n: self.volumes.update_volume(n),
+                self.volumes.delete_volume)),
+            (kinds.STORAGE_CLASS, FuncHandler(
+                self.volumes.update_storage_class,
+                lambda _o, n: self.volumes.update_storage_class(n),
+                self.volumes.delete_storage_class)),
         ]
         for kind, handler in handlers:
             informer = cache.informer(kind)
@@ -361,7 +380,11 @@ class Cluster:
         if key in self._bindings:
             self._unbind(key)
         self._nominations.drop(key)
-        self._parsed.pop(str(pod["metadata"].get("uid") or key), None)
+        uid = str(pod["metadata"].get("uid") or key)
+        self._parsed.pop(uid, None)
+        if self._pod_claims.pop(uid, None) is not None:
+            self._with_volumes.pop((uid, False), None)
+            self._with_volumes.pop((uid, True), None)
 
     def _unbind(self, key: str) -> None:
         node_name, _ = self._bindings.pop(key)
@@ -388,7 +411,38 @@ class Cluster:
         parsed = self._parsed.get(uid)
         if parsed is None:
             parsed = self._parsed[uid] = Pod.from_dict(pod, keep_raw=False)
+            claims = claim_refs(pod)
+            if claims:
+                self._pod_claims[uid] = claims
         return parsed
+
+    def with_volume_topology(self, pod: Pod, *, bound: bool = False) -> Pod:
+        """``pod`` (from :meth:`scheduling_pod`) restricted to where its persistent
+        volumes can be mounted; ``pod`` itself when it has no claims.
+
+        ``bound`` is for a pod moving off a node that is going away (see
+        :meth:`~karpy.state.volumes.VolumeIndex.requirements`). Raises
+        :class:`~karpy.state.volumes.VolumeError` when a claim, its volume or its
+        StorageClass cannot be resolved: the pod cannot be provisioned for yet.
+        """
+        uid = pod.uid or pod.key
+        claims = self._pod_claims.get(uid)
+        if not claims:
+            return pod
+        version = self.volumes.version
+        cached = self._with_volumes.get((uid, bound))
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        alternatives = self.volumes.requirements(
+            pod.namespace, pod.name, pod.uid, claims, bound=bound
+        )
+        resolved = (
+            dataclasses.replace(pod, volume_requirements=alternatives)
+            if alternatives != pod.volume_requirements
+            else pod
+        )
+        self._with_volumes[(uid, bound)] = (version, resolved)
+        return resolved
 
     def provisionable_pods(self) -> list[Object]:
         """Pods that need capacity: provisionable and not nominated to coming capacity."""

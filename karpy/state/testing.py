@@ -1,7 +1,8 @@
 """API-shaped objects for tests of code built on the cluster model.
 
 Each factory returns the dict the API server would send (camelCase keys) for a Node,
-NodeClaim, Pod, DaemonSet or NodePool, with the fields the autoscaler reads. Feed them
+NodeClaim, Pod, DaemonSet, NodePool, PersistentVolumeClaim, PersistentVolume or
+StorageClass, with the fields the autoscaler reads. Feed them
 to :class:`~karpy.state.Cluster`'s ``update_*`` methods to set up a scene without a
 cluster.
 
@@ -16,7 +17,17 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["GIB", "daemonset", "node", "nodeclaim", "nodepool", "pod"]
+__all__ = [
+    "GIB",
+    "daemonset",
+    "node",
+    "nodeclaim",
+    "nodepool",
+    "persistent_volume",
+    "persistent_volume_claim",
+    "pod",
+    "storage_class",
+]
 
 _uids = itertools.count(1)
 
@@ -140,8 +151,14 @@ def pod(
     labels: Mapping[str, str] | None = None,
     node_selector: Mapping[str, str] | None = None,
     tolerations: Sequence[Mapping[str, str]] = (),
+    claims: Sequence[str] = (),
+    ephemeral: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """A Pod; pending and marked Unschedulable unless ``node_name`` is given."""
+    """A Pod; pending and marked Unschedulable unless ``node_name`` is given.
+
+    It mounts the PersistentVolumeClaims named in ``claims`` (volumes ``claim-0``...)
+    and an ephemeral volume (with a claim template) for each name in ``ephemeral``.
+    """
     meta: dict[str, Any] = {
         "name": name,
         "namespace": namespace,
@@ -164,6 +181,19 @@ def pod(
     }
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)
+    volumes: list[dict[str, Any]] = [
+        {"name": f"claim-{i}", "persistentVolumeClaim": {"claimName": claim}}
+        for i, claim in enumerate(claims)
+    ]
+    volumes += [
+        {"name": volume, "ephemeral": {"volumeClaimTemplate": {"spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+        }}}}
+        for volume in ephemeral
+    ]
+    if volumes:
+        spec["volumes"] = volumes
     status: dict[str, Any] = {"phase": "Running" if node_name and phase == "Pending" else phase}
     if node_name:
         spec["nodeName"] = node_name
@@ -239,3 +269,93 @@ def nodepool(
         "spec": spec,
         "status": {"conditions": _conditions(Ready=ready)},
     }
+
+
+def persistent_volume_claim(
+    name: str,
+    *,
+    namespace: str = "default",
+    volume_name: str | None = None,
+    storage_class: str | None = None,
+    owner: Mapping[str, Any] | None = None,
+    bind_completed: bool | None = None,
+    deleting: bool = False,
+    phase: str | None = None,
+) -> dict[str, Any]:
+    """A PersistentVolumeClaim; bound (annotated as the PV controller does, phase
+    Bound) when ``volume_name`` is given, unless ``bind_completed`` says otherwise.
+    ``owner`` (a pod) makes it that pod's ephemeral volume claim."""
+    bound = bool(volume_name) if bind_completed is None else bind_completed
+    meta: dict[str, Any] = {"name": name, "namespace": namespace,
+                            "uid": f"pvc-{next(_uids)}", "annotations": {}}
+    if bound:
+        meta["annotations"]["pv.kubernetes.io/bind-completed"] = "yes"
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Pod", "name": owner["metadata"]["name"],
+             "uid": owner["metadata"]["uid"], "controller": True}
+        ]
+    if deleting:
+        meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": "1Gi"}}}
+    if volume_name:
+        spec["volumeName"] = volume_name
+    if storage_class is not None:
+        spec["storageClassName"] = storage_class
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": meta,
+        "spec": spec,
+        "status": {"phase": phase or ("Bound" if bound else "Pending")},
+    }
+
+
+def persistent_volume(
+    name: str,
+    *,
+    zones: Sequence[str] = (),
+    node_selector_terms: Sequence[Sequence[Mapping[str, Any]]] = (),
+    local_path: str | None = None,
+    deleting: bool = False,
+) -> dict[str, Any]:
+    """A PersistentVolume whose node affinity requires one of ``zones`` (and/or the
+    given ``node_selector_terms``); a ``local`` volume when ``local_path`` is set."""
+    terms = [{"matchExpressions": [dict(e) for e in term]} for term in node_selector_terms]
+    if zones:
+        terms.append({"matchExpressions": [
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(zones)}
+        ]})
+    spec: dict[str, Any] = {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}
+    if terms:
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": terms}}
+    if local_path:
+        spec["local"] = {"path": local_path}
+    else:
+        spec["csi"] = {"driver": "test.csi.k8s.io", "volumeHandle": name}
+    meta: dict[str, Any] = {"name": name, "uid": f"pv-{next(_uids)}"}
+    if deleting:
+        meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": meta, "spec": spec}
+
+
+def storage_class(
+    name: str,
+    *,
+    zones: Sequence[str] = (),
+    binding_mode: str = "WaitForFirstConsumer",
+) -> dict[str, Any]:
+    """A StorageClass; ``zones`` become its allowedTopologies."""
+    out: dict[str, Any] = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name, "uid": f"sc-{next(_uids)}"},
+        "provisioner": "test.csi.k8s.io",
+        "volumeBindingMode": binding_mode,
+    }
+    if zones:
+        out["allowedTopologies"] = [{"matchLabelExpressions": [
+            {"key": "topology.kubernetes.io/zone", "values": list(zones)}
+        ]}]
+    return out
