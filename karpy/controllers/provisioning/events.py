@@ -1,7 +1,9 @@
 """The Events the provisioner records on pods, as Karpenter words them.
 
 * ``FailedScheduling`` (Warning): "Failed to schedule pod, <why>" — once per pod and
-  reason every 5 minutes, however often the pod is retried;
+  reason every 5 minutes, however often the pod is retried; a pod the provisioner
+  ignores because its volumes cannot be resolved gets the same event, its reason
+  starting "failed to validate pod";
 * ``Nominated`` (Normal): "Pod should schedule on: nodeclaim/<name>" — through a shared
   token bucket (5/s, burst 10) as in Karpenter, so a thousand-pod batch does not write a
   thousand Events.

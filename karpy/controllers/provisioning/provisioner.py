@@ -5,8 +5,10 @@ One round (Karpenter's Provisioner.Reconcile):
 1. wait for a batch (:class:`~karpy.controllers.provisioning.batcher.Batcher`), then for
    the cluster model to be synced;
 2. gather the pods that need capacity -- provisionable and not nominated, plus pods on
-   machines being deleted -- and the capacity that exists or is coming (nodes, launched
-   NodeClaims, with the pods already nominated to them);
+   machines being deleted -- each restricted to where its persistent volumes can be
+   mounted (a pod whose claim or StorageClass is missing is left out, with an event),
+   and the capacity that exists or is coming (nodes, launched NodeClaims, with the
+   pods already nominated to them);
 3. build the simulator's input: ready NodePools in weight order with their instance
    types (cached per generation, unavailable offerings masked), limits and usage, and
    the DaemonSets' pods; solve;
@@ -37,7 +39,7 @@ from karpy.runtime import Client, Clock, EventRecorder, Result, freeze
 from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
 from karpy.scheduling import resources as res
 from karpy.scheduling.simulator import SchedulerOptions, Simulator
-from karpy.state import NODE_CLAIM, Cluster, NodePoolEntry, UnavailableOfferings
+from karpy.state import NODE_CLAIM, Cluster, NodePoolEntry, UnavailableOfferings, VolumeError
 
 __all__ = ["PROVISIONED_REASON", "Provisioner"]
 
@@ -152,11 +154,8 @@ class Provisioner:
         # its node rather than provisioned for (under-provisioning heals next round,
         # over-provisioning costs money).
         nodes = self.cluster.existing_nodes()
-        pending = [
-            pod for pod in map(self.cluster.scheduling_pod, self.cluster.provisionable_pods())
-            if not _avoids_managed_nodes(pod)
-        ]
-        deleting = self.cluster.reschedulable_pods()
+        pending = self._pending_pods()
+        deleting = self._moving_pods()
         pods = pending + deleting
         if not pods:
             return None
@@ -182,6 +181,41 @@ class Provisioner:
             )
         self._record(results)
         return results
+
+    def _pending_pods(self) -> list[Pod]:
+        """Provisionable pods as the simulator sees them, volume topology included;
+        pods that cannot be provisioned for yet are left out (Karpenter's Validate)."""
+        out = []
+        for obj in self.cluster.provisionable_pods():
+            pod = self.cluster.scheduling_pod(obj)
+            if _avoids_managed_nodes(pod):
+                continue
+            try:
+                out.append(self.cluster.with_volume_topology(pod))
+            except VolumeError as exc:
+                reason = f"failed to validate pod, {exc}"
+                if self.events.failed_to_schedule(pod, reason):
+                    log.info(
+                        "ignoring pod, failed to validate pod",
+                        extra={"Pod": {"name": pod.name, "namespace": pod.namespace},
+                               "error": str(exc)},
+                    )
+        return out
+
+    def _moving_pods(self) -> list[Pod]:
+        """Pods on machines being deleted, restricted to where their volumes can go;
+        a pod whose volumes cannot be resolved is left out, as Karpenter does."""
+        out = []
+        for pod in self.cluster.reschedulable_pods():
+            try:
+                out.append(self.cluster.with_volume_topology(pod, bound=True))
+            except VolumeError as exc:
+                log.error(
+                    "failed getting volume topology requirements",
+                    extra={"Pod": {"name": pod.name, "namespace": pod.namespace},
+                           "error": str(exc)},
+                )
+        return out
 
     async def _templates(self) -> list[NodePoolTemplate]:
         templates = []
