@@ -16,149 +16,50 @@ deletes its NodeClaims, Nodes and NodePools before karpy stops.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from harness import karpy_operator
+from kube import (
+    clean_up,
+    connect,
+    deployment,
+    eventually,
+    gone,
+    nodepool,
+    pool_objects,
+    ready_node_class,
+    running_pods,
+)
 
-from karpy.apis.crdgen import generate
-from karpy.cloudprovider.kwok import API_EXTENSION, generate_catalogue
+from karpy.cloudprovider.kwok import generate_catalogue
 from karpy.cloudprovider.kwok._catalogue import to_instance_types
 from karpy.controllers.settings import Settings
-from karpy.runtime import Client, Kind, errors, kinds
+from karpy.runtime import kinds
 from karpy.scheduling import resources as res
+from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-T = TypeVar("T")
-
-NODE_POOL = Kind(group="karpenter.sh", version="v1", plural="nodepools", kind="NodePool",
-                 namespaced=False)
-NODE_CLAIM = Kind(group="karpenter.sh", version="v1", plural="nodeclaims", kind="NodeClaim",
-                  namespaced=False)
-KWOK_NODE_CLASS = Kind(group="karpenter.kwok.sh", version="v1alpha1", plural="kwoknodeclasses",
-                       kind="KWOKNodeClass", namespaced=False)
 NODE_CLASS = "lifecycle-e2e"
 SELECT = "karpy-e2e"  # the template label a test's pods select their NodePools by
 POD_CPU = "500m"
+CLEANUP_TIMEOUT = 90.0
 
 
 # -- helpers ---------------------------------------------------------------------------
 
 
-async def eventually(
-    check: Callable[[], Awaitable[T | None]],
-    *,
-    timeout: float,  # noqa: ASYNC109 - a deadline for the polling, not an I/O timeout
-    what: str,
-    every: float = 0.5,
-) -> T:
-    """Poll ``check`` until it returns something truthy; fail naming ``what``."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        found = await check()
-        if found:
-            return found
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        await asyncio.sleep(every)
-
-
-@contextlib.asynccontextmanager
-async def kube(cluster: Any) -> AsyncIterator[Client]:
-    client = await Client.from_kubeconfig(cluster.kubeconfig)
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
-@pytest.fixture(scope="module")
-def kwok_crd(cluster: Any) -> None:
-    """The KWOKNodeClass CRD, generated from the model (applying it again is harmless)."""
-    (text,) = generate([API_EXTENSION]).values()
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=text)
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                    f"crd/{KWOK_NODE_CLASS.plural}.{KWOK_NODE_CLASS.group}")
-
-
-async def ready_node_class(client: Client) -> None:
-    """The tests' KWOKNodeClass (Ready by the schema's default status)."""
-    with contextlib.suppress(errors.AlreadyExists):
-        await client.create(KWOK_NODE_CLASS, {"metadata": {"name": NODE_CLASS}, "spec": {}})
-
-
-def nodepool(
+def pool_manifest(
     name: str, select: str, *, weight: int, requirements: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name},
-        "spec": {
-            "weight": weight,
-            "template": {
-                "metadata": {"labels": {SELECT: select}},
-                "spec": {
-                    "nodeClassRef": {"group": KWOK_NODE_CLASS.group, "kind": KWOK_NODE_CLASS.kind,
-                                     "name": NODE_CLASS},
-                    "requirements": [
-                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                        *requirements,
-                    ],
-                    "expireAfter": "Never",
-                },
-            },
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"},
-        },
-    }
+    return nodepool(name, node_class=NODE_CLASS, labels={SELECT: select}, weight=weight,
+                    requirements=requirements)
 
 
-def deployment(name: str, select: str, replicas: int) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "terminationGracePeriodSeconds": 0,
-                    "nodeSelector": {SELECT: select},
-                    "containers": [{
-                        "name": "pause",
-                        "image": "registry.k8s.io/pause:3.9",
-                        "resources": {"requests": {"cpu": POD_CPU}},
-                    }],
-                },
-            },
-        },
-    }
-
-
-async def running_pods(client: Client, namespace: str, app: str, replicas: int) -> list[Any]:
-    pods = await client.list(kinds.POD, namespace=namespace, label_selector={"app": app})
-    running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
-    return running if len(running) == replicas else []
-
-
-async def nodeclaims_of(client: Client, pools: list[str]) -> list[Any]:
-    found = await client.list(NODE_CLAIM)
-    return [nc for nc in found if nc["metadata"].get("labels", {}).get("karpenter.sh/nodepool")
-            in pools]
-
-
-async def gone(client: Client, kind: Kind, name: str) -> bool:
-    try:
-        await client.get(kind, name)
-    except errors.NotFound:
-        return True
-    return False
+def app_manifest(name: str, select: str, replicas: int) -> dict[str, Any]:
+    return deployment(name, node_selector={SELECT: select}, replicas=replicas, cpu=POD_CPU)
 
 
 def condition(obj: Any, type_: str) -> str | None:
@@ -166,41 +67,6 @@ def condition(obj: Any, type_: str) -> str | None:
         if c["type"] == type_:
             return str(c["status"])
     return None
-
-
-async def clean_up(client: Client, namespace: str, app: str, pools: list[str]) -> list[str]:
-    """Delete the test's workload, NodeClaims and NodePools while karpy still runs, and
-    wait for termination to finish. Returns what had to be forced (should be nothing)."""
-    forced: list[str] = []
-    with contextlib.suppress(errors.NotFound):
-        await client.delete(kinds.DEPLOYMENT, app, namespace=namespace,
-                            propagation_policy="Foreground")
-    for pool in pools:
-        with contextlib.suppress(errors.NotFound):
-            await client.delete(NODE_POOL, pool)
-    for nc in await nodeclaims_of(client, pools):
-        with contextlib.suppress(errors.NotFound):
-            await client.delete(NODE_CLAIM, nc["metadata"]["name"])
-
-    async def all_gone() -> bool:
-        claims = await nodeclaims_of(client, pools)
-        nodes = [n for n in await client.list(kinds.NODE)
-                 if n["metadata"].get("labels", {}).get("karpenter.sh/nodepool") in pools]
-        return not claims and not nodes
-
-    try:
-        await eventually(all_gone, timeout=90, what="NodeClaims and Nodes to be terminated")
-    except AssertionError:
-        # Leave the shared cluster clean for the next test, and report it.
-        for kind in (NODE_CLAIM, kinds.NODE):
-            for obj in await client.list(kind):
-                if obj["metadata"].get("labels", {}).get("karpenter.sh/nodepool") in pools:
-                    name = obj["metadata"]["name"]
-                    forced.append(f"{kind.kind}/{name}")
-                    with contextlib.suppress(errors.NotFound):
-                        await client.patch(kind, name, {"metadata": {"finalizers": None}})
-                        await client.delete(kind, name)
-    return forced
 
 
 def cheapest_offering() -> tuple[str, str, str]:
@@ -242,22 +108,22 @@ async def test_insufficient_capacity_on_the_cheapest_offering(
     pools = [pinned, fallback]
     settings = Settings(batch_idle_duration=0.5, batch_max_duration=3.0)
     faults = {"insufficientCapacity": f"{instance_type}/{zone}/{capacity_type}"}
-    async with kube(cluster) as client, karpy_operator(
+    async with connect(cluster) as client, karpy_operator(
         cluster, settings=settings, provider_settings=faults
     ) as op:
-        await ready_node_class(client)
+        await ready_node_class(client, NODE_CLASS)
         # The heavier pool offers only the cheapest offering, so its NodeClaim has nowhere
         # else to go when that offering has no capacity; the other pool offers the rest.
-        await client.create(NODE_POOL, nodepool(pinned, app, weight=100, requirements=[
+        await client.create(NODE_POOL, pool_manifest(pinned, app, weight=100, requirements=[
             {"key": "node.kubernetes.io/instance-type", "operator": "In",
              "values": [instance_type]},
             {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]},
             {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [capacity_type]},
         ]))
-        await client.create(NODE_POOL, nodepool(fallback, app, weight=1, requirements=[]))
+        await client.create(NODE_POOL, pool_manifest(fallback, app, weight=1, requirements=[]))
         forced: list[str] = []
         try:
-            await client.create(kinds.DEPLOYMENT, deployment(app, app, 2), namespace=namespace)
+            await client.create(kinds.DEPLOYMENT, app_manifest(app, app, 2), namespace=namespace)
 
             failed, *_ = await op.wait_for_log(
                 "failed launching nodeclaim",
@@ -287,7 +153,8 @@ async def test_insufficient_capacity_on_the_cheapest_offering(
             assert any(name.startswith(fallback + "-") for name in launched)
             assert not any(name.startswith(pinned + "-") for name in launched)
         finally:
-            forced = await clean_up(client, namespace, app, pools)
+            forced = await clean_up(client, namespace, app, pools,
+                                    timeout=CLEANUP_TIMEOUT)
         assert forced == [], f"termination left these behind: {forced}"
 
 
@@ -300,14 +167,14 @@ async def test_a_node_that_never_registers_is_replaced(
     pool, app = "lc-unregistered", "lc-unregistered"
     ttl = 20.0
     settings = Settings(batch_idle_duration=0.5, batch_max_duration=3.0, registration_ttl=ttl)
-    async with kube(cluster) as client, karpy_operator(
+    async with connect(cluster) as client, karpy_operator(
         cluster, settings=settings, provider_settings={"unregisteredLaunches": "1"}
     ) as op:
-        await ready_node_class(client)
-        await client.create(NODE_POOL, nodepool(pool, app, weight=1, requirements=[]))
+        await ready_node_class(client, NODE_CLASS)
+        await client.create(NODE_POOL, pool_manifest(pool, app, weight=1, requirements=[]))
         forced: list[str] = []
         try:
-            await client.create(kinds.DEPLOYMENT, deployment(app, app, 1), namespace=namespace)
+            await client.create(kinds.DEPLOYMENT, app_manifest(app, app, 1), namespace=namespace)
 
             first, *_ = await op.wait_for_log(
                 "launched nodeclaim", where=lambda r: nodeclaim_of(r).startswith(pool + "-"),
@@ -332,7 +199,7 @@ async def test_a_node_that_never_registers_is_replaced(
                                      timeout=120, what="the pod Running")
             node = await client.get(kinds.NODE, pod["spec"]["nodeName"])
             [replacement] = [
-                nc for nc in await nodeclaims_of(client, [pool])
+                nc for nc in await pool_objects(client, NODE_CLAIM, [pool])
                 if nc["status"].get("providerID") == node["spec"]["providerID"]
             ]
             assert replacement["metadata"]["name"] != lost
@@ -340,5 +207,6 @@ async def test_a_node_that_never_registers_is_replaced(
             registered = [nodeclaim_of(r) for r in op.messages("registered nodeclaim")]
             assert replacement["metadata"]["name"] in registered
         finally:
-            forced = await clean_up(client, namespace, app, [pool])
+            forced = await clean_up(client, namespace, app, [pool],
+                                    timeout=CLEANUP_TIMEOUT)
         assert forced == [], f"termination left these behind: {forced}"

@@ -18,31 +18,36 @@ karpy stops.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pytest
 from harness import RunningKarpy, karpy_operator, karpy_process
+from kube import (
+    clean_up,
+    connect,
+    deployment,
+    eventually,
+    nodepool,
+    pool_objects,
+    pool_of,
+    ready_node_class,
+    running_pods,
+)
 
-from karpy.apis.crdgen import generate
-from karpy.cloudprovider.kwok import API_EXTENSION, generate_catalogue
+from karpy.cloudprovider.kwok import generate_catalogue
 from karpy.cloudprovider.kwok._catalogue import to_instance_types
 from karpy.controllers.settings import Settings
-from karpy.runtime import Client, Kind, errors, kinds
+from karpy.runtime import Client, kinds
 from karpy.scheduling import resources as res
-from karpy.state import NODE_CLAIM, NODE_POOL
+from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-T = TypeVar("T")
-
-KWOK_NODE_CLASS = Kind(group="karpenter.kwok.sh", version="v1alpha1", plural="kwoknodeclasses",
-                       kind="KWOKNodeClass", namespaced=False)
 NODE_CLASS = "provisioning-e2e"
 SELECT = "karpy-e2e-provisioning"  # the template label this file's pods select pools by
+CLEANUP_TIMEOUT = 180.0
 LIFECYCLE = (
     "found provisionable pod(s)",
     "computed new nodeclaim(s) to fit pod(s)",
@@ -56,97 +61,17 @@ LIFECYCLE = (
 # -- helpers ---------------------------------------------------------------------------
 
 
-async def eventually(
-    check: Callable[[], Awaitable[T | None]],
-    *,
-    timeout: float,  # noqa: ASYNC109 - a deadline for the polling, not an I/O timeout
-    what: str,
-    every: float = 0.5,
-) -> T:
-    """Poll ``check`` until it returns something truthy; fail naming ``what``."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        found = await check()
-        if found:
-            return found
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        await asyncio.sleep(every)
-
-
-@contextlib.asynccontextmanager
-async def kube(cluster: Any) -> AsyncIterator[Client]:
-    client = await Client.from_kubeconfig(cluster.kubeconfig)
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
-@pytest.fixture(scope="module")
-def kwok_crd(cluster: Any) -> None:
-    """The KWOKNodeClass CRD, generated from the model (applying it again is harmless)."""
-    (text,) = generate([API_EXTENSION]).values()
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=text)
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                    f"crd/{KWOK_NODE_CLASS.plural}.{KWOK_NODE_CLASS.group}")
-
-
-async def ready_node_class(client: Client) -> None:
-    with contextlib.suppress(errors.AlreadyExists):
-        await client.create(KWOK_NODE_CLASS, {"metadata": {"name": NODE_CLASS}, "spec": {}})
-
-
-def nodepool(
+def pool_manifest(
     name: str, select: str, *, weight: int | None = None,
     limits: Mapping[str, str] | None = None,
     requirements: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "template": {
-            "metadata": {"labels": {SELECT: select}},
-            "spec": {
-                "nodeClassRef": {"group": KWOK_NODE_CLASS.group, "kind": KWOK_NODE_CLASS.kind,
-                                 "name": NODE_CLASS},
-                "requirements": [
-                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-                    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                    *requirements,
-                ],
-                "expireAfter": "Never",
-            },
-        },
-        "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"},
-    }
-    if weight is not None:
-        spec["weight"] = weight
-    if limits:
-        spec["limits"] = dict(limits)
-    return {"metadata": {"name": name}, "spec": spec}
+    return nodepool(name, node_class=NODE_CLASS, labels={SELECT: select}, weight=weight,
+                    limits=limits, requirements=requirements)
 
 
-def deployment(name: str, select: str, replicas: int, cpu: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "terminationGracePeriodSeconds": 0,
-                    "nodeSelector": {SELECT: select},
-                    "containers": [{
-                        "name": "pause",
-                        "image": "registry.k8s.io/pause:3.9",
-                        "resources": {"requests": {"cpu": cpu}},
-                    }],
-                },
-            },
-        },
-    }
+def app_manifest(name: str, select: str, replicas: int, cpu: str) -> dict[str, Any]:
+    return deployment(name, node_selector={SELECT: select}, replicas=replicas, cpu=cpu)
 
 
 async def scale(client: Client, namespace: str, name: str, replicas: int) -> None:
@@ -154,22 +79,12 @@ async def scale(client: Client, namespace: str, name: str, replicas: int) -> Non
                        namespace=namespace)
 
 
-async def running(client: Client, namespace: str, app: str, replicas: int) -> list[Any]:
-    pods = await client.list(kinds.POD, namespace=namespace, label_selector={"app": app})
-    up = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
-    return up if len(up) == replicas else []
-
-
-def pool_of(obj: Mapping[str, Any]) -> str:
-    return str((obj["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", ""))
-
-
 async def nodes_of(client: Client, pools: Sequence[str]) -> list[Any]:
-    return [n for n in await client.list(kinds.NODE) if pool_of(n) in pools]
+    return await pool_objects(client, kinds.NODE, pools)
 
 
 async def nodeclaims_of(client: Client, pools: Sequence[str]) -> list[Any]:
-    return [nc for nc in await client.list(NODE_CLAIM) if pool_of(nc) in pools]
+    return await pool_objects(client, NODE_CLAIM, pools)
 
 
 def hourly_price(nodes: Sequence[Mapping[str, Any]]) -> float:
@@ -186,37 +101,6 @@ def hourly_price(nodes: Sequence[Mapping[str, Any]]) -> float:
                          labels["topology.kubernetes.io/zone"],
                          labels["karpenter.sh/capacity-type"])]
     return total
-
-
-async def clean_up(client: Client, namespace: str, app: str, pools: Sequence[str]) -> list[str]:
-    """Delete the workload, NodePools and NodeClaims while karpy still runs and wait for
-    termination to finish. Returns what had to be forced (should be nothing)."""
-    forced: list[str] = []
-    with contextlib.suppress(errors.NotFound):
-        await client.delete(kinds.DEPLOYMENT, app, namespace=namespace,
-                            propagation_policy="Foreground")
-    for pool in pools:
-        with contextlib.suppress(errors.NotFound):
-            await client.delete(NODE_POOL, pool)
-    for nc in await nodeclaims_of(client, pools):
-        with contextlib.suppress(errors.NotFound):
-            await client.delete(NODE_CLAIM, nc["metadata"]["name"])
-
-    async def all_gone() -> bool:
-        return not await nodeclaims_of(client, pools) and not await nodes_of(client, pools)
-
-    try:
-        await eventually(all_gone, timeout=180, what="NodeClaims and Nodes to be terminated")
-    except AssertionError:
-        for kind in (NODE_CLAIM, kinds.NODE):
-            for obj in await client.list(kind):
-                if pool_of(obj) in pools:
-                    name = obj["metadata"]["name"]
-                    forced.append(f"{kind.kind}/{name}")
-                    with contextlib.suppress(errors.NotFound):
-                        await client.patch(kind, name, {"metadata": {"finalizers": None}})
-                        await client.delete(kind, name)
-    return forced
 
 
 def lifecycle_lines(op: RunningKarpy, pools: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
@@ -239,16 +123,16 @@ async def test_inflate_50_pods_run_on_nodeclaim_backed_nodes(
     cluster: Any, namespace: str, kwok_crd: None
 ) -> None:
     pool, app, replicas = "prov-inflate", "inflate", 50
-    async with kube(cluster) as client, karpy_operator(cluster) as op:
-        await ready_node_class(client)
-        await client.create(NODE_POOL, nodepool(pool, app))
-        await client.create(kinds.DEPLOYMENT, deployment(app, app, 0, "1"),
+    async with connect(cluster) as client, karpy_operator(cluster) as op:
+        await ready_node_class(client, NODE_CLASS)
+        await client.create(NODE_POOL, pool_manifest(pool, app))
+        await client.create(kinds.DEPLOYMENT, app_manifest(app, app, 0, "1"),
                             namespace=namespace)
         forced: list[str] = []
         try:
             started = time.monotonic()
             await scale(client, namespace, app, replicas)
-            pods = await eventually(lambda: running(client, namespace, app, replicas),
+            pods = await eventually(lambda: running_pods(client, namespace, app, replicas),
                                     timeout=300, what=f"{replicas} pods Running")
             elapsed = time.monotonic() - started
 
@@ -279,7 +163,8 @@ async def test_inflate_50_pods_run_on_nodeclaim_backed_nodes(
             print(f"\nacceptance 1: {replicas} pods Running {elapsed:.1f}s after scale-up on "
                   f"{len(nodes)} node(s) costing ${price:.4f}/h ({', '.join(types)})")
         finally:
-            forced = await clean_up(client, namespace, app, [pool])
+            forced = await clean_up(client, namespace, app, [pool],
+                                    timeout=CLEANUP_TIMEOUT)
         assert forced == [], f"termination left these behind: {forced}"
 
 
@@ -303,16 +188,16 @@ async def test_a_thousand_pods_run_and_the_operator_stays_lean(
     pool, app, replicas = "prov-thousand", "inflate", 1000
     # Nodes of at most 16 CPU, so that 1,000 one-CPU pods need dozens of NodeClaims.
     small = [{"key": "karpenter.kwok.sh/instance-cpu", "operator": "Lt", "values": ["17"]}]
-    async with kube(cluster) as client, karpy_process(cluster) as op:
-        await ready_node_class(client)
-        await client.create(NODE_POOL, nodepool(pool, app, requirements=small))
-        await client.create(kinds.DEPLOYMENT, deployment(app, app, 0, "1"),
+    async with connect(cluster) as client, karpy_process(cluster) as op:
+        await ready_node_class(client, NODE_CLASS)
+        await client.create(NODE_POOL, pool_manifest(pool, app, requirements=small))
+        await client.create(kinds.DEPLOYMENT, app_manifest(app, app, 0, "1"),
                             namespace=namespace)
         forced: list[str] = []
         try:
             started = time.monotonic()
             await scale(client, namespace, app, replicas)
-            await eventually(lambda: running(client, namespace, app, replicas),
+            await eventually(lambda: running_pods(client, namespace, app, replicas),
                              timeout=900, what=f"{replicas} pods Running", every=1.0)
             elapsed = time.monotonic() - started
             nodes = await nodes_of(client, [pool])
@@ -330,7 +215,8 @@ async def test_a_thousand_pods_run_and_the_operator_stays_lean(
                   f"{op.messages('found provisionable pod(s)')[0]['duration']}), last NodeClaim "
                   f"created at {created[-1]['time']}")
         finally:
-            forced = await clean_up(client, namespace, app, [pool])
+            forced = await clean_up(client, namespace, app, [pool],
+                                    timeout=CLEANUP_TIMEOUT)
         assert forced == [], f"termination left these behind: {forced}"
 
 
@@ -345,13 +231,13 @@ async def test_limits_stop_a_pool_and_weights_order_the_pools(
     limit_cpu = 8
     replicas = 24  # 24 x 1 CPU: three times what the limited pool may hold
     settings = Settings(batch_idle_duration=0.5, batch_max_duration=3.0)
-    async with kube(cluster) as client, karpy_operator(cluster, settings=settings) as op:
-        await ready_node_class(client)
-        await client.create(NODE_POOL, nodepool(limited, app, weight=100,
+    async with connect(cluster) as client, karpy_operator(cluster, settings=settings) as op:
+        await ready_node_class(client, NODE_CLASS)
+        await client.create(NODE_POOL, pool_manifest(limited, app, weight=100,
                                                 limits={"cpu": str(limit_cpu)}))
         forced: list[str] = []
         try:
-            await client.create(kinds.DEPLOYMENT, deployment(app, app, replicas, "1"),
+            await client.create(kinds.DEPLOYMENT, app_manifest(app, app, replicas, "1"),
                                 namespace=namespace)
 
             # Alone, the limited pool provisions up to its limit and no further.
@@ -381,8 +267,8 @@ async def test_limits_stop_a_pool_and_weights_order_the_pools(
 
             # A lower-weight pool without limits takes the rest; the limited one, still
             # preferred, gets nothing more.
-            await client.create(NODE_POOL, nodepool(fallback, app, weight=1))
-            await eventually(lambda: running(client, namespace, app, replicas),
+            await client.create(NODE_POOL, pool_manifest(fallback, app, weight=1))
+            await eventually(lambda: running_pods(client, namespace, app, replicas),
                              timeout=300, what=f"{replicas} pods Running")
             assert {nc["metadata"]["name"] for nc in
                     await nodeclaims_of(client, [limited])} == claims_before
@@ -392,7 +278,8 @@ async def test_limits_stop_a_pool_and_weights_order_the_pools(
                   f"fallback pool took the rest on "
                   f"{len(await nodes_of(client, [fallback]))} node(s)")
         finally:
-            forced = await clean_up(client, namespace, app, pools)
+            forced = await clean_up(client, namespace, app, pools,
+                                    timeout=CLEANUP_TIMEOUT)
         assert forced == [], f"termination left these behind: {forced}"
 
 
@@ -402,19 +289,20 @@ async def test_the_heavier_pool_is_used_first(
     heavy, light, app = "prov-heavy", "prov-light", "prov-weights"
     pools = [heavy, light]
     settings = Settings(batch_idle_duration=0.5, batch_max_duration=3.0)
-    async with kube(cluster) as client, karpy_operator(cluster, settings=settings):
-        await ready_node_class(client)
-        await client.create(NODE_POOL, nodepool(light, app, weight=1))
-        await client.create(NODE_POOL, nodepool(heavy, app, weight=90))
+    async with connect(cluster) as client, karpy_operator(cluster, settings=settings):
+        await ready_node_class(client, NODE_CLASS)
+        await client.create(NODE_POOL, pool_manifest(light, app, weight=1))
+        await client.create(NODE_POOL, pool_manifest(heavy, app, weight=90))
         forced: list[str] = []
         try:
-            await client.create(kinds.DEPLOYMENT, deployment(app, app, 6, "1"),
+            await client.create(kinds.DEPLOYMENT, app_manifest(app, app, 6, "1"),
                                 namespace=namespace)
-            pods = await eventually(lambda: running(client, namespace, app, 6),
+            pods = await eventually(lambda: running_pods(client, namespace, app, 6),
                                     timeout=180, what="6 pods Running")
             used = {pool_of(await client.get(kinds.NODE, p["spec"]["nodeName"])) for p in pods}
             assert used == {heavy}
             assert await nodeclaims_of(client, [light]) == []
         finally:
-            forced = await clean_up(client, namespace, app, pools)
+            forced = await clean_up(client, namespace, app, pools,
+                                    timeout=CLEANUP_TIMEOUT)
         assert forced == [], f"termination left these behind: {forced}"

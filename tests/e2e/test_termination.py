@@ -14,117 +14,35 @@ its NodeClaims, Nodes and NodePool before karpy stops.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from harness import karpy_operator
+from kube import (
+    clean_up,
+    connect,
+    deployment,
+    eventually,
+    gone,
+    nodepool,
+    pool_objects,
+    ready_node_class,
+)
 
-from karpy.apis.crdgen import generate
-from karpy.cloudprovider.kwok import API_EXTENSION
 from karpy.controllers.settings import Settings
-from karpy.runtime import Client, Kind, errors, kinds
+from karpy.runtime import Client, errors, kinds
 from karpy.scheduling import resources as res
+from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-T = TypeVar("T")
-
-NODE_POOL = Kind(group="karpenter.sh", version="v1", plural="nodepools", kind="NodePool",
-                 namespaced=False)
-NODE_CLAIM = Kind(group="karpenter.sh", version="v1", plural="nodeclaims", kind="NodeClaim",
-                  namespaced=False)
-KWOK_NODE_CLASS = Kind(group="karpenter.kwok.sh", version="v1alpha1", plural="kwoknodeclasses",
-                       kind="KWOKNodeClass", namespaced=False)
 NODE_CLASS = "termination-e2e"
 SELECT = "karpy-e2e"
 POOL = "tm-drain"
 APP = "tm-web"
 POD_CPU = "500m"
-
-
-async def eventually(
-    check: Callable[[], Awaitable[T | None]],
-    *,
-    timeout: float,  # noqa: ASYNC109 - a deadline for the polling, not an I/O timeout
-    what: str,
-    every: float = 0.5,
-) -> T:
-    """Poll ``check`` until it returns something truthy; fail naming ``what``."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        found = await check()
-        if found:
-            return found
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        await asyncio.sleep(every)
-
-
-@contextlib.asynccontextmanager
-async def kube(cluster: Any) -> AsyncIterator[Client]:
-    client = await Client.from_kubeconfig(cluster.kubeconfig)
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
-@pytest.fixture(scope="module")
-def kwok_crd(cluster: Any) -> None:
-    """The KWOKNodeClass CRD, generated from the model (applying it again is harmless)."""
-    (text,) = generate([API_EXTENSION]).values()
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=text)
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                    f"crd/{KWOK_NODE_CLASS.plural}.{KWOK_NODE_CLASS.group}")
-
-
-def nodepool() -> dict[str, Any]:
-    return {
-        "metadata": {"name": POOL},
-        "spec": {
-            "template": {
-                "metadata": {"labels": {SELECT: POOL}},
-                "spec": {
-                    "nodeClassRef": {"group": KWOK_NODE_CLASS.group, "kind": KWOK_NODE_CLASS.kind,
-                                     "name": NODE_CLASS},
-                    "requirements": [
-                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                    ],
-                    "expireAfter": "Never",
-                },
-            },
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"},
-        },
-    }
-
-
-def deployment(replicas: int) -> dict[str, Any]:
-    labels = {"app": APP}
-    return {
-        "metadata": {"name": APP},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "terminationGracePeriodSeconds": 0,
-                    "nodeSelector": {SELECT: POOL},
-                    "containers": [{
-                        "name": "pause",
-                        "image": "registry.k8s.io/pause:3.9",
-                        "resources": {"requests": {"cpu": POD_CPU}},
-                    }],
-                },
-            },
-        },
-    }
 
 
 def pdb(min_available: int) -> dict[str, Any]:
@@ -154,19 +72,6 @@ async def ready_pods(client: Client, namespace: str, count: int) -> list[Any]:
     return pods if len(pods) == count else []
 
 
-async def pool_objects(client: Client, kind: Kind) -> list[Any]:
-    return [o for o in await client.list(kind)
-            if o["metadata"].get("labels", {}).get("karpenter.sh/nodepool") == POOL]
-
-
-async def gone(client: Client, kind: Kind, name: str) -> bool:
-    try:
-        await client.get(kind, name)
-    except errors.NotFound:
-        return True
-    return False
-
-
 async def events_about(client: Client, namespace: str, name: str) -> list[Any]:
     return [e for e in await client.list(kinds.EVENT, namespace=namespace)
             if e["involvedObject"].get("name") == name]
@@ -179,8 +84,8 @@ def event_time(event: Any) -> datetime:
 
 async def status_matches_nodes(client: Client) -> dict[str, Any] | None:
     """The NodePool's status once it equals the sum over its registered nodes."""
-    nodes = await pool_objects(client, kinds.NODE)
-    claims = await pool_objects(client, NODE_CLAIM)
+    nodes = await pool_objects(client, kinds.NODE, [POOL])
+    claims = await pool_objects(client, NODE_CLAIM, [POOL])
     if not nodes or len(nodes) != len(claims):
         return None
     cpu = sum(res.to_canonical("cpu", n["status"]["capacity"]["cpu"]) for n in nodes)
@@ -195,49 +100,25 @@ async def status_matches_nodes(client: Client) -> dict[str, Any] | None:
     return dict(status)
 
 
-async def clean_up(client: Client, namespace: str) -> list[str]:
-    """Delete the workload, NodePool and NodeClaims while karpy still runs and wait for
-    termination to finish. Returns what had to be forced (should be nothing)."""
-    forced: list[str] = []
+async def clean_up_with_pdb(client: Client, namespace: str) -> list[str]:
+    """Delete the PDB, then the workload, NodePool and NodeClaims (see kube.clean_up)."""
     with contextlib.suppress(errors.NotFound):
         await client.delete(kinds.POD_DISRUPTION_BUDGET, APP, namespace=namespace)
-    with contextlib.suppress(errors.NotFound):
-        await client.delete(kinds.DEPLOYMENT, APP, namespace=namespace,
-                            propagation_policy="Foreground")
-    with contextlib.suppress(errors.NotFound):
-        await client.delete(NODE_POOL, POOL)
-    for nc in await pool_objects(client, NODE_CLAIM):
-        with contextlib.suppress(errors.NotFound):
-            await client.delete(NODE_CLAIM, nc["metadata"]["name"])
-
-    async def all_gone() -> bool:
-        return not await pool_objects(client, NODE_CLAIM) and not await pool_objects(
-            client, kinds.NODE)
-
-    try:
-        await eventually(all_gone, timeout=120, what="NodeClaims and Nodes to be terminated")
-    except AssertionError:
-        for kind in (NODE_CLAIM, kinds.NODE):
-            for obj in await pool_objects(client, kind):
-                name = obj["metadata"]["name"]
-                forced.append(f"{kind.kind}/{name}")
-                with contextlib.suppress(errors.NotFound):
-                    await client.patch(kind, name, {"metadata": {"finalizers": None}})
-                    await client.delete(kind, name)
-    return forced
+    return await clean_up(client, namespace, APP, [POOL], timeout=120)
 
 
 async def test_deleting_a_node_drains_it_within_its_pdb_and_gives_it_back(
     cluster: Any, namespace: str, kwok_crd: None
 ) -> None:
     settings = Settings(batch_idle_duration=0.5, batch_max_duration=3.0, eviction_retry=1.0)
-    async with kube(cluster) as client, karpy_operator(cluster, settings=settings) as op:
-        with contextlib.suppress(errors.AlreadyExists):
-            await client.create(KWOK_NODE_CLASS, {"metadata": {"name": NODE_CLASS}, "spec": {}})
-        await client.create(NODE_POOL, nodepool())
+    async with connect(cluster) as client, karpy_operator(cluster, settings=settings) as op:
+        await ready_node_class(client, NODE_CLASS)
+        await client.create(NODE_POOL, nodepool(POOL, node_class=NODE_CLASS,
+                                                labels={SELECT: POOL}))
         forced: list[str] = []
         try:
-            await client.create(kinds.DEPLOYMENT, deployment(2), namespace=namespace)
+            await client.create(kinds.DEPLOYMENT, deployment(
+                APP, node_selector={SELECT: POOL}, replicas=2, cpu=POD_CPU), namespace=namespace)
             first = await eventually(lambda: ready_pods(client, namespace, 2), timeout=120,
                                      what="both pods Running")
             hosts = {p["spec"]["nodeName"] for p in first}
@@ -245,7 +126,7 @@ async def test_deleting_a_node_drains_it_within_its_pdb_and_gives_it_back(
             (victim,) = hosts
             node = await client.get(kinds.NODE, victim)
             assert "karpenter.sh/termination" in node["metadata"]["finalizers"]
-            [claim] = [nc for nc in await pool_objects(client, NODE_CLAIM)
+            [claim] = [nc for nc in await pool_objects(client, NODE_CLAIM, [POOL])
                        if nc["status"].get("providerID") == node["spec"]["providerID"]]
             claim_name = claim["metadata"]["name"]
 
@@ -327,5 +208,5 @@ async def test_deleting_a_node_drains_it_within_its_pdb_and_gives_it_back(
             ):
                 assert line in text, f"{line!r} missing from /metrics"
         finally:
-            forced = await clean_up(client, namespace)
+            forced = await clean_up_with_pdb(client, namespace)
         assert forced == [], f"termination left these behind: {forced}"
