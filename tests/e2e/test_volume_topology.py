@@ -10,13 +10,22 @@ pod" event and no NodeClaim.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from harness import karpy_operator
+from kube import (
+    clean_up,
+    connect,
+    eventually,
+    gone,
+    nodepool,
+    pool_objects,
+    pool_of,
+    ready_node_class,
+)
 
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Kind, errors, kinds
@@ -24,64 +33,11 @@ from karpy.state import NODE_CLAIM, NODE_POOL
 
 pytestmark = [pytest.mark.cluster]
 
-T = TypeVar("T")
-
-KWOK_NODE_CLASS = Kind(group="karpenter.kwok.sh", version="v1alpha1", plural="kwoknodeclasses",
-                       kind="KWOKNodeClass", namespaced=False)
 NODE_CLASS = "volume-topology-e2e"
 POOL = "vol-topology"
 SELECT = "karpy-e2e-volume-topology"   # the template label this file's pods select by
 ZONE = "topology.kubernetes.io/zone"
 VOLUME_ZONE = "test-zone-b"
-
-
-async def eventually(
-    check: Callable[[], Awaitable[T | None]],
-    *,
-    timeout: float,  # noqa: ASYNC109 - a deadline for the polling, not an I/O timeout
-    what: str,
-    every: float = 0.5,
-) -> T:
-    """Poll ``check`` until it returns something truthy; fail naming ``what``."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        found = await check()
-        if found:
-            return found
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        await asyncio.sleep(every)
-
-
-@contextlib.asynccontextmanager
-async def kube(cluster: Any) -> AsyncIterator[Client]:
-    client = await Client.from_kubeconfig(cluster.kubeconfig)
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
-def nodepool() -> dict[str, Any]:
-    return {
-        "metadata": {"name": POOL},
-        "spec": {
-            "template": {
-                "metadata": {"labels": {SELECT: "true"}},
-                "spec": {
-                    "nodeClassRef": {"group": KWOK_NODE_CLASS.group,
-                                     "kind": KWOK_NODE_CLASS.kind, "name": NODE_CLASS},
-                    "requirements": [
-                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                    ],
-                    "expireAfter": "Never",
-                },
-            },
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"},
-        },
-    }
 
 
 def local_volume(name: str, namespace: str, claim: str) -> dict[str, Any]:
@@ -129,10 +85,6 @@ def pod_using(name: str, claim_name: str) -> dict[str, Any]:
     }
 
 
-def pool_of(obj: Mapping[str, Any]) -> str:
-    return str((obj["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", ""))
-
-
 def zone_requirement(nodeclaim: Mapping[str, Any]) -> list[str] | None:
     for requirement in nodeclaim["spec"]["requirements"]:
         if requirement["key"] == ZONE and requirement["operator"] == "In":
@@ -146,14 +98,14 @@ async def delete(client: Client, kind: Kind, name: str, namespace: str | None = 
 
 
 async def test_a_pod_gets_a_node_in_the_zone_of_its_persistent_volume(
-    cluster: Any, namespace: str
+    cluster: Any, namespace: str, kwok_crd: None
 ) -> None:
     volume = f"karpy-e2e-{namespace}"[:63]
     settings = Settings(batch_idle_duration=0.5, batch_max_duration=3.0)
-    async with kube(cluster) as client, karpy_operator(cluster, settings=settings) as op:
-        with contextlib.suppress(errors.AlreadyExists):
-            await client.create(KWOK_NODE_CLASS, {"metadata": {"name": NODE_CLASS}, "spec": {}})
-        await client.create(NODE_POOL, nodepool())
+    async with connect(cluster) as client, karpy_operator(cluster, settings=settings) as op:
+        await ready_node_class(client, NODE_CLASS)
+        await client.create(NODE_POOL, nodepool(POOL, node_class=NODE_CLASS,
+                                                labels={SELECT: "true"}))
         forced: list[str] = []
         try:
             await client.create(kinds.PERSISTENT_VOLUME, local_volume(volume, namespace, "data"))
@@ -179,7 +131,7 @@ async def test_a_pod_gets_a_node_in_the_zone_of_its_persistent_volume(
             assert pool_of(node) == POOL
             assert node["metadata"]["labels"][ZONE] == VOLUME_ZONE
 
-            [nodeclaim] = [nc for nc in await client.list(NODE_CLAIM) if pool_of(nc) == POOL]
+            [nodeclaim] = await pool_objects(client, NODE_CLAIM, [POOL])
             assert zone_requirement(nodeclaim) == [VOLUME_ZONE]
             assert nodeclaim["status"]["nodeName"] == node["metadata"]["name"]
 
@@ -200,45 +152,25 @@ async def test_a_pod_gets_a_node_in_the_zone_of_its_persistent_volume(
             orphan = await client.get(kinds.POD, "orphan", namespace=namespace)
             assert not orphan["spec"].get("nodeName")
         finally:
-            forced = await clean_up(client, namespace, volume)
+            forced = await clean_up_volumes(client, namespace, volume)
         assert forced == [], f"termination left these behind: {forced}"
 
 
-async def clean_up(client: Client, namespace: str, volume: str) -> list[str]:
-    """Delete the pods, claim, volume, NodePool and NodeClaims while karpy still runs;
-    wait for termination. Returns what had to be forced (should be nothing)."""
+async def clean_up_volumes(client: Client, namespace: str, volume: str) -> list[str]:
+    """Delete the pods, the claim and the volume, then the NodePool and its NodeClaims
+    (while karpy still runs). Returns what had to be forced (should be nothing)."""
     for name in ("db", "orphan"):
         await delete(client, kinds.POD, name, namespace)
     await delete(client, kinds.PERSISTENT_VOLUME_CLAIM, "data", namespace)
     await delete(client, kinds.PERSISTENT_VOLUME, volume)
-    await delete(client, NODE_POOL, POOL)
-    for nc in await client.list(NODE_CLAIM):
-        if pool_of(nc) == POOL:
-            await delete(client, NODE_CLAIM, nc["metadata"]["name"])
-
-    async def all_gone() -> bool:
-        claims = [nc for nc in await client.list(NODE_CLAIM) if pool_of(nc) == POOL]
-        nodes = [n for n in await client.list(kinds.NODE) if pool_of(n) == POOL]
-        with contextlib.suppress(errors.NotFound):
-            await client.get(kinds.PERSISTENT_VOLUME, volume)
-            return False
-        return not claims and not nodes
-
-    forced: list[str] = []
+    # No Deployment here (bare pods): clean_up finds none by this name and moves on.
+    forced = await clean_up(client, namespace, "no-deployment", [POOL], timeout=180)
     try:
-        await eventually(all_gone, timeout=180, what="NodeClaims, Nodes and the PV to go")
+        await eventually(lambda: gone(client, kinds.PERSISTENT_VOLUME, volume), timeout=60,
+                         what=f"persistentvolume {volume} to be deleted")
     except AssertionError:
-        for kind in (NODE_CLAIM, kinds.NODE):
-            for obj in await client.list(kind):
-                if pool_of(obj) == POOL:
-                    name = obj["metadata"]["name"]
-                    forced.append(f"{kind.kind}/{name}")
-                    with contextlib.suppress(errors.NotFound):
-                        await client.patch(kind, name, {"metadata": {"finalizers": None}})
-                        await client.delete(kind, name)
+        forced.append(f"PersistentVolume/{volume}")
         with contextlib.suppress(errors.NotFound):
-            await client.get(kinds.PERSISTENT_VOLUME, volume)
-            forced.append(f"PersistentVolume/{volume}")
             await client.patch(kinds.PERSISTENT_VOLUME, volume,
                                {"metadata": {"finalizers": None}})
     return forced
