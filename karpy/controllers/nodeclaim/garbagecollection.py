@@ -29,20 +29,13 @@ from datetime import datetime
 from karpy.apis import NodeClaim
 from karpy.apis.v1.nodeclaim import CONDITION_LAUNCHED
 from karpy.cloudprovider import CloudProvider, NodeClaimNotFoundError
+from karpy.controllers.indexes import Index, index_provider_ids, nodes_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.nodeclaim._kube import (
-    INDEX_PROVIDER_ID,
-    Index,
-    KubeClient,
-    index_node_provider_id,
-    index_nodeclaim_provider_id,
-    is_managed,
-    nodes_for_provider_id,
-)
+from karpy.controllers.nodeclaim._managed import is_managed
 from karpy.controllers.nodeclaim.lifecycle._base import disrupted_labels, log
 from karpy.controllers.nodeclaim.lifecycle.initialization import node_ready
 from karpy.controllers.settings import Settings
-from karpy.runtime import Clock, Manager, Result, errors, logging_context
+from karpy.runtime import Client, Clock, Manager, Result, errors, logging_context
 from karpy.runtime.kinds import NODE
 from karpy.state.kinds import NODE_CLAIM
 
@@ -60,7 +53,7 @@ class GarbageCollector:
     def __init__(
         self,
         *,
-        client: KubeClient,
+        client: Client,
         index: Index,
         cloud_provider: CloudProvider,
         settings: Settings,
@@ -78,10 +71,7 @@ class GarbageCollector:
 
     def register(self, manager: Manager) -> None:
         """Run this collector on ``manager`` every ``settings.garbage_collection_period``."""
-        manager.cache.informer(
-            NODE_CLAIM, indexers={INDEX_PROVIDER_ID: index_nodeclaim_provider_id}
-        )
-        manager.cache.informer(NODE, indexers={INDEX_PROVIDER_ID: index_node_provider_id})
+        index_provider_ids(manager.cache)
         manager.singleton(self.name, self, period=self._settings.garbage_collection_period)
 
     async def reconcile(self) -> Result:

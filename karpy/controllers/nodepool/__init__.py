@@ -18,12 +18,12 @@ from typing import Any
 
 from karpy.cloudprovider import NodeClassKind
 from karpy.controllers.deps import Deps
+from karpy.controllers.indexes import Index
 from karpy.controllers.nodepool._counter import NodePoolCounter, status_resources
 from karpy.controllers.nodepool._hash import NodePoolHash
 from karpy.controllers.nodepool._objects import (
     INDEX_NODECLASS_REF,
     INDEX_NODEPOOL,
-    Index,
     index_nodeclass_ref,
     index_nodepool_label,
     kind_of,

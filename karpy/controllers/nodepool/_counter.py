@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from karpy.cloudprovider import CloudProvider
-from karpy.controllers.nodepool._objects import managed_node_class
+from karpy.controllers.nodepool._objects import get_managed
 from karpy.runtime import Client, Request, Result, errors
 from karpy.scheduling import resources as res
 from karpy.state.cluster import Cluster
@@ -46,12 +46,10 @@ class NodePoolCounter:
 
     async def reconcile(self, request: Request) -> Result:
         """Patch the NodePool's status.resources and status.nodes if they are stale."""
-        try:
-            nodepool = await self._client.get(NODE_POOL, request.name)
-        except errors.NotFound:
+        found = await get_managed(self._client, self._provider, request.name)
+        if found is None:
             return Result()
-        if managed_node_class(nodepool, self._provider) is None:
-            return Result()
+        nodepool, _ = found
         usage = self._cluster.nodepool_usage(request.name)
         resources = status_resources(usage)
         nodes = int(usage.get("nodes", 0))

@@ -20,10 +20,10 @@ from karpy.apis.annotations import (
 )
 from karpy.apis.v1 import CONDITION_DRIFTED
 from karpy.cloudprovider import CloudProvider
+from karpy.controllers.indexes import Index
 from karpy.controllers.nodepool._objects import (
     INDEX_NODEPOOL,
-    Index,
-    managed_node_class,
+    get_managed,
 )
 from karpy.runtime import Client, Request, Result, errors
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
@@ -47,12 +47,10 @@ class NodePoolHash:
 
     async def reconcile(self, request: Request) -> Result:
         """Stamp the hash on the NodePool (and re-stamp its NodeClaims on a new version)."""
-        try:
-            stored = await self._client.get(NODE_POOL, request.name)
-        except errors.NotFound:
+        found = await get_managed(self._client, self._provider, request.name)
+        if found is None:
             return Result()
-        if managed_node_class(stored, self._provider) is None:
-            return Result()
+        stored, _ = found
         digest = NodePool.from_dict(stored).hash()
         annotations = _annotations(stored)
         if annotations.get(ANNOTATION_NODEPOOL_HASH_VERSION) != NODEPOOL_HASH_VERSION:

@@ -5,36 +5,29 @@ NodePool's conditions."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from karpy.apis import NodePool
 from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.cloudprovider import CloudProvider, NodeClassKind, resolve_node_class
-from karpy.runtime import Client, Kind, Object, Request
+from karpy.runtime import Client, Kind, Object, Request, Result, errors
 from karpy.state.kinds import NODE_POOL
 
 __all__ = [
     "INDEX_NODECLASS_REF",
     "INDEX_NODEPOOL",
-    "Index",
+    "get_managed",
     "index_nodeclass_ref",
     "index_nodepool_label",
     "kind_of",
     "managed_node_class",
     "nodepool_of",
     "patch_conditions",
+    "write_conditions",
 ]
 
 INDEX_NODEPOOL = "karpy.nodepool/nodepool"
 INDEX_NODECLASS_REF = "karpy.nodepool/nodeClassRef"
-
-
-class Index(Protocol):
-    """Indexed reads of cached objects (the manager's Cache is one)."""
-
-    def by_index(self, kind: Kind, index: str, value: str) -> list[Object]:
-        """Cached objects of ``kind`` whose index ``index`` holds ``value``."""
-        ...
 
 
 def kind_of(node_class: NodeClassKind) -> Kind:
@@ -78,6 +71,31 @@ def index_nodeclass_ref(obj: Object) -> Iterable[str]:
 def nodepool_of(obj: Object) -> Iterable[Request]:
     """The NodePool a Node or NodeClaim belongs to (by its label)."""
     return [Request("", pool) for pool in index_nodepool_label(obj)]
+
+
+async def get_managed(
+    client: Client, provider: CloudProvider, name: str
+) -> tuple[Object, tuple[NodeClassKind, str]] | None:
+    """The NodePool ``name`` and its NodeClass (kind, object name), or None when the
+    NodePool is gone or is another provider's (nothing to do then)."""
+    try:
+        stored = await client.get(NODE_POOL, name)
+    except errors.NotFound:
+        return None
+    node_class = managed_node_class(stored, provider)
+    return None if node_class is None else (stored, node_class)
+
+
+async def write_conditions(client: Client, stored: Mapping[str, Any], nodepool: NodePool) -> Result:
+    """:func:`patch_conditions` as a reconcile's outcome: done when the NodePool is gone
+    meanwhile, requeued when it changed (a conflict)."""
+    try:
+        await patch_conditions(client, stored, nodepool)
+    except errors.NotFound:
+        return Result()
+    except errors.Conflict:
+        return Result(requeue=True)
+    return Result()
 
 
 async def patch_conditions(client: Client, stored: Mapping[str, Any], nodepool: NodePool) -> bool:

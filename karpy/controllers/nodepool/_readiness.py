@@ -8,12 +8,11 @@ from karpy.apis import NodePool
 from karpy.apis.v1 import CONDITION_NODE_CLASS_READY
 from karpy.cloudprovider import CloudProvider, node_class_readiness
 from karpy.controllers.nodepool._objects import (
+    get_managed,
     kind_of,
-    managed_node_class,
-    patch_conditions,
+    write_conditions,
 )
 from karpy.runtime import Client, Clock, Object, Request, Result, errors
-from karpy.state.kinds import NODE_POOL
 
 __all__ = ["NodePoolReadiness"]
 
@@ -30,14 +29,10 @@ class NodePoolReadiness:
 
     async def reconcile(self, request: Request) -> Result:
         """Set NodeClassReady (and so Ready) from the referenced NodeClass."""
-        try:
-            stored = await self._client.get(NODE_POOL, request.name)
-        except errors.NotFound:
+        found = await get_managed(self._client, self._provider, request.name)
+        if found is None:
             return Result()
-        resolved = managed_node_class(stored, self._provider)
-        if resolved is None:
-            return Result()
-        kind, name = resolved
+        stored, (kind, name) = found
         node_class: Object | None
         try:
             node_class = await self._client.get(kind_of(kind), name)
@@ -52,10 +47,4 @@ class NodePoolReadiness:
             conditions.set_true(CONDITION_NODE_CLASS_READY)
         else:
             conditions.set_false(CONDITION_NODE_CLASS_READY, readiness.reason, readiness.message)
-        try:
-            await patch_conditions(self._client, stored, nodepool)
-        except errors.NotFound:
-            return Result()
-        except errors.Conflict:
-            return Result(requeue=True)
-        return Result()
+        return await write_conditions(self._client, stored, nodepool)

@@ -8,9 +8,8 @@ from karpy.apis import NodePool
 from karpy.apis.labels import LABEL_NODEPOOL, restricted_label_reason
 from karpy.apis.v1 import CONDITION_VALIDATION_SUCCEEDED
 from karpy.cloudprovider import CloudProvider
-from karpy.controllers.nodepool._objects import managed_node_class, patch_conditions
-from karpy.runtime import Client, Clock, Request, Result, errors
-from karpy.state.kinds import NODE_POOL
+from karpy.controllers.nodepool._objects import get_managed, write_conditions
+from karpy.runtime import Client, Clock, Request, Result
 
 __all__ = ["NodePoolValidation", "validation_errors"]
 
@@ -43,12 +42,10 @@ class NodePoolValidation:
 
     async def reconcile(self, request: Request) -> Result:
         """Set ValidationSucceeded from :func:`validation_errors`."""
-        try:
-            stored = await self._client.get(NODE_POOL, request.name)
-        except errors.NotFound:
+        found = await get_managed(self._client, self._provider, request.name)
+        if found is None:
             return Result()
-        if managed_node_class(stored, self._provider) is None:
-            return Result()
+        stored, _ = found
         nodepool = NodePool.from_dict(stored)
         conditions = nodepool.status_conditions(
             now=lambda: self._clock.now().replace(microsecond=0)
@@ -60,10 +57,4 @@ class NodePoolValidation:
             )
         else:
             conditions.set_true(CONDITION_VALIDATION_SUCCEEDED)
-        try:
-            await patch_conditions(self._client, stored, nodepool)
-        except errors.NotFound:
-            return Result()
-        except errors.Conflict:
-            return Result(requeue=True)
-        return Result()
+        return await write_conditions(self._client, stored, nodepool)

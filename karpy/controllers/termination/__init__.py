@@ -23,17 +23,14 @@ from collections.abc import Callable, Iterable
 from typing import Final
 
 from karpy.controllers.deps import Deps
+from karpy.controllers.indexes import Index, index_provider_ids
 from karpy.controllers.termination._eviction import EvictionQueue
 from karpy.controllers.termination._node import NodeTermination
 from karpy.controllers.termination._nodeclaim import NodeClaimTermination
 from karpy.controllers.termination._objects import (
     INDEX_NODE_NAME,
-    INDEX_PROVIDER_ID,
     INDEX_VA_NODE_NAME,
-    Index,
     index_by_node_name,
-    index_node_provider_id,
-    index_nodeclaim_provider_id,
     index_va_node_name,
     nodeclaims_for_node,
     nodes_for_nodeclaim,
@@ -90,8 +87,7 @@ def register(deps: Deps) -> None:
     manager = deps.manager
     cache = manager.cache
     cache.informer(kinds.POD, indexers={INDEX_NODE_NAME: index_by_node_name})
-    cache.informer(kinds.NODE, indexers={INDEX_PROVIDER_ID: index_node_provider_id})
-    cache.informer(NODE_CLAIM, indexers={INDEX_PROVIDER_ID: index_nodeclaim_provider_id})
+    index_provider_ids(cache)
     cache.informer(kinds.VOLUME_ATTACHMENT, indexers={INDEX_VA_NODE_NAME: index_va_node_name})
 
     queue = EvictionQueue(

@@ -28,9 +28,10 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from karpy.apis.v1 import CONDITION_DISRUPTION_REASON
+from karpy.controllers.indexes import Index
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.termination import _events as events
-from karpy.controllers.termination._objects import Index, nodeclaims_for_node
+from karpy.controllers.termination._objects import nodeclaims_for_node
 from karpy.controllers.termination._pods import (
     do_not_disrupt_active,
     is_active,

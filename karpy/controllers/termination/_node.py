@@ -33,10 +33,10 @@ from karpy.apis.v1 import (
     CONDITION_VOLUMES_DETACHED,
 )
 from karpy.cloudprovider import CloudProvider, NodeClaimNotFoundError
+from karpy.controllers.indexes import Index
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.termination import _events as events
 from karpy.controllers.termination._objects import (
-    Index,
     is_managed_node,
     nodeclaims_for_node,
 )

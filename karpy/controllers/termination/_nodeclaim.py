@@ -28,10 +28,10 @@ from karpy.apis.annotations import (
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy.apis.v1 import CONDITION_INSTANCE_TERMINATING
 from karpy.cloudprovider import CloudProvider, NodeClaimNotFoundError
+from karpy.controllers.indexes import Index
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.termination import _events as events
 from karpy.controllers.termination._objects import (
-    Index,
     is_managed_nodeclaim,
     nodes_for_nodeclaim,
 )

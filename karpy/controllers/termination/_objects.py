@@ -1,24 +1,20 @@
-"""The kinds termination reads and writes, the cache indexes it looks objects up by,
-and the lookups built on them (pods on a node, the NodeClaim of a Node and back)."""
+"""The cache indexes termination looks objects up by, and the lookups built on them
+(pods on a node, the NodeClaim of a Node and back)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from karpy.apis.labels import nodeclass_label_key
 from karpy.cloudprovider import CloudProvider
-from karpy.runtime import INDEX_NODE_NAME, Kind, Object, index_by_node_name, kinds
-from karpy.state.kinds import NODE_CLAIM
+from karpy.controllers.indexes import Index, nodeclaims_for_provider_id, nodes_for_provider_id
+from karpy.runtime import INDEX_NODE_NAME, Object, index_by_node_name, kinds
 
 __all__ = [
     "INDEX_NODE_NAME",
-    "INDEX_PROVIDER_ID",
     "INDEX_VA_NODE_NAME",
-    "Index",
     "index_by_node_name",
-    "index_node_provider_id",
-    "index_nodeclaim_provider_id",
     "index_va_node_name",
     "is_managed_node",
     "is_managed_nodeclaim",
@@ -27,30 +23,9 @@ __all__ = [
     "pods_on_node",
 ]
 
-# Index names carry this package's prefix: another controller may index the same field
-# with its own function, and the cache refuses one name bound to two functions.
-INDEX_PROVIDER_ID = "karpy.termination/providerID"
+# The index name carries this package's prefix: another controller may index the same
+# field with its own function, and the cache refuses one name bound to two functions.
 INDEX_VA_NODE_NAME = "karpy.termination/spec.nodeName"
-
-
-class Index(Protocol):
-    """Indexed reads of cached objects (the manager's Cache is one)."""
-
-    def by_index(self, kind: Kind, index: str, value: str) -> list[Object]:
-        """Cached objects of ``kind`` whose index ``index`` holds ``value``."""
-        ...
-
-
-def index_nodeclaim_provider_id(obj: Object) -> Iterable[str]:
-    """Index value of a NodeClaim: status.providerID."""
-    pid = (obj.get("status") or {}).get("providerID")
-    return (pid,) if pid else ()
-
-
-def index_node_provider_id(obj: Object) -> Iterable[str]:
-    """Index value of a Node: spec.providerID."""
-    pid = (obj.get("spec") or {}).get("providerID")
-    return (pid,) if pid else ()
 
 
 def index_va_node_name(obj: Object) -> Iterable[str]:
@@ -66,14 +41,12 @@ def pods_on_node(index: Index, node_name: str) -> list[Object]:
 
 def nodeclaims_for_node(index: Index, node: Mapping[str, Any]) -> list[Object]:
     """NodeClaims whose providerID is the Node's (none when the Node has no providerID)."""
-    pid = (node.get("spec") or {}).get("providerID")
-    return index.by_index(NODE_CLAIM, INDEX_PROVIDER_ID, pid) if pid else []
+    return nodeclaims_for_provider_id(index, (node.get("spec") or {}).get("providerID"))
 
 
 def nodes_for_nodeclaim(index: Index, nodeclaim: Mapping[str, Any]) -> list[Object]:
     """Nodes whose providerID is the NodeClaim's (none before it launched)."""
-    pid = (nodeclaim.get("status") or {}).get("providerID")
-    return index.by_index(kinds.NODE, INDEX_PROVIDER_ID, pid) if pid else []
+    return nodes_for_provider_id(index, (nodeclaim.get("status") or {}).get("providerID"))
 
 
 def _supported(provider: CloudProvider) -> Sequence[tuple[str, str]]:

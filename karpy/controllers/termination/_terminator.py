@@ -17,8 +17,9 @@ from datetime import datetime
 from typing import Any, Final
 
 from karpy.apis.taints import TAINT_DISRUPTED
+from karpy.controllers.indexes import Index
 from karpy.controllers.termination._eviction import EvictionQueue, needs_force_delete
-from karpy.controllers.termination._objects import Index, pods_on_node
+from karpy.controllers.termination._objects import pods_on_node
 from karpy.controllers.termination._pods import drain_tiers, is_waiting_eviction
 from karpy.runtime import Client, Clock, kinds
 

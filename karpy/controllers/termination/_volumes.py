@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from karpy.controllers.termination._objects import INDEX_VA_NODE_NAME, Index, pods_on_node
+from karpy.controllers.indexes import Index
+from karpy.controllers.termination._objects import INDEX_VA_NODE_NAME, pods_on_node
 from karpy.controllers.termination._pods import is_drainable
 from karpy.runtime import Client, Object, errors, kinds
 

@@ -20,7 +20,7 @@ from typing import Any
 from karpy.apis.annotations import FINALIZER_TERMINATION
 from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.apis.taints import UNREGISTERED_NO_EXECUTE_TAINT
-from karpy.controllers.nodeclaim._kube import INDEX_PROVIDER_ID
+from karpy.controllers.indexes import INDEX_PROVIDER_ID
 from karpy.runtime import Kind, PatchType, errors, freeze
 from karpy.runtime.testing import FakeClock
 from karpy.state.kinds import NODE_CLAIM

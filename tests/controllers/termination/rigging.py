@@ -10,6 +10,11 @@ from controllers.termination.fakekube import FakeKube, FakeRecorder
 
 from karpy.apis import NodeClaim
 from karpy.cloudprovider.fake import FakeCloudProvider
+from karpy.controllers.indexes import (
+    INDEX_PROVIDER_ID,
+    index_node_provider_id,
+    index_nodeclaim_provider_id,
+)
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.termination import (
     EvictionQueue,
@@ -19,11 +24,8 @@ from karpy.controllers.termination import (
 )
 from karpy.controllers.termination._objects import (
     INDEX_NODE_NAME,
-    INDEX_PROVIDER_ID,
     INDEX_VA_NODE_NAME,
     index_by_node_name,
-    index_node_provider_id,
-    index_nodeclaim_provider_id,
     index_va_node_name,
 )
 from karpy.runtime import Metrics, Request, Result, kinds

@@ -27,16 +27,9 @@ from karpy.apis import NodeClaim
 from karpy.apis.annotations import FINALIZER_TERMINATION
 from karpy.apis.v1.nodeclaim import CONDITION_INITIALIZED, NodeClaimCondition
 from karpy.cloudprovider import CloudProvider
+from karpy.controllers.indexes import Index, index_provider_ids, nodeclaims_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.nodeclaim._kube import (
-    INDEX_PROVIDER_ID,
-    Index,
-    KubeClient,
-    index_node_provider_id,
-    index_nodeclaim_provider_id,
-    is_managed,
-    nodeclaims_for_provider_id,
-)
+from karpy.controllers.nodeclaim._managed import is_managed
 from karpy.controllers.nodeclaim._mergepatch import merge_patch
 from karpy.controllers.nodeclaim.conditionevents import (
     condition_transitions,
@@ -50,6 +43,7 @@ from karpy.controllers.nodeclaim.lifecycle.registration import Registration
 from karpy.controllers.settings import Settings
 from karpy.runtime import (
     BucketRateLimiter,
+    Client,
     Clock,
     Controller,
     EventRecorder,
@@ -82,7 +76,7 @@ class LifecycleController:
     def __init__(
         self,
         *,
-        client: KubeClient,
+        client: Client,
         index: Index,
         cloud_provider: CloudProvider,
         recorder: EventRecorder,
@@ -119,10 +113,7 @@ class LifecycleController:
 
     def register(self, manager: Manager, *, workers: int = WORKERS) -> Controller[Request]:
         """Add the controller to ``manager``: NodeClaims, and Nodes mapped to theirs."""
-        manager.cache.informer(
-            NODE_CLAIM, indexers={INDEX_PROVIDER_ID: index_nodeclaim_provider_id}
-        )
-        manager.cache.informer(NODE, indexers={INDEX_PROVIDER_ID: index_node_provider_id})
+        index_provider_ids(manager.cache)
         limiter: MaxOfRateLimiter[Request] = MaxOfRateLimiter(
             # Karpenter's: 1 s doubling to 1 min per NodeClaim, and an overall bucket.
             ItemExponentialFailureRateLimiter(base_delay=1.0, max_delay=60.0),

@@ -17,11 +17,11 @@ from karpy.apis import NodeClaim
 from karpy.apis.labels import LABEL_INITIALIZED, LABEL_NODEPOOL
 from karpy.apis.taints import UNREGISTERED_NO_EXECUTE_TAINT
 from karpy.apis.v1.nodeclaim import CONDITION_INITIALIZED, CONDITION_REGISTERED
+from karpy.controllers.indexes import Index, nodes_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.nodeclaim._kube import Index, KubeClient, nodes_for_provider_id
 from karpy.controllers.nodeclaim.lifecycle._base import Outcome, conditions, log
 from karpy.controllers.nodeclaim.lifecycle.registration import taint_matches
-from karpy.runtime import Clock
+from karpy.runtime import Client, Clock
 from karpy.runtime.kinds import NODE
 from karpy.scheduling.resources import parse_quantity
 
@@ -105,7 +105,7 @@ class Initialization:
     """The initialization step (see the module docstring)."""
 
     def __init__(
-        self, *, client: KubeClient, index: Index, metrics: KarpenterMetrics, clock: Clock
+        self, *, client: Client, index: Index, metrics: KarpenterMetrics, clock: Clock
     ) -> None:
         self._client = client
         self._index = index

@@ -30,7 +30,6 @@ from karpy.cloudprovider import (
     NodeClassNotReadyError,
 )
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.nodeclaim._kube import KubeClient
 from karpy.controllers.nodeclaim.lifecycle._base import (
     Outcome,
     conditions,
@@ -38,7 +37,7 @@ from karpy.controllers.nodeclaim.lifecycle._base import (
     log,
 )
 from karpy.controllers.settings import Settings
-from karpy.runtime import Clock, EventRecorder, errors
+from karpy.runtime import Client, Clock, EventRecorder, errors
 from karpy.state.kinds import NODE_CLAIM
 from karpy.state.unavailable_offerings import UnavailableOfferings
 
@@ -73,7 +72,7 @@ class Launch:
     def __init__(
         self,
         *,
-        client: KubeClient,
+        client: Client,
         cloud_provider: CloudProvider,
         recorder: EventRecorder,
         unavailable_offerings: UnavailableOfferings,

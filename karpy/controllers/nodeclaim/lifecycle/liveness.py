@@ -14,7 +14,6 @@ from datetime import datetime
 from karpy.apis import NodeClaim
 from karpy.apis.v1.nodeclaim import CONDITION_LAUNCHED, CONDITION_REGISTERED
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.nodeclaim._kube import KubeClient
 from karpy.controllers.nodeclaim.lifecycle._base import (
     Outcome,
     conditions,
@@ -23,7 +22,7 @@ from karpy.controllers.nodeclaim.lifecycle._base import (
     log,
 )
 from karpy.controllers.settings import Settings
-from karpy.runtime import Clock, EventRecorder, errors
+from karpy.runtime import Client, Clock, EventRecorder, errors
 from karpy.state.kinds import NODE_CLAIM
 
 __all__ = ["LAUNCH_TIMEOUT_REASON", "REGISTRATION_TIMEOUT_REASON", "Liveness"]
@@ -45,7 +44,7 @@ class Liveness:
     def __init__(
         self,
         *,
-        client: KubeClient,
+        client: Client,
         recorder: EventRecorder,
         settings: Settings,
         metrics: KarpenterMetrics,

@@ -20,11 +20,11 @@ from karpy.apis.annotations import FINALIZER_TERMINATION
 from karpy.apis.labels import LABEL_DO_NOT_SYNC_TAINTS, LABEL_NODEPOOL, LABEL_REGISTERED, LABEL_ZONE
 from karpy.apis.taints import TAINT_UNREGISTERED, UNREGISTERED_NO_EXECUTE_TAINT
 from karpy.apis.v1.nodeclaim import CONDITION_REGISTERED
+from karpy.controllers.indexes import Index, nodes_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.nodeclaim._kube import Index, KubeClient, nodes_for_provider_id
 from karpy.controllers.nodeclaim._mergepatch import merge_patch
 from karpy.controllers.nodeclaim.lifecycle._base import Outcome, conditions, log
-from karpy.runtime import Clock, EventRecorder, errors, thaw
+from karpy.runtime import Client, Clock, EventRecorder, errors, thaw
 from karpy.runtime.kinds import NODE
 
 __all__ = [
@@ -68,7 +68,7 @@ class Registration:
     def __init__(
         self,
         *,
-        client: KubeClient,
+        client: Client,
         index: Index,
         recorder: EventRecorder,
         metrics: KarpenterMetrics,
