@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
-from urllib.parse import quote
 
 from karpy.apis.v1 import CONDITION_DISRUPTION_REASON
 from karpy.controllers.indexes import Index
@@ -39,7 +38,7 @@ from karpy.controllers.termination._pods import (
     is_terminating,
     parse_time,
 )
-from karpy.runtime import Client, Clock, Kind, Object, Request, Result, errors, kinds
+from karpy.runtime import Client, Clock, Object, Request, Result, errors, kinds
 
 __all__ = [
     "FORCEFUL_TERMINATION",
@@ -64,13 +63,6 @@ _MIN_RETRY: Final = 0.1
 async def evict(client: Client, pod: Mapping[str, Any]) -> None:
     """POST a policy/v1 Eviction for ``pod`` (precondition: its UID)."""
     meta = pod["metadata"]
-    # The eviction subresource is a POST under the pod's own path; a one-off Kind whose
-    # "plural" is that path lets the client's typed create (and its error translation)
-    # issue it.
-    subresource = Kind(
-        group="", version="v1", plural=f"pods/{quote(meta['name'], safe='')}/eviction",
-        kind="Eviction",
-    )
     body: dict[str, Any] = {
         "apiVersion": "policy/v1",
         "kind": "Eviction",
@@ -78,7 +70,8 @@ async def evict(client: Client, pod: Mapping[str, Any]) -> None:
     }
     if meta.get("uid"):
         body["deleteOptions"] = {"preconditions": {"uid": meta["uid"]}}
-    await client.create(subresource, body, namespace=meta["namespace"])
+    # A PDB that allows no disruption now answers 429: errors.TooManyRequests.
+    await client.create(kinds.POD, body, namespace=meta["namespace"], subresource="eviction")
 
 
 def needs_force_delete(

@@ -34,7 +34,6 @@ from typing import Any
 from karpy.runtime import Kind, Object, errors, freeze, kinds
 from karpy.runtime.testing import FakeClock
 
-_EVICTION_SUFFIX = "/eviction"
 MULTIPLE_PDBS = (
     "This pod has more than one PodDisruptionBudget, which the eviction subresource does "
     "not support."
@@ -154,10 +153,11 @@ class FakeKube:
         return items
 
     async def create(
-        self, kind: Kind, obj: Mapping[str, Any], *, namespace: str | None = None, **_: Any
+        self, kind: Kind, obj: Mapping[str, Any], *, namespace: str | None = None,
+        subresource: str = "", **_: Any,
     ) -> Object:
-        if kind.plural.endswith(_EVICTION_SUFFIX):
-            name = kind.plural.split("/")[1]
+        if kind == kinds.POD and subresource == "eviction":
+            name = obj["metadata"]["name"]
             self.calls.append(Call("evict", "Pod", name, copy.deepcopy(dict(obj))))
             self._raise_next("evict", name)
             return self._evict(name, namespace or "", obj)
