@@ -1,0 +1,251 @@
+"""End to end: karpy runs under its own ServiceAccount with only deploy/rbac.yaml's grants.
+
+The manifests are applied to the cluster, a token of the ``karpy`` ServiceAccount goes
+into a kubeconfig of its own, and ``karpy run`` (leader election on, as deployed) gets
+that kubeconfig. It must take the ``karpenter-leader-election`` Lease, provision a node
+for a Deployment, drain and terminate that node when it is deleted (evicting its pods,
+which then run on a new node), and clean up, without a single request being refused:
+any "forbidden"/403 in its log means the RBAC is incomplete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import sys
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kube import (
+    KWOK_NODE_CLASS,
+    clean_up,
+    connect,
+    deployment,
+    eventually,
+    gone,
+    nodepool,
+    pool_objects,
+    ready_node_class,
+    running_pods,
+)
+
+from karpy.runtime import Client, errors, kinds
+from karpy.state.kinds import NODE_CLAIM, NODE_POOL
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+RBAC = Path(__file__).resolve().parents[2] / "deploy" / "rbac.yaml"
+SERVICE_ACCOUNT = "karpy"
+SYSTEM_NAMESPACE = "kube-system"
+LEASE = "karpenter-leader-election"
+NODE_CLASS = "rbac-e2e"
+POOL = "rbac-e2e"
+APP = "rbac-inflate"
+SELECT = "karpy-e2e-rbac"  # the template label this file's pods select the pool by
+REPLICAS = 3
+
+# A refused request: the API server's message always says "... is forbidden: User ...";
+# a bare 403 (a status code in an error) counts too, but not digits inside other numbers.
+_DENIED = re.compile(r"forbidden|(?<![\w.])403(?![\w.])", re.IGNORECASE)
+
+
+class KarpyProcess:
+    """``karpy run`` as a subprocess: every stderr line, parsed where it is JSON."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.lines: list[str] = []
+        self.records: list[dict[str, Any]] = []
+        self._changed = asyncio.Event()
+
+    async def pump(self) -> None:
+        assert self.proc.stderr is not None
+        async for raw in self.proc.stderr:
+            line = raw.decode(errors="replace").rstrip()
+            self.lines.append(line)
+            with contextlib.suppress(json.JSONDecodeError):
+                record = json.loads(line)
+                if isinstance(record, dict):
+                    self.records.append(record)
+            self._changed.set()
+        self._changed.set()  # EOF: karpy exited
+
+    def tail(self, n: int = 30) -> str:
+        return "\n".join(self.lines[-n:])
+
+    async def wait_for(self, message: str, *, timeout: float) -> dict[str, Any]:  # noqa: ASYNC109
+        """The first record whose message is ``message``; fails if karpy exits first."""
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    for record in self.records:
+                        if record.get("message") == message:
+                            return record
+                    if self.proc.returncode is not None:
+                        raise AssertionError(f"karpy exited ({self.proc.returncode}) before "
+                                             f"logging {message!r}:\n{self.tail()}")
+                    self._changed.clear()
+                    await self._changed.wait()
+        except TimeoutError:
+            raise AssertionError(f"karpy did not log {message!r} within {timeout:g}s:\n"
+                                 f"{self.tail()}") from None
+
+    def denied(self) -> list[str]:
+        """The log lines that report a request the API server refused."""
+        return [line for line in self.lines if _DENIED.search(line)]
+
+
+@contextlib.asynccontextmanager
+async def karpy_run(kubeconfig: Path) -> AsyncIterator[KarpyProcess]:
+    """Run ``karpy run`` with ``kubeconfig`` and leader election on until the block exits."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("KUBECONFIG", "DISABLE_LEADER_ELECTION")}
+    env["SYSTEM_NAMESPACE"] = SYSTEM_NAMESPACE
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "karpy.cli", "run", "--cloud-provider", "kwok",
+        "--kubeconfig", str(kubeconfig), "--metrics-port", "0", "--health-probe-port", "0",
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env,
+    )
+    karpy = KarpyProcess(proc)
+    reader = asyncio.create_task(karpy.pump(), name="e2e:karpy-rbac-logs")
+    try:
+        yield karpy
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=30.0)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        await reader
+
+
+@pytest.fixture
+def rbac(cluster: Any) -> Iterator[None]:
+    """deploy/rbac.yaml applied; removed afterwards, with the Lease karpy held."""
+    cluster.kubectl("apply", "-f", str(RBAC))
+    try:
+        yield
+    finally:
+        cluster.kubectl("delete", "-f", str(RBAC), "--ignore-not-found", "--wait=false")
+        cluster.kubectl("delete", "lease", LEASE, "-n", SYSTEM_NAMESPACE, "--ignore-not-found")
+
+
+def service_account_kubeconfig(cluster: Any, path: Path) -> Path:
+    """A kubeconfig for ``cluster`` that authenticates as the karpy ServiceAccount."""
+    token = cluster.kubectl("create", "token", SERVICE_ACCOUNT, "-n", SYSTEM_NAMESPACE,
+                            "--duration=1h").strip()
+    admin = yaml.safe_load(Path(cluster.kubeconfig).read_text())
+    ca = admin["clusters"][0]["cluster"]["certificate-authority-data"]
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "karpy", "cluster": {"server": cluster.server,
+                                                   "certificate-authority-data": ca}}],
+        "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
+        "contexts": [{"name": "karpy", "context": {"cluster": "karpy",
+                                                   "user": SERVICE_ACCOUNT}}],
+        "current-context": "karpy",
+    }
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
+async def test_karpy_provisions_and_terminates_under_its_own_service_account(
+    cluster: Any, namespace: str, kwok_crd: None, rbac: None, tmp_path: Path
+) -> None:
+    kubeconfig = service_account_kubeconfig(cluster, tmp_path / "karpy.kubeconfig")
+
+    # The kubeconfig really is the ServiceAccount: it reads nodes but no Secrets.
+    as_karpy = await Client.from_kubeconfig(str(kubeconfig))
+    try:
+        await as_karpy.list(kinds.NODE, live=True)
+        with pytest.raises(errors.Forbidden):
+            await as_karpy.list(kinds.SECRET, namespace=namespace, live=True)
+    finally:
+        await as_karpy.close()
+
+    async with connect(cluster) as admin:
+        await ready_node_class(admin, NODE_CLASS)
+        await admin.create(NODE_POOL, nodepool(POOL, node_class=NODE_CLASS,
+                                               labels={SELECT: APP}))
+        try:
+            async with karpy_run(kubeconfig) as karpy:
+                try:
+                    acquired = await karpy.wait_for("successfully acquired lease", timeout=90)
+                    await karpy.wait_for("starting controllers", timeout=30)
+
+                    # The Lease is held by this karpy, and renewed.
+                    lease = await admin.get(kinds.LEASE, LEASE, namespace=SYSTEM_NAMESPACE)
+                    spec = lease["spec"]
+                    assert spec["holderIdentity"] == acquired["identity"]
+                    renewed = datetime.fromisoformat(spec["renewTime"])
+                    age = (datetime.now(UTC) - renewed).total_seconds()
+                    assert age < spec["leaseDurationSeconds"], f"lease last renewed {age:.1f}s ago"
+
+                    # Provisioning: the pods run on a node karpy created for them.
+                    await admin.create(kinds.DEPLOYMENT,
+                                       deployment(APP, node_selector={SELECT: APP},
+                                                  replicas=REPLICAS, cpu="500m"),
+                                       namespace=namespace)
+                    pods = await eventually(
+                        lambda: running_pods(admin, namespace, APP, REPLICAS),
+                        timeout=120, what=f"{REPLICAS} pods Running")
+                    nodes = {n["metadata"]["name"]
+                             for n in await pool_objects(admin, kinds.NODE, [POOL])}
+                    claims = await pool_objects(admin, NODE_CLAIM, [POOL])
+                    assert nodes, "karpy created no node"
+                    assert {p["spec"]["nodeName"] for p in pods} <= nodes
+                    assert {nc["status"].get("nodeName") for nc in claims} == nodes
+
+                    # Termination: deleting the node drains its pods through the
+                    # Eviction API (with an event each), then the node and its NodeClaim
+                    # go away, and the evicted pods run again on a new node.
+                    for name in nodes:
+                        cluster.kubectl("delete", "node", name, "--wait=false")
+
+                    async def terminated() -> bool:
+                        return (all([await gone(admin, kinds.NODE, n) for n in nodes])
+                                and all([await gone(admin, NODE_CLAIM, nc["metadata"]["name"])
+                                         for nc in claims]))
+
+                    await eventually(terminated, timeout=120,
+                                     what="the deleted nodes and their NodeClaims to be gone")
+                    evicted = {e["involvedObject"]["name"]
+                               for e in await admin.list(kinds.EVENT, namespace=namespace)
+                               if e.get("reason") == "Evicted"}
+                    assert evicted == {p["metadata"]["name"] for p in pods}
+
+                    async def moved() -> list[Any]:
+                        up = await running_pods(admin, namespace, APP, REPLICAS)
+                        return [p for p in up if p["spec"]["nodeName"] not in nodes]
+
+                    rerun = await eventually(moved, timeout=120,
+                                             what=f"{REPLICAS} pods Running on a new node")
+                    assert len(rerun) == REPLICAS
+                    assert karpy.proc.returncode is None, f"karpy exited:\n{karpy.tail()}"
+                except AssertionError as failure:
+                    if denied := karpy.denied():  # most likely why: name the missing grant
+                        raise AssertionError(f"{failure}\nrefused requests:\n"
+                                             + "\n".join(denied[:10])) from failure
+                    raise
+                finally:
+                    forced = await clean_up(admin, namespace, APP, [POOL], timeout=60)
+            assert not forced, f"clean-up had to force {forced}"
+            denied = karpy.denied()
+            assert not denied, "karpy was refused requests (deploy/rbac.yaml is incomplete):\n" \
+                + "\n".join(denied)
+        finally:
+            with contextlib.suppress(errors.NotFound):
+                await admin.delete(NODE_POOL, POOL)
+            with contextlib.suppress(errors.NotFound):
+                await admin.delete(KWOK_NODE_CLASS, NODE_CLASS)
