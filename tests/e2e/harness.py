@@ -43,9 +43,21 @@ class RunningKarpy:
 
     def __init__(self) -> None:
         self.logs: list[LogRecord] = []
+        self.lines: list[str] = []
+        """Every stderr line of a :func:`karpy_process`, JSON or not."""
         self._changed = asyncio.Event()
         self.pid: int | None = None
+        self.process: asyncio.subprocess.Process | None = None
         self.operator: Operator | None = None
+
+    @property
+    def returncode(self) -> int | None:
+        """The subprocess's exit status once it has exited (None while it runs)."""
+        return self.process.returncode if self.process is not None else None
+
+    def tail(self, n: int = 30) -> str:
+        """The last ``n`` stderr lines of a :func:`karpy_process`, for failure messages."""
+        return "\n".join(self.lines[-n:])
 
     @property
     def client(self) -> Client:
@@ -75,10 +87,21 @@ class RunningKarpy:
         def found() -> list[LogRecord]:
             return [r for r in self.messages(message) if where is None or where(r)]
 
-        async with asyncio.timeout(timeout):
-            while len(hits := found()) < count:
-                self._changed.clear()
-                await self._changed.wait()
+        try:
+            async with asyncio.timeout(timeout):
+                while len(hits := found()) < count:
+                    if self.returncode is not None:
+                        raise AssertionError(
+                            f"karpy exited ({self.returncode}) before logging {message!r}:\n"
+                            f"{self.tail()}"
+                        )
+                    self._changed.clear()
+                    await self._changed.wait()
+        except TimeoutError:
+            raise AssertionError(
+                f"karpy did not log {message!r} {count} time(s) within {timeout:g}s:\n"
+                f"{self.tail()}"
+            ) from None
         return hits
 
     def peak_rss_bytes(self) -> int:
@@ -161,28 +184,43 @@ async def _wait_ready(operator: Operator, task: asyncio.Task[None]) -> None:
 
 @contextlib.asynccontextmanager
 async def karpy_process(
-    cluster: _ClusterLike, *args: str, env: Mapping[str, str] | None = None
+    cluster: _ClusterLike,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    kubeconfig: str | None = None,
+    leader_election: bool = False,
 ) -> AsyncIterator[RunningKarpy]:
-    """Run ``karpy run --kubeconfig ... <args>`` as a subprocess until the block exits."""
+    """Run ``karpy run --kubeconfig ... <args>`` as a subprocess until the block exits.
+
+    ``kubeconfig`` overrides the cluster's admin kubeconfig (e.g. a ServiceAccount's);
+    ``leader_election`` keeps karpy's Lease election on, as in a real deployment.
+    """
     running = RunningKarpy()
+    flags = ["--metrics-port", "0", "--health-probe-port", "0"]
+    if not leader_election:
+        flags.append("--disable-leader-election")
+    base = {k: v for k, v in os.environ.items() if k != "DISABLE_LEADER_ELECTION"}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "karpy.cli", "run",
-        "--kubeconfig", cluster.kubeconfig,
-        "--disable-leader-election", "--metrics-port", "0", "--health-probe-port", "0",
-        *args,
+        "--kubeconfig", kubeconfig or cluster.kubeconfig, *flags, *args,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **(env or {})},
+        env={**base, **(env or {})},
     )
     running.pid = proc.pid
+    running.process = proc
     assert proc.stderr is not None
 
     async def pump(stream: asyncio.StreamReader) -> None:
         async for raw in stream:
+            line = raw.decode(errors="replace").rstrip()
+            running.lines.append(line)
             try:
-                running._add(json.loads(raw))
+                record = json.loads(line)
             except json.JSONDecodeError:
-                running._add({"message": raw.decode(errors="replace").rstrip(), "raw": True})
+                record = None
+            running._add(record if isinstance(record, dict) else {"message": line, "raw": True})
+        running._changed.set()  # EOF: karpy exited; wake waiters so they can say so
 
     reader = asyncio.create_task(pump(proc.stderr), name="e2e:karpy-logs")
     try:

@@ -10,19 +10,16 @@ any "forbidden"/403 in its log means the RBAC is incomplete.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import json
-import os
 import re
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from harness import karpy_process
 from kube import (
     KWOK_NODE_CLASS,
     clean_up,
@@ -56,76 +53,9 @@ REPLICAS = 3
 _DENIED = re.compile(r"forbidden|(?<![\w.])403(?![\w.])", re.IGNORECASE)
 
 
-class KarpyProcess:
-    """``karpy run`` as a subprocess: every stderr line, parsed where it is JSON."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-        self.lines: list[str] = []
-        self.records: list[dict[str, Any]] = []
-        self._changed = asyncio.Event()
-
-    async def pump(self) -> None:
-        assert self.proc.stderr is not None
-        async for raw in self.proc.stderr:
-            line = raw.decode(errors="replace").rstrip()
-            self.lines.append(line)
-            with contextlib.suppress(json.JSONDecodeError):
-                record = json.loads(line)
-                if isinstance(record, dict):
-                    self.records.append(record)
-            self._changed.set()
-        self._changed.set()  # EOF: karpy exited
-
-    def tail(self, n: int = 30) -> str:
-        return "\n".join(self.lines[-n:])
-
-    async def wait_for(self, message: str, *, timeout: float) -> dict[str, Any]:  # noqa: ASYNC109
-        """The first record whose message is ``message``; fails if karpy exits first."""
-        try:
-            async with asyncio.timeout(timeout):
-                while True:
-                    for record in self.records:
-                        if record.get("message") == message:
-                            return record
-                    if self.proc.returncode is not None:
-                        raise AssertionError(f"karpy exited ({self.proc.returncode}) before "
-                                             f"logging {message!r}:\n{self.tail()}")
-                    self._changed.clear()
-                    await self._changed.wait()
-        except TimeoutError:
-            raise AssertionError(f"karpy did not log {message!r} within {timeout:g}s:\n"
-                                 f"{self.tail()}") from None
-
-    def denied(self) -> list[str]:
-        """The log lines that report a request the API server refused."""
-        return [line for line in self.lines if _DENIED.search(line)]
-
-
-@contextlib.asynccontextmanager
-async def karpy_run(kubeconfig: Path) -> AsyncIterator[KarpyProcess]:
-    """Run ``karpy run`` with ``kubeconfig`` and leader election on until the block exits."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("KUBECONFIG", "DISABLE_LEADER_ELECTION")}
-    env["SYSTEM_NAMESPACE"] = SYSTEM_NAMESPACE
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "karpy.cli", "run", "--cloud-provider", "kwok",
-        "--kubeconfig", str(kubeconfig), "--metrics-port", "0", "--health-probe-port", "0",
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env,
-    )
-    karpy = KarpyProcess(proc)
-    reader = asyncio.create_task(karpy.pump(), name="e2e:karpy-rbac-logs")
-    try:
-        yield karpy
-    finally:
-        if proc.returncode is None:
-            proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), timeout=30.0)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-        await reader
+def denied_lines(lines: list[str]) -> list[str]:
+    """The log lines that report a request the API server refused."""
+    return [line for line in lines if _DENIED.search(line)]
 
 
 @pytest.fixture
@@ -179,10 +109,15 @@ async def test_karpy_provisions_and_terminates_under_its_own_service_account(
         await admin.create(NODE_POOL, nodepool(POOL, node_class=NODE_CLASS,
                                                labels={SELECT: APP}))
         try:
-            async with karpy_run(kubeconfig) as karpy:
+            async with karpy_process(
+                cluster, "--cloud-provider", "kwok", kubeconfig=str(kubeconfig),
+                leader_election=True, env={"SYSTEM_NAMESPACE": SYSTEM_NAMESPACE},
+            ) as karpy:
                 try:
-                    acquired = await karpy.wait_for("successfully acquired lease", timeout=90)
-                    await karpy.wait_for("starting controllers", timeout=30)
+                    acquired, *_ = await karpy.wait_for_log(
+                        "successfully acquired lease", timeout=90
+                    )
+                    await karpy.wait_for_log("starting controllers", timeout=30)
 
                     # The Lease is held by this karpy, and renewed.
                     lease = await admin.get(kinds.LEASE, LEASE, namespace=SYSTEM_NAMESPACE)
@@ -232,16 +167,17 @@ async def test_karpy_provisions_and_terminates_under_its_own_service_account(
                     rerun = await eventually(moved, timeout=120,
                                              what=f"{REPLICAS} pods Running on a new node")
                     assert len(rerun) == REPLICAS
-                    assert karpy.proc.returncode is None, f"karpy exited:\n{karpy.tail()}"
+                    assert karpy.returncode is None, f"karpy exited:\n{karpy.tail()}"
                 except AssertionError as failure:
-                    if denied := karpy.denied():  # most likely why: name the missing grant
+                    # most likely why: name the missing grant
+                    if denied := denied_lines(karpy.lines):
                         raise AssertionError(f"{failure}\nrefused requests:\n"
                                              + "\n".join(denied[:10])) from failure
                     raise
                 finally:
                     forced = await clean_up(admin, namespace, APP, [POOL], timeout=60)
             assert not forced, f"clean-up had to force {forced}"
-            denied = karpy.denied()
+            denied = denied_lines(karpy.lines)
             assert not denied, "karpy was refused requests (deploy/rbac.yaml is incomplete):\n" \
                 + "\n".join(denied)
         finally:
