@@ -1,0 +1,245 @@
+"""The capacity one solve places pods on: existing nodes (prepared and grouped),
+NodePools prepared as templates, and the NodeClaims planned so far -- and the answer a
+candidate gives when a pod does not fit (:class:`Reject`).
+
+These are the mutable working state of :class:`~karpy.scheduling.solver.Solve`; none
+of them outlives a solve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from karpy.apis.labels import LABEL_HOSTNAME
+from karpy.scheduling.catalog import Catalog, DaemonGroup
+from karpy.scheduling.daemons import daemon_runs_on
+from karpy.scheduling.freeindex import FreeIndex
+from karpy.scheduling.node import ExistingNode
+from karpy.scheduling.nodepool import NODES, NodePoolTemplate
+from karpy.scheduling.pod import Pod
+from karpy.scheduling.requirements import IN, Requirement, Requirements
+from karpy.scheduling.signature import Signature
+from karpy.scheduling.taints import PREFER_NO_SCHEDULE
+
+__all__ = [
+    "PERM",
+    "TEMP",
+    "Claim",
+    "Node",
+    "NodeGroup",
+    "Reject",
+    "Template",
+    "group_nodes",
+    "prepare_nodes",
+]
+
+
+class Template:
+    """A NodePool prepared for one solve."""
+
+    __slots__ = (
+        "catalog",
+        "claims",
+        "groups",
+        "index",
+        "limited",
+        "pool",
+        "prefer_taints",
+        "requirements",
+        "reserved",
+        "simple_fit",
+        "taints",
+    )
+
+    def __init__(
+        self, index: int, pool: NodePoolTemplate, catalog: Catalog, groups: list[DaemonGroup]
+    ) -> None:
+        self.index = index
+        self.pool = pool
+        self.catalog = catalog
+        self.groups = groups
+        self.requirements = pool.requirements.without(LABEL_HOSTNAME)
+        self.taints = pool.taints
+        self.prefer_taints = any(t.effect == PREFER_NO_SCHEDULE for t in pool.taints)
+        self.limited = pool.limits is not None
+        self.reserved: dict[str, int] = {}
+        self.claims = 0
+        single = groups[0] if len(groups) == 1 else None
+        self.simple_fit = single is not None and not any(single.overhead) and not single.host_ports
+
+    def remaining(self) -> dict[str, int]:
+        """What the NodePool's limits leave, after its usage and the planned claims."""
+        limits = self.pool.limits or {}
+        usage = self.pool.usage
+        return {
+            name: amount - usage.get(name, 0) - self.reserved.get(name, 0)
+            for name, amount in limits.items()
+            if name != NODES
+        }
+
+
+class Claim:
+    """A NodeClaim being planned."""
+
+    __slots__ = (
+        "hostname",
+        "index",
+        "mask",
+        "pods",
+        "ports",
+        "req",
+        "reserved",
+        "sig_counts",
+        "template",
+        "total",
+    )
+
+    def __init__(self, template: Template, hostname: str, mask: int, size: int) -> None:
+        self.template = template
+        self.hostname = hostname
+        self.req = template.requirements
+        self.mask = mask
+        self.total = [0] * size
+        self.pods: list[Pod] = []
+        self.ports: list[Any] = []
+        self.sig_counts: dict[Signature, int] = {}
+        self.reserved: dict[str, int] = {}
+        self.index = -1
+
+
+class Node:
+    """An existing node prepared for one solve."""
+
+    __slots__ = (
+        "available",
+        "group",
+        "hostname",
+        "node",
+        "order",
+        "placed",
+        "ports",
+        "req",
+        "slot",
+        "taints",
+    )
+
+    def __init__(
+        self, node: ExistingNode, available: list[int], req: Requirements, ports: list[Any]
+    ) -> None:
+        self.node = node
+        self.available = available
+        self.req = req
+        self.hostname = node.hostname
+        self.taints = node.effective_taints()
+        self.ports = ports
+        self.placed: list[Pod] = []
+        self.order = 0
+        self.group = 0
+        self.slot = 0
+
+
+class NodeGroup:
+    """Existing nodes that look the same to every pending pod: equal taints and equal
+    values for every label key a pending pod selects or spreads on. A signature that
+    cannot use one of them (a taint, a requirement) can use none, so it skips the group
+    at once; within a group a :class:`FreeIndex` finds the first node with room."""
+
+    __slots__ = ("index", "labels", "members", "req", "taints")
+
+    def __init__(self, members: list[Node], labels: dict[str, str], size: int) -> None:
+        self.members = members
+        self.labels = labels
+        self.req = Requirements.from_labels(labels)
+        self.taints = members[0].taints
+        self.index = FreeIndex([n.available for n in members], size)
+
+
+class Reject:
+    """A candidate said no: why, and whether it can never say yes to this signature."""
+
+    __slots__ = ("permanent", "reason")
+
+    def __init__(self, reason: str, permanent: bool) -> None:
+        self.reason = reason
+        self.permanent = permanent
+
+
+TEMP = Reject("", False)
+PERM = Reject("", True)
+
+
+def prepare_nodes(
+    nodes: Sequence[ExistingNode],
+    *,
+    daemonsets: Sequence[Pod],
+    pending_keys: set[str],
+    vec: Callable[[Mapping[str, int]], list[int]],
+    size: int,
+) -> list[Node]:
+    """The schedulable nodes, initialized first, with what is still free on each: bound
+    pods (but not the pending ones) and the DaemonSet pods still to come are taken off."""
+    ordered = sorted(nodes, key=lambda n: (not n.initialized, n.name))
+    out = []
+    for node in ordered:
+        if not node.schedulable:
+            continue
+        used = [0] * size
+        daemon_used = [0] * size
+        ports: list[Any] = []
+        for pod in node.pods:
+            if pod.terminal or pod.key in pending_keys:
+                continue
+            pod_vec = vec(pod.requests)
+            for i, amount in enumerate(pod_vec):
+                used[i] += amount
+                if pod.is_daemon:
+                    daemon_used[i] += amount
+            ports.extend(pod.host_ports)
+        labels = Requirements.from_labels(node.labels).add(
+            Requirement.new(LABEL_HOSTNAME, IN, (node.hostname,))
+        )
+        taints = node.effective_taints()
+        daemon_need = [0] * size
+        for daemon in daemonsets:
+            if daemon_runs_on(daemon, taints, labels):
+                for i, amount in enumerate(vec(daemon.requests)):
+                    daemon_need[i] += amount
+        allocatable = vec(node.allocatable)
+        available = [
+            allocatable[i] - used[i] - max(daemon_need[i] - daemon_used[i], 0) for i in range(size)
+        ]
+        out.append(Node(node, available, labels, ports))
+    return out
+
+
+def group_nodes(
+    nodes: list[Node], pods: Sequence[Pod], topology_keys: set[str], size: int
+) -> list[NodeGroup]:
+    """Group ``nodes`` by the labels ``pods`` look at and by taints (:class:`NodeGroup`),
+    numbering each node's order, group and slot."""
+    keys: set[str] = set(topology_keys)
+    for pod in pods:
+        keys.update(pod.node_selector)
+        for term in pod.required_node_terms:
+            keys.update(term)
+        for _, preference in pod.preferred_node_terms:
+            keys.update(preference)
+        for volume in pod.volume_requirements:
+            keys.update(volume)
+    keys.discard(LABEL_HOSTNAME)
+    relevant = sorted(keys)
+    grouped: dict[tuple[Any, ...], list[Node]] = {}
+    for order, node in enumerate(nodes):
+        node.order = order
+        labels = node.node.labels
+        key = (tuple((k, labels.get(k)) for k in relevant), node.taints)
+        grouped.setdefault(key, []).append(node)
+    groups: list[NodeGroup] = []
+    for (pairs, _), members in grouped.items():
+        for slot, node in enumerate(members):
+            node.group = len(groups)
+            node.slot = slot
+        labels = {k: v for k, v in pairs if v is not None}
+        groups.append(NodeGroup(members, labels, size))
+    return groups

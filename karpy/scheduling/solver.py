@@ -1,0 +1,419 @@
+"""One :meth:`Simulator.solve` call: its state, the main loop over runs of
+interchangeable pods, and each placement step -- existing nodes first (first fit), then
+the NodeClaims planned so far (round-robin), then a new NodeClaim.
+
+The module docstring of :mod:`karpy.scheduling.simulator` explains the algorithm; the
+pieces a step relies on live beside this module: :mod:`~karpy.scheduling.capacity`
+(what pods go on), :mod:`~karpy.scheduling.checks` (whether they fit),
+:mod:`~karpy.scheduling.topologyrules`, :mod:`~karpy.scheduling.relaxation` and
+:mod:`~karpy.scheduling.assembly` (the results).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from heapq import heapify, heappop, heappush
+from typing import TYPE_CHECKING, Any
+
+from karpy.apis.labels import LABEL_HOSTNAME
+from karpy.scheduling import resources as res
+from karpy.scheduling.assembly import build_results
+from karpy.scheduling.capacity import (
+    Claim,
+    Node,
+    NodeGroup,
+    Reject,
+    Template,
+    group_nodes,
+    prepare_nodes,
+)
+from karpy.scheduling.checks import Checker, taint_reason
+from karpy.scheduling.daemons import daemon_groups
+from karpy.scheduling.node import ExistingNode
+from karpy.scheduling.nodepool import NODES, NodePoolTemplate
+from karpy.scheduling.pod import Pod
+from karpy.scheduling.relaxation import Signatures
+from karpy.scheduling.reqcache import RequirementCache
+from karpy.scheduling.requirements import Requirements
+from karpy.scheduling.results import Results
+from karpy.scheduling.signature import Relaxation, Signature
+from karpy.scheduling.taints import PREFER_NO_SCHEDULE
+from karpy.scheduling.topologyrules import TopologyRules
+
+if TYPE_CHECKING:
+    from karpy.scheduling.simulator import Simulator
+
+__all__ = ["Solve"]
+
+
+class Solve:
+    """The state of one :meth:`Simulator.solve` call."""
+
+    def __init__(
+        self,
+        simulator: Simulator,
+        pods: Sequence[Pod],
+        nodes: Sequence[ExistingNode],
+        namespaces: Mapping[str, Mapping[str, str]],
+    ) -> None:
+        self.sim = simulator
+        options = simulator.options
+        self.well_known = options.well_known_labels
+        prefer = options.preference_policy == "Respect"
+        self.pods = list(pods)
+        names = set(simulator._base_resources)
+        for pod in self.pods:
+            names.update(pod.requests)
+        self.names = tuple(sorted(names))
+        self.vector = {name: i for i, name in enumerate(self.names)}
+        self.size = len(self.names)
+        pending_keys = {p.key for p in self.pods}
+        self.templates = [self._template(i, pool) for i, pool in enumerate(simulator.nodepools)]
+        prefer_no_schedule = any(t.prefer_taints for t in self.templates) or any(
+            t.effect == PREFER_NO_SCHEDULE for n in nodes for t in n.taints
+        )
+        self.claims: list[Claim] = []
+        self.hostnames = 0
+        requirements = RequirementCache(self.well_known)
+        self.topology = TopologyRules(
+            pods=self.pods,
+            nodes=nodes,
+            pending_keys=pending_keys,
+            namespaces=namespaces,
+            universe=simulator.universe,
+            prefer=prefer,
+            well_known=self.well_known,
+            requirements=requirements,
+        )
+        self.requirements = requirements
+        self.signatures = Signatures(
+            self.topology, prefer=prefer, prefer_no_schedule=prefer_no_schedule
+        )
+        self.checker = Checker(
+            requirements=requirements,
+            topology=self.topology,
+            min_vec=self.signatures.min_vec,
+            names=self.names,
+            strict_min_values=options.min_values_policy == "Strict",
+        )
+        self.nodes = prepare_nodes(
+            nodes,
+            daemonsets=simulator.daemonsets,
+            pending_keys=pending_keys,
+            vec=self._vec,
+            size=self.size,
+        )
+        self.node_groups = group_nodes(
+            self.nodes, self.pods, self.topology.topology_keys, self.size
+        )
+
+    def _template(self, index: int, pool: NodePoolTemplate) -> Template:
+        catalog = self.sim.catalog(pool, self.names)
+        groups = daemon_groups(pool, catalog, self.sim.daemonsets, self.vector, self.well_known)
+        return Template(index, pool, catalog, groups)
+
+    def _vec(self, resources: Mapping[str, int]) -> list[int]:
+        out = [0] * self.size
+        vector = self.vector
+        for name, amount in resources.items():
+            index = vector.get(name)
+            if index is not None:
+                out[index] = amount
+        return out
+
+    # ------------------------------------------------------------------ main loop
+
+    def run(self) -> Results:
+        """Place every pod that fits somewhere; the results."""
+        pods = self.pods
+        if not pods:
+            return self._results({})
+        ranks: dict[Any, int] = {}
+        minimums = self.signatures.base_min
+        vectors = []
+        for pod in pods:
+            vec = self._vec(pod.requests)
+            vectors.append(vec)
+            signature = pod.signature
+            if signature not in ranks:
+                ranks[signature] = len(ranks)
+                minimums[signature] = list(vec)
+            else:
+                minimum = minimums[signature]
+                for i, amount in enumerate(vec):
+                    if amount < minimum[i]:
+                        minimum[i] = amount
+        cpu = self.vector[res.CPU]
+        memory = self.vector[res.MEMORY]
+        order = sorted(
+            range(len(pods)),
+            key=lambda i: (
+                -vectors[i][cpu],
+                -vectors[i][memory],
+                ranks[pods[i].signature],
+                vectors[i],
+                i,
+            ),
+        )
+        runs: list[tuple[Signature, list[int], list[Pod]]] = []
+        previous_key: tuple[Any, ...] | None = None
+        for i in order:
+            pod = pods[i]
+            key = (ranks[pod.signature], vectors[i])
+            if key == previous_key:
+                runs[-1][2].append(pod)
+            else:
+                runs.append((self.signatures.get(pod, Relaxation()), vectors[i], [pod]))
+                previous_key = key
+        errors: dict[str, tuple[Pod, str]] = {}
+        queue = runs
+        while queue:
+            failed: list[tuple[Signature, list[int], list[Pod]]] = []
+            progress = False
+            for base, vec, group in queue:
+                placed = self._place_run(base, vec, group, errors)
+                if placed:
+                    progress = True
+                if placed < len(group):
+                    failed.append((base, vec, group[placed:]))
+            if not progress or not failed:
+                break
+            queue = failed
+        return self._results(errors)
+
+    def _place_run(
+        self,
+        base: Signature,
+        vec: list[int],
+        pods: list[Pod],
+        errors: dict[str, tuple[Pod, str]],
+    ) -> int:
+        start = 0
+        total = len(pods)
+        while start < total:
+            sig: Signature | None = base
+            reason = ""
+            while sig is not None:
+                outcome = self._place(sig, vec, pods, start)
+                if isinstance(outcome, int):
+                    for pod in pods[start : start + outcome]:
+                        errors.pop(pod.key, None)
+                    start += outcome
+                    break
+                reason = outcome
+                sig = self.signatures.relax(sig)
+            else:
+                for pod in pods[start:]:
+                    errors[pod.key] = (pod, reason)
+                return start
+        return start
+
+    def _results(self, errors: Mapping[str, tuple[Pod, str]]) -> Results:
+        return build_results(
+            self.claims,
+            self.nodes,
+            errors,
+            names=self.names,
+            well_known=self.well_known,
+            max_instance_types=self.sim.options.max_instance_types,
+        )
+
+    # ------------------------------------------------------------------ placing
+
+    def _place(self, sig: Signature, vec: list[int], pods: list[Pod], start: int) -> int | str:
+        """Place up to all of ``pods[start:]`` (one run) in one step; the count placed
+        (>0), or why none fits anywhere."""
+        want = len(pods) - start
+        # 1. existing nodes, first fit
+        if self.node_groups:
+            placed = self._place_existing(sig, vec, pods, start, want)
+            if placed:
+                return placed
+        # 2. planned NodeClaims, round-robin
+        claims = sig.claims
+        if sig.claims_seen < len(self.claims):
+            claims.extend(self.claims[sig.claims_seen :])
+            sig.claims_seen = len(self.claims)
+        size = len(claims)
+        if size:
+            cursor = sig.cursor % size
+            for offset in range(size):
+                position = cursor + offset
+                if position >= size:
+                    position -= size
+                claim = claims[position]
+                if claim is None:
+                    continue
+                outcome = self.checker.check_claim(claim, sig, vec, 1, False)
+                if isinstance(outcome, Reject):
+                    if outcome.permanent:
+                        claims[position] = None
+                        sig.claims_dead += 1
+                    continue
+                _, reqs, mask = outcome
+                self._commit_claim(claim, sig, vec, pods[start : start + 1], reqs, mask)
+                sig.cursor = position + 1
+                self._compact(sig)
+                return 1
+            self._compact(sig)
+        # 3. a new NodeClaim
+        reasons: list[str] = []
+        for template in self.templates:
+            created = self._new_claim(template, sig, vec, want)
+            if isinstance(created, str):
+                reasons.append(f'nodepool "{template.pool.name}": {created}')
+                continue
+            new, count, reqs, mask = created
+            self._open(new)
+            self._commit_claim(new, sig, vec, pods[start : start + count], reqs, mask)
+            return count
+        if not self.templates:
+            return "no NodePool can launch capacity for this pod"
+        return "; ".join(reasons)
+
+    def _place_existing(
+        self, sig: Signature, vec: list[int], pods: list[Pod], start: int, want: int
+    ) -> int:
+        """First fit on existing nodes (in their order); the count placed, or 0."""
+        domains = self.topology.allowed_domains(sig)
+        groups = self.node_groups
+        dead_groups = sig.dead_groups
+        dead_nodes = sig.dead_nodes
+        need = [max(a, 0) for a in vec]
+        heap: list[tuple[int, int, int]] = []
+        for number, group in enumerate(groups):
+            if number in dead_groups:
+                continue
+            if domains and any(group.labels.get(k) not in allowed for k, allowed in domains):
+                continue
+            if not self._group_usable(sig, group):
+                dead_groups.add(number)
+                continue
+            slot = group.index.find(need)
+            if slot is not None:
+                heap.append((group.members[slot].order, number, slot))
+        heapify(heap)
+        while heap:
+            _, number, slot = heappop(heap)
+            group = groups[number]
+            node = group.members[slot]
+            if node.order not in dead_nodes:
+                result = self.checker.check_node(node, sig, vec, want)
+                if not isinstance(result, Reject):
+                    count, reqs = result
+                    self._commit_node(node, sig, vec, pods[start : start + count], reqs)
+                    group.index.update(slot, node.available)
+                    return count
+                if result.permanent:
+                    dead_nodes.add(node.order)
+            following = group.index.find(need, slot + 1)
+            if following is not None:
+                heappush(heap, (group.members[following].order, number, following))
+        return 0
+
+    def _group_usable(self, sig: Signature, group: NodeGroup) -> bool:
+        if group.taints and taint_reason(sig, group.taints) is not None:
+            return False
+        return not isinstance(
+            self.requirements.merge_node(group.req, sig.requirements.without(LABEL_HOSTNAME)),
+            str,
+        )
+
+    def _compact(self, sig: Signature) -> None:
+        claims = sig.claims
+        if sig.claims_dead > 32 and sig.claims_dead * 2 > len(claims):
+            live = [c for c in claims if c is not None]
+            cursor_claim = None
+            if claims:
+                for offset in range(len(claims)):
+                    candidate = claims[(sig.cursor + offset) % len(claims)]
+                    if candidate is not None:
+                        cursor_claim = candidate
+                        break
+            sig.claims = live
+            sig.claims_dead = 0
+            sig.cursor = live.index(cursor_claim) if cursor_claim is not None else 0
+
+    def _new_claim(
+        self, template: Template, sig: Signature, vec: list[int], want: int
+    ) -> tuple[Claim, int, Requirements, int] | str:
+        catalog = template.catalog
+        mask = catalog.full
+        if template.limited:
+            limits = template.pool.limits or {}
+            if NODES in limits:
+                nodes_left = limits[NODES] - template.pool.usage.get(NODES, 0) - template.claims
+                if nodes_left <= 0:
+                    return "node limit reached (limits.nodes)"
+            remaining = template.remaining()
+            mask &= catalog.within_mask(remaining)
+            if not mask:
+                left = res.describe({k: max(v, 0) for k, v in remaining.items()})
+                return f"all instance types exceed the NodePool's limits (remaining {left})"
+        claim = Claim(template, f"hostname-placeholder-{self.hostnames + 1:04d}", mask, self.size)
+        outcome = self.checker.check_claim(claim, sig, vec, want, True)
+        if isinstance(outcome, Reject):
+            reason = outcome.reason or "no room"
+            if mask != catalog.full:
+                excluded = catalog.full.bit_count() - mask.bit_count()
+                left = res.describe({k: max(v, 0) for k, v in template.remaining().items()})
+                reason += (
+                    f"; {excluded} larger instance types were excluded by the NodePool's "
+                    f"limits (remaining {left})"
+                )
+            return reason
+        count, reqs, fit_mask = outcome
+        return claim, count, reqs, fit_mask
+
+    def _open(self, claim: Claim) -> None:
+        self.hostnames += 1
+        claim.index = len(self.claims)
+        self.claims.append(claim)
+        claim.template.claims += 1
+
+    def _commit_node(
+        self, node: Node, sig: Signature, vec: list[int], pods: list[Pod], reqs: Requirements
+    ) -> None:
+        count = len(pods)
+        node.placed.extend(pods)
+        available = node.available
+        for i, amount in enumerate(vec):
+            if amount:
+                available[i] -= amount * count
+        if sig.host_ports:
+            node.ports.extend(sig.host_ports)
+        self.topology.record(sig, count, node.hostname, reqs, node.taints, claim=False)
+
+    def _commit_claim(
+        self,
+        claim: Claim,
+        sig: Signature,
+        vec: list[int],
+        pods: list[Pod],
+        reqs: Requirements,
+        mask: int,
+    ) -> None:
+        count = len(pods)
+        old = claim.req
+        if reqs is not old:
+            self.topology.record_narrowed(claim, old, reqs)
+            claim.req = reqs
+        claim.mask = mask
+        total = claim.total
+        for i, amount in enumerate(vec):
+            if amount:
+                total[i] += amount * count
+        claim.pods.extend(pods)
+        if sig.host_ports:
+            claim.ports.extend(sig.host_ports)
+        claim.sig_counts[sig] = claim.sig_counts.get(sig, 0) + count
+        template = claim.template
+        if template.limited:
+            names = [n for n in (template.pool.limits or {}) if n != NODES]
+            reserved = template.catalog.max_capacity(mask, names)
+            for name in names:
+                template.reserved[name] = (
+                    template.reserved.get(name, 0) - claim.reserved.get(name, 0) + reserved[name]
+                )
+            claim.reserved = reserved
+        self.topology.record(sig, count, claim.hostname, reqs, template.taints, claim=True)
