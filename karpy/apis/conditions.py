@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Final, Generic, TypeVar
+from typing import Final, Generic, Protocol, TypeVar
 
 from karpy.apis.core import Condition, ConditionStatus
 
@@ -89,6 +89,17 @@ _UNCHANGED: Final = Change(False)
 C = TypeVar("C", bound=Condition)
 
 
+class ObjectMetaLike(Protocol):
+    """The parts of an object's metadata a condition set reads."""
+
+    @property
+    def generation(self) -> int | None: ...
+    @property
+    def creation_timestamp(self) -> datetime | None: ...
+    @property
+    def deletion_timestamp(self) -> datetime | None: ...
+
+
 class ConditionSet(Generic[C]):
     """A view over an object's ``status.conditions`` list that keeps the root in step.
 
@@ -119,6 +130,28 @@ class ConditionSet(Generic[C]):
         for type_ in (root, *self.dependents):
             if self.get(type_) is None:
                 self.set_unknown(type_)
+
+    @classmethod
+    def of(
+        cls,
+        metadata: ObjectMetaLike,
+        conditions: list[C],
+        condition_type: type[C],
+        *,
+        dependents: Iterable[str],
+        now: Callable[[], datetime] = utc_now,
+    ) -> ConditionSet[C]:
+        """The condition set of an object whose ``Ready`` summarises ``dependents``:
+        generation, creation and deletion come from the object's ``metadata``."""
+        return cls(
+            conditions,
+            condition_type,
+            dependents=dependents,
+            generation=metadata.generation,
+            created=metadata.creation_timestamp,
+            deleting=metadata.deletion_timestamp is not None,
+            now=now,
+        )
 
     # reading -----------------------------------------------------------------------
 

@@ -336,12 +336,10 @@ class NodeClaim(Resource):
         self, *, now: Callable[[], datetime] = utc_now
     ) -> ConditionSet[NodeClaimCondition]:
         """The NodeClaim's conditions: Ready summarises Launched, Registered, Initialized."""
-        return ConditionSet(
+        return ConditionSet.of(
+            self.metadata,
             self.status.conditions,
             NodeClaimCondition,
             dependents=(CONDITION_LAUNCHED, CONDITION_REGISTERED, CONDITION_INITIALIZED),
-            generation=self.metadata.generation,
-            created=self.metadata.creation_timestamp,
-            deleting=self.metadata.deletion_timestamp is not None,
             now=now,
         )

@@ -318,13 +318,11 @@ class NodePool(Resource):
         self, *, now: Callable[[], datetime] = utc_now
     ) -> ConditionSet[Condition]:
         """The NodePool's conditions: Ready summarises ValidationSucceeded and NodeClassReady."""
-        return ConditionSet(
+        return ConditionSet.of(
+            self.metadata,
             self.status.conditions,
             Condition,
             dependents=(CONDITION_VALIDATION_SUCCEEDED, CONDITION_NODE_CLASS_READY),
-            generation=self.metadata.generation,
-            created=self.metadata.creation_timestamp,
-            deleting=self.metadata.deletion_timestamp is not None,
             now=now,
         )
 

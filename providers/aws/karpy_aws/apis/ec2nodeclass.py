@@ -778,7 +778,8 @@ class EC2NodeClass(Resource):
         self, *, now: Callable[[], datetime] = utc_now
     ) -> ConditionSet[Condition]:
         """Ready summarises AMIs, subnets, security groups, instance profile and validation."""
-        return ConditionSet(
+        return ConditionSet.of(
+            self.metadata,
             self.status.conditions,
             Condition,
             dependents=(
@@ -788,8 +789,5 @@ class EC2NodeClass(Resource):
                 CONDITION_INSTANCE_PROFILE_READY,
                 CONDITION_VALIDATION_SUCCEEDED,
             ),
-            generation=self.metadata.generation,
-            created=self.metadata.creation_timestamp,
-            deleting=self.metadata.deletion_timestamp is not None,
             now=now,
         )

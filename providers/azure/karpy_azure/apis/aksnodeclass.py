@@ -276,7 +276,8 @@ class AKSNodeClass(Resource):
         self, *, now: Callable[[], datetime] = utc_now
     ) -> ConditionSet[Condition]:
         """Ready summarises images, Kubernetes version, subnets and validation."""
-        return ConditionSet(
+        return ConditionSet.of(
+            self.metadata,
             self.status.conditions,
             Condition,
             dependents=(
@@ -285,8 +286,5 @@ class AKSNodeClass(Resource):
                 CONDITION_SUBNETS_READY,
                 CONDITION_VALIDATION_SUCCEEDED,
             ),
-            generation=self.metadata.generation,
-            created=self.metadata.creation_timestamp,
-            deleting=self.metadata.deletion_timestamp is not None,
             now=now,
         )
