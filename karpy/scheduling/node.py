@@ -12,9 +12,20 @@ from karpy.scheduling import resources as res
 from karpy.scheduling.pod import Pod
 from karpy.scheduling.taints import EPHEMERAL_TAINTS, Taint
 
-__all__ = ["ExistingNode"]
+__all__ = ["ExistingNode", "nodeclaim_labels"]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def nodeclaim_labels(nodeclaim: Mapping[str, Any]) -> dict[str, str]:
+    """The labels a NodeClaim's node will carry, as far as known before it launches: its
+    own labels plus every requirement narrowed to a single ``In`` value."""
+    labels = dict((nodeclaim.get("metadata") or {}).get("labels") or {})
+    for requirement in (nodeclaim.get("spec") or {}).get("requirements") or ():
+        values = list(requirement.get("values") or ())
+        if requirement.get("operator") == "In" and len(values) == 1:
+            labels.setdefault(requirement["key"], values[0])
+    return labels
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -98,11 +109,7 @@ class ExistingNode:
         metadata = nodeclaim.get("metadata") or {}
         spec = nodeclaim.get("spec") or {}
         status = nodeclaim.get("status") or {}
-        labels = dict(metadata.get("labels") or {})
-        for requirement in spec.get("requirements") or ():
-            values = list(requirement.get("values") or ())
-            if requirement.get("operator") == "In" and len(values) == 1:
-                labels.setdefault(requirement["key"], values[0])
+        labels = nodeclaim_labels(nodeclaim)
         if allocatable is None:
             allocatable = res.parse_resource_list(status.get("allocatable"))
         return cls(

@@ -17,6 +17,7 @@ from karpy.apis.labels import LABEL_INITIALIZED, LABEL_NODEPOOL
 from karpy.runtime import Object
 from karpy.scheduling import ExistingNode, Pod, Taint
 from karpy.scheduling import resources as res
+from karpy.scheduling.node import nodeclaim_labels
 
 __all__ = ["NodePods", "StateNode"]
 
@@ -153,7 +154,10 @@ class StateNode:
         if registered and node is not None:
             self._labels = node["metadata"].get("labels") or {}
         elif claim is not None:
-            self._labels = claim["metadata"].get("labels") or {}
+            # Before launch the NodeClaim's labels lack what its requirements already pin
+            # (a single zone, capacity type ...); pods constrained on those keys may still
+            # count on this in-flight capacity.
+            self._labels = nodeclaim_labels(claim)
         else:
             self._labels = {}
         # Before initialization a node's taints are in flux (startup and not-ready

@@ -48,6 +48,22 @@ def test_in_flight_nodeclaim_uses_its_own_labels_capacity_and_taints() -> None:
     assert [t.key for t in state.taints] == ["team"]
 
 
+def test_in_flight_nodeclaim_shows_the_labels_its_requirements_pin() -> None:
+    # A pod that selects the zone can only count on in-flight capacity if the simulator
+    # sees that zone before the node exists; a multi-valued requirement pins nothing.
+    cluster, _ = make()
+    claim = nodeclaim("c1", provider_id="p1")
+    claim["spec"]["requirements"] = [
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-b"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot", "on-demand"]},
+    ]
+    cluster.update_nodeclaim(claim)
+    (existing,) = cluster.existing_nodes()
+    assert existing.labels["topology.kubernetes.io/zone"] == "test-zone-b"
+    assert "karpenter.sh/capacity-type" not in existing.labels
+    assert existing.labels["karpenter.sh/nodepool"] == "default"
+
+
 def test_unlaunched_nodeclaim_keeps_the_model_unsynced_until_it_launches() -> None:
     cluster, _ = make()
     cluster.update_nodeclaim(nodeclaim("default-abcde"))
