@@ -10,7 +10,13 @@ import logging
 from collections.abc import Callable
 
 from karpy import __version__
-from karpy.cloudprovider import CloudProvider, ProviderContext, build_provider, close_provider
+from karpy.cloudprovider import (
+    CloudProvider,
+    ProviderContext,
+    build_provider,
+    close_provider,
+    register_provider_controllers,
+)
 from karpy.controllers import metrics as metrics_controllers
 from karpy.controllers import nodeclaim, nodepool, provisioning, termination
 from karpy.controllers.deps import Deps
@@ -115,6 +121,9 @@ class Operator:
         )
         for register in CONTROLLER_PACKAGES:
             register(self._deps)
+        # The provider's own controllers (NodeClass status, interruption, ...) go on the
+        # same manager, after the core's: they share its cache and leader election.
+        register_provider_controllers(provider, manager)
         log.info(
             "karpy operator built",
             extra={"version": __version__, "cloud-provider": provider.name},

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from karpy.apis.duration import parse_duration
 from karpy.cloudprovider import CLOUD_PROVIDER_ENV
-from karpy.controllers.settings import Settings
+from karpy.controllers.settings import FeatureGates, Settings
 
 __all__ = ["Options", "add_run_arguments", "options_from_args"]
 
@@ -78,6 +78,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-port", type=int, help="env METRICS_PORT; default 8080")
     parser.add_argument("--health-probe-port", type=int, help="env HEALTH_PROBE_PORT; default 8081")
     parser.add_argument("--log-level", help="env LOG_LEVEL; default info")
+    parser.add_argument(
+        "--feature-gates", metavar="NAME=BOOL,...",
+        help="env FEATURE_GATES, e.g. SpotToSpotConsolidation=true,NodeRepair=true",
+    )
 
 
 def options_from_args(
@@ -110,12 +114,17 @@ def options_from_args(
         if args.disable_leader_election is not None
         else _env_bool(env, "DISABLE_LEADER_ELECTION", False)
     )
+    gates_text = getattr(args, "feature_gates", None) or env.get("FEATURE_GATES", "")
+    try:
+        gates = FeatureGates.parse(gates_text)
+    except ValueError as exc:
+        raise ValueError(f"--feature-gates (env FEATURE_GATES): {exc}") from exc
     return Options(
         cloud_provider=args.cloud_provider or env.get(CLOUD_PROVIDER_ENV) or "kwok",
         provider_settings=provider_settings,
         kubeconfig=args.kubeconfig,
         settings=Settings(cluster_name=args.cluster_name or env.get("CLUSTER_NAME", ""),
-                          **durations),
+                          feature_gates=gates, **durations),
         leader_elect=not disable_le,
         leader_election_namespace=env.get("SYSTEM_NAMESPACE", "kube-system"),
         metrics_bind_address=f":{metrics_port}",

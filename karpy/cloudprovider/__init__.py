@@ -24,7 +24,7 @@ from karpy.cloudprovider._nodeclass import (
     node_class_readiness,
     resolve_node_class,
 )
-from karpy.cloudprovider._protocol import CloudProvider
+from karpy.cloudprovider._protocol import CloudProvider, ContributesControllers
 from karpy.cloudprovider._registry import (
     CLOUD_PROVIDER_ENV,
     ENTRY_POINT_GROUP,
@@ -36,6 +36,7 @@ from karpy.cloudprovider._registry import (
     load_factory,
     open_provider,
     provider_name,
+    register_provider_controllers,
 )
 from karpy.cloudprovider._types import DriftReason, NodeClassKind, OfferingKey, RepairPolicy
 from karpy.cloudprovider.errors import (
@@ -56,6 +57,7 @@ __all__ = [
     "NODE_CLASS_READY",
     "CloudProvider",
     "CloudProviderError",
+    "ContributesControllers",
     "CreateError",
     "DriftReason",
     "InstanceType",
@@ -87,5 +89,6 @@ __all__ = [
     "offering_key",
     "open_provider",
     "provider_name",
+    "register_provider_controllers",
     "resolve_node_class",
 ]

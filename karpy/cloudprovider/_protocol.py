@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from karpy.apis import NodeClaim, NodePool
     from karpy.cloudprovider._types import DriftReason, NodeClassKind, RepairPolicy
+    from karpy.runtime import Manager
     from karpy.scheduling import InstanceType
 
 
@@ -78,4 +79,23 @@ class CloudProvider(Protocol):
 
     def supported_node_classes(self) -> Sequence[NodeClassKind]:
         """The NodeClass kinds this provider serves; the first is the default."""
+        ...
+
+
+@runtime_checkable
+class ContributesControllers(Protocol):
+    """An optional ability: a provider that runs controllers of its own.
+
+    A provider that needs work of its own while karpy runs (a NodeClass status
+    controller, an interruption-queue poller, garbage collection of its launch templates
+    or NICs) implements ``register_controllers``. The operator calls it once, after the
+    core controllers are registered and before the manager runs, with the manager the
+    core uses; the provider adds its controllers with ``manager.controller(name)``,
+    ``manager.singleton(...)`` or ``manager.add(runnable)``, built on karpy.runtime only.
+    Those run only while this replica is the leader unless a runnable says otherwise,
+    share the manager's cache, metrics and event recorders, and stop with it.
+    """
+
+    def register_controllers(self, manager: Manager) -> None:
+        """Add this provider's controllers to ``manager`` (called once, before it runs)."""
         ...

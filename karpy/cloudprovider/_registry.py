@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from karpy.cloudprovider._protocol import CloudProvider
+from karpy.cloudprovider._protocol import CloudProvider, ContributesControllers
 from karpy.cloudprovider.errors import (
     ProviderLoadError,
     ProviderRegistryError,
@@ -30,7 +30,7 @@ from karpy.cloudprovider.errors import (
 )
 
 if TYPE_CHECKING:
-    from karpy.runtime import Client
+    from karpy.runtime import Client, Manager
 
 ENTRY_POINT_GROUP = "karpy.cloudproviders"
 """The entry-point group providers register under."""
@@ -183,3 +183,14 @@ async def close_provider(provider: object) -> None:
     aclose: Callable[[], Awaitable[None]] | None = getattr(provider, "aclose", None)
     if aclose is not None:
         await aclose()
+
+
+def register_provider_controllers(provider: object, manager: Manager) -> bool:
+    """Let ``provider`` add its own controllers to ``manager`` if it has any.
+
+    Returns whether it did (see :class:`ContributesControllers`).
+    """
+    if isinstance(provider, ContributesControllers):
+        provider.register_controllers(manager)
+        return True
+    return False

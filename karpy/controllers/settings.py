@@ -7,9 +7,56 @@ hard-codes (launch 5 min, registration 15 min) are settings here so tests can sh
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 
-__all__ = ["Settings"]
+__all__ = ["FeatureGates", "Settings"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FeatureGates:
+    """Karpenter's feature gates (``FEATURE_GATES="SpotToSpotConsolidation=true,..."``),
+    with Karpenter's defaults."""
+
+    spot_to_spot_consolidation: bool = False
+    """Consolidate a spot node into a cheaper spot node (needs 15 cheaper types)."""
+    node_repair: bool = False
+    """Replace nodes whose conditions match the provider's repair policies."""
+    reserved_capacity: bool = True
+    node_overlay: bool = False
+    static_capacity: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> FeatureGates:
+        """Parse Karpenter's ``Name=true,Other=false`` form.
+
+        Raises ValueError naming the gate for an unknown name or a value that is not a
+        boolean, so a typo fails at start-up instead of being ignored.
+        """
+        known = {_camel(f.name): f.name for f in fields(cls)}
+        values: dict[str, bool] = {}
+        for item in (part.strip() for part in text.split(",")):
+            if not item:
+                continue
+            name, sep, value = item.partition("=")
+            attr = known.get(name.strip())
+            if attr is None:
+                raise ValueError(
+                    f"unknown feature gate {name.strip()!r}; known: {', '.join(sorted(known))}"
+                )
+            flag = value.strip().lower() if sep else "true"
+            if flag not in ("true", "false"):
+                raise ValueError(f"feature gate {name.strip()}: {value!r} is not true or false")
+            values[attr] = flag == "true"
+        return cls(**values)
+
+    def as_mapping(self) -> Mapping[str, bool]:
+        """The gates by their Karpenter names."""
+        return {_camel(f.name): getattr(self, f.name) for f in fields(self)}
+
+
+def _camel(snake: str) -> str:
+    return "".join(part.capitalize() for part in snake.split("_"))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -35,3 +82,4 @@ class Settings:
     """Seconds before retrying an eviction that a PodDisruptionBudget refused."""
     pod_nomination_ttl: float = 20.0
     """How long a pod nominated to an in-flight NodeClaim is not provisioned again."""
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)

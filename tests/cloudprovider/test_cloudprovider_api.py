@@ -17,7 +17,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "providers.md"
 def test_the_exported_names_are_the_contract() -> None:
     assert set(cp.__all__) == {
         "CLOUD_PROVIDER_ENV", "ENTRY_POINT_GROUP", "NODE_CLASS_READY",
-        "CloudProvider", "CloudProviderError", "CreateError", "DriftReason", "InstanceType",
+        "CloudProvider", "CloudProviderError", "ContributesControllers", "CreateError",
+        "DriftReason", "InstanceType",
         "InsufficientCapacityError", "LaunchChoice", "NodeClaimNotFoundError",
         "NodeClassKind", "NodeClassNotReadyError", "NodeClassReadiness", "Offering",
         "OfferingKey", "Overhead", "ProviderContext", "ProviderFactory", "ProviderLoadError",
@@ -25,7 +26,7 @@ def test_the_exported_names_are_the_contract() -> None:
         "choose_launch", "close_provider", "installed_providers", "launched_labels",
         "launched_nodeclaim", "load_factory", "node_class_readiness", "nodeclaim_requests",
         "nodeclaim_requirements", "offering_key", "open_provider", "provider_name",
-        "resolve_node_class",
+        "register_provider_controllers", "resolve_node_class",
     }
     for name in cp.__all__:
         assert getattr(cp, name) is not None, name
@@ -54,5 +55,6 @@ def test_the_docs_name_every_protocol_member_and_error() -> None:
     for name in ("create", "delete", "get", "list", "get_instance_types", "is_drifted",
                  "repair_policies", "supported_node_classes", "InsufficientCapacityError",
                  "NodeClaimNotFoundError", "NodeClassNotReadyError", "CreateError",
-                 "karpy.cloudproviders", "CloudProviderConformance", "from_context"):
+                 "karpy.cloudproviders", "CloudProviderConformance", "from_context",
+                 "register_controllers"):
         assert name in text, name

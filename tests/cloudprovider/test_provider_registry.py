@@ -187,3 +187,23 @@ def test_two_distributions_claiming_one_name_is_an_error_naming_both(
         load_factory("twice")
     assert "oneprov" in str(raised.value)
     assert "twoprov" in str(raised.value)
+
+
+def test_a_provider_contributes_its_controllers_to_the_manager() -> None:
+    from typing import Any
+
+    from karpy.cloudprovider import ContributesControllers, register_provider_controllers
+
+    class WithControllers:
+        def __init__(self) -> None:
+            self.got: list[Any] = []
+
+        def register_controllers(self, manager: Any) -> None:
+            self.got.append(manager)
+
+    manager: Any = object()
+    provider = WithControllers()
+    assert isinstance(provider, ContributesControllers)
+    assert register_provider_controllers(provider, manager) is True
+    assert provider.got == [manager]
+    assert register_provider_controllers(object(), manager) is False
