@@ -17,8 +17,8 @@ from karpy.cloudprovider import (
     close_provider,
     register_provider_controllers,
 )
+from karpy.controllers import disruption, nodeclaim, nodepool, provisioning, termination
 from karpy.controllers import metrics as metrics_controllers
-from karpy.controllers import nodeclaim, nodepool, provisioning, termination
 from karpy.controllers.deps import Deps
 from karpy.controllers.instrumented_provider import InstrumentedCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
@@ -32,13 +32,14 @@ __all__ = ["CONTROLLER_PACKAGES", "Operator", "Options", "run_operator"]
 log = logging.getLogger("karpy.operator")
 
 CONTROLLER_PACKAGES: tuple[Callable[[Deps], object], ...] = (
-    provisioning.register,
     nodeclaim.register,
     termination.register,
     nodepool.register,
     metrics_controllers.register,
 )
-"""Every controller package's ``register``, in the order they are wired."""
+"""Every controller package's ``register``, in the order they are wired (provisioning
+and disruption are wired first, together: disruption creates replacements through the
+provisioner)."""
 
 
 class Operator:
@@ -55,6 +56,8 @@ class Operator:
         self._provider: CloudProvider | None = None
         self._manager: Manager | None = None
         self._deps: Deps | None = None
+        self.disruption: disruption.DisruptionController | None = None
+        """The disruption controller (after :meth:`start`)."""
 
     @property
     def manager(self) -> Manager:
@@ -62,6 +65,14 @@ class Operator:
         if self._manager is None:
             raise RuntimeError("Operator.start() has not been called")
         return self._manager
+
+    @property
+    def provider(self) -> CloudProvider:
+        """The cloud provider as its plugin built it (after :meth:`start`), unwrapped
+        from the metrics wrapper the controllers see."""
+        if self._provider is None:
+            raise RuntimeError("Operator.start() has not been called")
+        return self._provider
 
     @property
     def deps(self) -> Deps:
@@ -119,6 +130,8 @@ class Operator:
             settings=opts.settings,
             metrics=metrics,
         )
+        provisioner = provisioning.register(self._deps)
+        self.disruption = disruption.register(self._deps, provisioner)
         for register in CONTROLLER_PACKAGES:
             register(self._deps)
         # The provider's own controllers (NodeClass status, interruption, ...) go on the

@@ -11,6 +11,7 @@ import argparse
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from karpy.apis.duration import parse_duration
 from karpy.cloudprovider import CLOUD_PROVIDER_ENV
@@ -47,6 +48,11 @@ _DURATION_FLAGS = (
     ("--registration-ttl", "REGISTRATION_TTL", "registration_ttl", "15m"),
     ("--insufficient-capacity-ttl", "INSUFFICIENT_CAPACITY_TTL", "insufficient_capacity_ttl", "3m"),
     ("--garbage-collection-grace", "GARBAGE_COLLECTION_GRACE", "garbage_collection_grace", "30s"),
+    ("--disruption-validation-delay", "DISRUPTION_VALIDATION_DELAY",
+     "disruption_validation_delay", "15s"),
+    ("--disruption-replacement-timeout", "DISRUPTION_REPLACEMENT_TIMEOUT",
+     "disruption_replacement_timeout", "10m"),
+    ("--disruption-poll-period", "DISRUPTION_POLL_PERIOD", "disruption_poll_period", "10s"),
 )
 
 
@@ -92,7 +98,8 @@ def options_from_args(
     Raises ValueError naming the flag for a malformed value.
     """
     env = os.environ if environ is None else environ
-    durations: dict[str, float] = {}
+    # Any: the durations go to Settings by field name, next to fields of other types.
+    durations: dict[str, Any] = {}
     for flag, name, attr, default in _DURATION_FLAGS:
         text = getattr(args, flag[2:].replace("-", "_")) or env.get(name) or default
         try:

@@ -125,3 +125,57 @@ class KarpenterMetrics:
             description="The total number of pod eviction requests made by Karpenter, "
             "labeled by response code",
         )
+        # -- disruption (pkg/controllers/disruption/metrics.go) ------------------------
+        self.disruption_evaluation_duration = meter.create_histogram(
+            "karpenter_voluntary_disruption_decision_evaluation_duration_seconds", unit="s",
+            description="Duration of the disruption decision evaluation process in seconds. "
+            "Labeled by method and consolidation type.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.disruption_decisions = meter.create_counter(
+            "karpenter_voluntary_disruption_decisions_total",
+            description="Number of disruption decisions performed. Labeled by disruption "
+            "decision, reason, and consolidation type.",
+        )
+        self.disruption_decisions_by_nodepool = meter.create_counter(
+            "karpenter_voluntary_disruption_decisions_by_nodepool_total",
+            description="Number of disruption decisions performed per NodePool. Labeled by "
+            "nodepool, disruption decision, reason, and consolidation type.",
+        )
+        self.disruption_eligible_nodes = meter.create_gauge(
+            "karpenter_voluntary_disruption_eligible_nodes",
+            description="Number of nodes eligible for disruption by Karpenter. Labeled by "
+            "disruption reason.",
+        )
+        self.disruption_consolidation_timeouts = meter.create_counter(
+            "karpenter_voluntary_disruption_consolidation_timeouts_total",
+            description="Number of times the Consolidation algorithm has reached a timeout. "
+            "Labeled by consolidation type.",
+        )
+        self.disruption_failed_validations = meter.create_counter(
+            "karpenter_voluntary_disruption_failed_validations_total",
+            description="Number of candidates that were selected for disruption but failed "
+            "validation. Labeled by consolidation type.",
+        )
+        self.disruption_queue_failures = meter.create_counter(
+            "karpenter_voluntary_disruption_queue_failures_total",
+            description="The number of times that an enqueued disruption decision failed. "
+            "Labeled by disruption method.",
+        )
+        self.nodepool_allowed_disruptions = meter.create_gauge(
+            "karpenter_nodepools_allowed_disruptions",
+            description="The number of nodes for a given NodePool that can be concurrently "
+            "disrupting at a point in time. Labeled by NodePool. Note that allowed "
+            "disruptions can change very rapidly, as new nodes may be created and others "
+            "may be deleted at any point.",
+        )
+        self.nodepool_nodes_consuming_budgets = meter.create_gauge(
+            "karpenter_nodepools_nodes_consuming_budgets",
+            description="The number of nodes for a given NodePool that are currently "
+            "consuming disruption budgets (not ready or being deleted).",
+        )
+        self.pods_disruption_initiated = meter.create_counter(
+            "karpenter_pods_disruption_initiated_total",
+            description="The number of pods whose disruption Karpenter initiated, labeled "
+            "by reason, nodepool and capacity type.",
+        )

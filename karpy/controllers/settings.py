@@ -83,3 +83,17 @@ class Settings:
     pod_nomination_ttl: float = 20.0
     """How long a pod nominated to an in-flight NodeClaim is not provisioned again."""
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    disruption_poll_period: float = 10.0
+    """How often the disruption controller looks for nodes to remove (Karpenter: 10 s)."""
+    disruption_validation_delay: float = 15.0
+    """How long an emptiness or consolidation command waits before it is re-checked
+    and executed (Karpenter's commandValidationDelay)."""
+    disruption_replacement_timeout: float = 600.0
+    """A disruption command whose replacements are not initialized within this long is
+    rolled back (Karpenter's minimum retry duration)."""
+    multi_node_consolidation_timeout: float = 60.0
+    """Time bound of one multi-node consolidation search."""
+    single_node_consolidation_timeout: float = 180.0
+    """Time bound of one single-node consolidation pass."""
+    split_consolidation: bool = True
+    """Let single-node consolidation replace one node by several cheaper ones (karpy)."""

@@ -53,7 +53,7 @@ CONDITION_VALIDATION_SUCCEEDED: Final = "ValidationSucceeded"
 CONDITION_NODE_CLASS_READY: Final = "NodeClassReady"
 CONDITION_NODE_REGISTRATION_HEALTHY: Final = "NodeRegistrationHealthy"
 
-ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized"]
+ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"]
 DisruptionReason = Literal["Underutilized", "Empty", "Drifted"]
 
 #: What "no budget limits this" looks like (Karpenter uses MaxInt32).
@@ -152,8 +152,10 @@ class Disruption(KubeModel):
         "WhenEmptyOrUnderutilized",
         description=(
             "Which nodes consolidation may remove: WhenEmpty (only nodes without "
-            "workload pods) or WhenEmptyOrUnderutilized (also nodes whose pods fit "
-            "elsewhere or on a cheaper node)."
+            "workload pods), WhenEmptyOrUnderutilized (also nodes whose pods fit "
+            "elsewhere or on a cheaper node), or Balanced (like WhenEmptyOrUnderutilized, "
+            "but a move must save at least half as large a share of the NodePool's cost "
+            "as the share of its pods it disrupts)."
         ),
     )
     budgets: Annotated[

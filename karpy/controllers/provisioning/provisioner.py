@@ -154,8 +154,8 @@ class Provisioner:
         # its node rather than provisioned for (under-provisioning heals next round,
         # over-provisioning costs money).
         nodes = self.cluster.existing_nodes()
-        pending = self._pending_pods()
-        deleting = self._moving_pods()
+        pending = self.pending_pods()
+        deleting = self.moving_pods()
         pods = pending + deleting
         if not pods:
             return None
@@ -163,7 +163,7 @@ class Provisioner:
             "computing scheduling decision for provisionable pod(s)",
             extra={"pending-pods": len(pending), "deleting-pods": len(deleting)},
         )
-        templates = await self._templates()
+        templates = await self.templates()
         if not templates:
             log.info("no nodepools found")
             return None
@@ -182,7 +182,7 @@ class Provisioner:
         self._record(results)
         return results
 
-    def _pending_pods(self) -> list[Pod]:
+    def pending_pods(self) -> list[Pod]:
         """Provisionable pods as the simulator sees them, volume topology included;
         pods that cannot be provisioned for yet are left out (Karpenter's Validate)."""
         out = []
@@ -202,7 +202,7 @@ class Provisioner:
                     )
         return out
 
-    def _moving_pods(self) -> list[Pod]:
+    def moving_pods(self) -> list[Pod]:
         """Pods on machines being deleted, restricted to where their volumes can go;
         a pod whose volumes cannot be resolved is left out, as Karpenter does."""
         out = []
@@ -217,7 +217,9 @@ class Provisioner:
                 )
         return out
 
-    async def _templates(self) -> list[NodePoolTemplate]:
+    async def templates(self) -> list[NodePoolTemplate]:
+        """The simulator's view of every usable NodePool (ready, valid, with instance
+        types), heaviest first; skipped pools are logged once per reason."""
         templates = []
         for entry in self.cluster.nodepools():
             reason = self._unusable(entry)
@@ -309,9 +311,10 @@ class Provisioner:
                 failed += 1
         return failed
 
-    async def create(self, plan: NodeClaimPlan) -> str | None:
+    async def create(self, plan: NodeClaimPlan, *, reason: str = PROVISIONED_REASON) -> str | None:
         """Create the NodeClaim for ``plan`` and nominate its pods; its name, or None
-        when its NodePool is gone or already over its limits."""
+        when its NodePool is gone or already over its limits. ``reason`` labels
+        karpenter_nodeclaims_created_total (disruption passes its own)."""
         entry = self.cluster.nodepool(plan.nodepool)
         if entry is None or entry.model is None:
             return None
@@ -338,7 +341,7 @@ class Provisioner:
             },
         )
         self.metrics.nodeclaims_created.add(
-            1, {"reason": PROVISIONED_REASON, "nodepool": entry.name,
+            1, {"reason": reason, "nodepool": entry.name,
                 "min_values_relaxed": "false"},
         )
         for pod in plan.pods:

@@ -1,0 +1,87 @@
+"""Disruption: removing nodes that are empty, drifted or replaceable by cheaper ones,
+the way Karpenter v1 does (docs/disruption.md).
+
+* ``disruption`` (:class:`DisruptionController`) — every 10 s, the methods in
+  Karpenter's order (Emptiness, Drift, multi-node and single-node consolidation) look
+  for a command within the NodePools' disruption budgets; consolidation asks the
+  scheduling simulator what-if questions (``_whatif``), and may also split one node
+  into several cheaper ones;
+* ``disruption.queue`` (:class:`OrchestrationQueue`) — executes commands: taint,
+  launch replacements, wait until they are initialized, then delete the candidates
+  (termination drains them), or roll back.
+
+Why a node is *not* disrupted comes from one place, :func:`node_blockers` /
+:func:`pod_blockers` (DisruptionBlocked events, ``karpy explain node``).
+"""
+
+from __future__ import annotations
+
+from karpy.controllers.deps import Deps
+from karpy.controllers.disruption._budgets import Budgets, disruption_budgets
+from karpy.controllers.disruption._candidates import (
+    Candidate,
+    PoolCatalogue,
+    Snapshot,
+    build_candidate,
+    node_blockers,
+    pod_blockers,
+)
+from karpy.controllers.disruption._command import Command, Decision
+from karpy.controllers.disruption._controller import DisruptionController
+from karpy.controllers.disruption._events import DisruptionEvents
+from karpy.controllers.disruption._pdb import PdbLimits
+from karpy.controllers.disruption._queue import OrchestrationQueue
+from karpy.controllers.disruption._whatif import Simulation, WhatIf, consolidate
+from karpy.controllers.provisioning import Provisioner
+from karpy.runtime import INDEX_NODE_NAME, index_by_node_name, kinds
+
+__all__ = [
+    "Budgets",
+    "Candidate",
+    "Command",
+    "Decision",
+    "DisruptionController",
+    "OrchestrationQueue",
+    "PdbLimits",
+    "PoolCatalogue",
+    "Simulation",
+    "Snapshot",
+    "WhatIf",
+    "build_candidate",
+    "consolidate",
+    "disruption_budgets",
+    "node_blockers",
+    "pod_blockers",
+    "register",
+]
+
+_QUEUE_PERIOD = 1.0
+
+
+def register(deps: Deps, provisioner: Provisioner) -> DisruptionController:
+    """Build the disruption controller and its orchestration queue; add both to
+    ``deps.manager`` (and the cache informers they read: PDBs, pods by node)."""
+    manager = deps.manager
+    cache = manager.cache
+    cache.informer(kinds.POD, indexers={INDEX_NODE_NAME: index_by_node_name})
+    cache.informer(kinds.POD_DISRUPTION_BUDGET)
+    events = DisruptionEvents(deps.recorder, deps.clock)
+    queue = OrchestrationQueue(
+        client=deps.client, cluster=deps.cluster, provisioner=provisioner, events=events,
+        clock=deps.clock, settings=deps.settings, metrics=deps.metrics,
+    )
+    controller = DisruptionController(
+        client=deps.client, cache=cache, cluster=deps.cluster, provisioner=provisioner,
+        cloud_provider=deps.cloud_provider, queue=queue, events=events, clock=deps.clock,
+        settings=deps.settings, metrics=deps.metrics,
+    )
+    settings = deps.settings
+    # A pass may search single- and multi-node consolidation to their bounds and wait
+    # out two validations; the reconcile timeout must not cut that short.
+    bound = (settings.single_node_consolidation_timeout
+             + settings.multi_node_consolidation_timeout
+             + 4 * settings.disruption_validation_delay + 120.0)
+    manager.singleton(controller.name, controller, period=settings.disruption_poll_period,
+                      reconcile_timeout=bound)
+    manager.singleton(queue.name, queue, period=_QUEUE_PERIOD)
+    return controller

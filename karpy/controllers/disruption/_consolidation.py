@@ -1,0 +1,74 @@
+"""What the consolidation methods (emptiness, multi- and single-node) share: which
+candidates consolidation may touch at all, and the Balanced policy's approval."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
+from karpy.controllers.disruption._candidates import Candidate
+from karpy.controllers.disruption._command import Command
+from karpy.controllers.disruption._whatif import balanced_score
+
+__all__ = ["balanced_approves", "consolidatable_reason"]
+
+
+def consolidatable_reason(candidate: Candidate, *, empty_only: bool) -> bool | str:
+    """Karpenter's consolidation ShouldDisrupt: True, or why not (an Unconsolidatable
+    message), or False when the node simply is not ready for it yet."""
+    model = candidate.pool.entry.model
+    assert model is not None
+    labels = candidate.state.labels
+    if candidate.instance_type is None:
+        return f'Instance Type "{labels.get(LABEL_INSTANCE_TYPE, "")}" not found'
+    if LABEL_CAPACITY_TYPE not in labels:
+        return f'Node does not have label "{LABEL_CAPACITY_TYPE}"'
+    if LABEL_ZONE not in labels:
+        return f'Node does not have label "{LABEL_ZONE}"'
+    disruption = model.spec.disruption
+    if disruption.consolidate_after_timedelta is None:
+        return f'NodePool "{candidate.nodepool}" has consolidation disabled'
+    if empty_only:
+        return candidate.empty and candidate.consolidatable()
+    if candidate.empty:
+        return False  # emptiness handles it
+    if disruption.consolidation_policy == "WhenEmpty":
+        return (
+            f'NodePool "{candidate.nodepool}" has consolidation policy WhenEmpty, '
+            "but node is not empty"
+        )
+    return candidate.consolidatable()
+
+
+def _pool_totals(candidates: Sequence[Candidate]) -> dict[str, tuple[float, float]]:
+    """Per NodePool: the candidates' price and every node's disruption cost."""
+    totals: dict[str, tuple[float, float]] = {}
+    for c in candidates:
+        cost, disruption = totals.get(c.nodepool, (0.0, 0.0))
+        totals[c.nodepool] = (cost + c.price, disruption + c.disruption_cost)
+    return totals
+
+
+def balanced_approves(command: Command, all_candidates: Sequence[Candidate]) -> bool:
+    """Whether every Balanced NodePool among the command's candidates approves the move
+    (Karpenter's EvaluateBalancedMove); other policies always approve."""
+    totals = _pool_totals(all_candidates)
+    savings = command.estimated_savings
+    source = command.source_price
+    by_pool: dict[str, list[Candidate]] = {}
+    for c in command.candidates:
+        by_pool.setdefault(c.nodepool, []).append(c)
+    for pool, members in by_pool.items():
+        model = members[0].pool.entry.model
+        if model is None or model.spec.disruption.consolidation_policy != "Balanced":
+            continue
+        pool_savings = savings
+        if source > 0 and len(by_pool) > 1:
+            pool_savings = savings * sum(c.price for c in members) / source
+        cost, disruption = totals.get(pool, (0.0, 0.0))
+        _, approved = balanced_score(
+            pool_savings, sum(c.disruption_cost for c in members), cost, disruption
+        )
+        if not approved:
+            return False
+    return True

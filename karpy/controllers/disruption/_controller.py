@@ -1,0 +1,330 @@
+"""The ``disruption`` controller: every 10 s, find nodes to remove and start one command.
+
+A pass (Karpenter's disruption.Controller.Reconcile):
+
+1. wait until the cluster model is synced;
+2. take the disruption marks (taint, ``DisruptionReason``) off every machine that is
+   not part of a running command and not being deleted — what a crash mid-command
+   leaves behind;
+3. try the methods in Karpenter's order — Emptiness, Drift, multi-node, then
+   single-node consolidation — and start the commands of the first that has any.
+
+Each method sees fresh candidates (:func:`~._candidates.build_candidate`; blocked
+nodes get a DisruptionBlocked event), the budgets for its reason, and a what-if view
+of the cluster built from the same model, NodePools and instance types the
+provisioner uses. Emptiness and consolidation commands are validated after
+``Settings.disruption_validation_delay``: re-built from fresh state, dropped if any
+candidate, budget or the simulation changed.
+
+Karpenter's StaticDrift method serves NodePools with ``replicas`` (static capacity),
+which karpy does not offer; there is nothing for it to do, so it is not in the list.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import time
+from collections.abc import Sequence
+from typing import Protocol
+
+from karpy.apis.v1.nodepool import DisruptionReason
+from karpy.cloudprovider import CloudProvider
+from karpy.controllers.disruption._budgets import Budgets, disruption_budgets
+from karpy.controllers.disruption._candidates import (
+    Candidate,
+    PoolCatalogue,
+    Snapshot,
+    build_candidate,
+)
+from karpy.controllers.disruption._command import Command, Decision
+from karpy.controllers.disruption._drift import Drift
+from karpy.controllers.disruption._emptiness import Emptiness
+from karpy.controllers.disruption._events import DisruptionEvents
+from karpy.controllers.disruption._marks import (
+    has_disrupted_taint,
+    has_disruption_reason,
+    set_disrupted_taint,
+    set_disruption_reason,
+)
+from karpy.controllers.disruption._method import Context, Method
+from karpy.controllers.disruption._multinode import MultiNodeConsolidation, without_same_types
+from karpy.controllers.disruption._pdb import PdbLimits
+from karpy.controllers.disruption._queue import OrchestrationQueue
+from karpy.controllers.disruption._singlenode import SingleNodeConsolidation
+from karpy.controllers.disruption._whatif import WhatIf, consolidate
+from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.provisioning import Provisioner
+from karpy.controllers.settings import Settings
+from karpy.runtime import INDEX_NODE_NAME, Client, Clock, Kind, Object, Result, errors, kinds
+from karpy.scheduling import Simulator
+from karpy.state import Cluster
+
+__all__ = ["CacheReader", "DisruptionController"]
+
+log = logging.getLogger("controller")
+
+_NOT_SYNCED_RETRY = 1.0
+_IMMEDIATELY = 0.001
+
+
+class CacheReader(Protocol):
+    """What the controller reads from the manager's cache besides the model (PDBs,
+    pods by node)."""
+
+    def list(self, kind: Kind) -> builtins.list[Object]:
+        """Every cached object of ``kind``."""
+        ...
+
+    def by_index(self, kind: Kind, index: str, value: str) -> builtins.list[Object]:
+        """Cached objects of ``kind`` whose ``index`` holds ``value``."""
+        ...
+
+
+class DisruptionController:
+    """The ``disruption`` singleton (see the module docstring)."""
+
+    name = "disruption"
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        cache: CacheReader,
+        cluster: Cluster,
+        provisioner: Provisioner,
+        cloud_provider: CloudProvider,
+        queue: OrchestrationQueue,
+        events: DisruptionEvents,
+        clock: Clock,
+        settings: Settings,
+        metrics: KarpenterMetrics,
+    ) -> None:
+        self._client = client
+        self._cache = cache
+        self._cluster = cluster
+        self._provisioner = provisioner
+        self._provider = cloud_provider
+        self.queue = queue
+        self._events = events
+        self._clock = clock
+        self._settings = settings
+        self._metrics = metrics
+        self.methods: tuple[Method, ...] = (
+            Emptiness(), Drift(), MultiNodeConsolidation(), SingleNodeConsolidation(),
+        )
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def reconcile(self) -> Result:
+        """One pass (see the module docstring)."""
+        if not self._cluster.synced:
+            return Result(requeue_after=_NOT_SYNCED_RETRY)
+        try:
+            await self._clear_stale_marks()
+        except errors.Conflict:
+            return Result(requeue=True)
+        for method in self.methods:
+            started = time.perf_counter()
+            try:
+                commands = await self._evaluate(method)
+            finally:
+                self._metrics.disruption_evaluation_duration.record(
+                    time.perf_counter() - started,
+                    {"method": method.reason.lower(),
+                     "consolidation_type": method.consolidation_type},
+                )
+            if commands:
+                for command in commands:
+                    await self.queue.start(command)
+                return Result(requeue_after=_IMMEDIATELY)
+        return Result(requeue_after=self._settings.disruption_poll_period)
+
+    async def _clear_stale_marks(self) -> None:
+        now = self._clock.now()
+        for state in self._cluster.nodes():
+            if self.queue.has(state.provider_id) or state.marked_for_deletion:
+                continue
+            if state.node is not None and has_disrupted_taint(state.node) and state.managed:
+                await set_disrupted_taint(self._client, state.node, False)
+            if has_disruption_reason(state.nodeclaim):
+                assert state.nodeclaim is not None
+                await set_disruption_reason(self._client, state.nodeclaim, None, now)
+
+    # -- one method ----------------------------------------------------------------------
+
+    async def _evaluate(self, method: Method) -> Sequence[Command]:
+        context = await self.context(method)
+        self._metrics.disruption_eligible_nodes.set(
+            len(context.candidates), {"reason": method.reason.lower()}
+        )
+        if not context.candidates:
+            return []
+        commands = await method.compute(context)
+        return [c for c in commands if c.decision is not Decision.NOOP]
+
+    async def snapshot(self) -> Snapshot:
+        """The pools (with instance types), PDBs and pod lookups of this moment."""
+        pools: dict[str, PoolCatalogue] = {}
+        for entry in self._cluster.nodepools():
+            if entry.model is None:
+                continue
+            try:
+                types = await self._provisioner.instance_types.get(entry)
+            except Exception as exc:  # a provider hiccup skips the pool for this pass
+                log.error("failed listing instance types",
+                          extra={"nodepool": entry.name, "error": str(exc)})
+                continue
+            if types:
+                pools[entry.name] = PoolCatalogue(entry, {it.name: it for it in types})
+        return Snapshot(
+            now=self._clock.now(),
+            pools=pools,
+            pdbs=PdbLimits(self._cache.list(kinds.POD_DISRUPTION_BUDGET)),
+            pods_on=lambda node: (
+                self._cache.by_index(kinds.POD, INDEX_NODE_NAME, node) if node else []
+            ),
+            queued=self.queue.has,
+            nominated=self._cluster.is_node_nominated,
+        )
+
+    async def whatif(self) -> WhatIf:
+        """The cluster as a what-if simulation sees it now."""
+        templates = await self._provisioner.templates()
+        simulator = Simulator(
+            templates, daemonsets=self._cluster.daemonset_pods(),
+            options=self._provisioner.options,
+        )
+        return WhatIf(
+            simulator=simulator,
+            nodes=tuple(self._cluster.existing_nodes()),
+            pending=tuple(self._provisioner.pending_pods()),
+            deleting=tuple(self._provisioner.moving_pods()),
+            namespaces=dict(self._cluster.namespaces()),
+        )
+
+    def candidates(
+        self, method: Method, snapshot: Snapshot, *, record: bool = True
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """(every candidate of the method's class, those the method wants)."""
+        everything: list[Candidate] = []
+        wanted: list[Candidate] = []
+        for state in self._cluster.nodes():
+            if not state.managed:
+                continue
+            built = build_candidate(state, snapshot, method.disruption_class)
+            if isinstance(built, list):
+                if built and record and state.nodeclaim is not None:
+                    self._events.blocked(state.node, state.nodeclaim, built[0])
+                continue
+            everything.append(built)
+            verdict = method.should_disrupt(built)
+            if isinstance(verdict, str):
+                if record:
+                    self._events.unconsolidatable(built.node, built.nodeclaim, verdict)
+            elif verdict:
+                wanted.append(built)
+        return everything, wanted
+
+    def budgets(self, reason: DisruptionReason, *, record: bool = True) -> Budgets:
+        """The budgets for ``reason`` now (gauges and blocked-NodePool events on record)."""
+        budgets = disruption_budgets(
+            self._cluster.nodepools(), self._cluster.nodes(), reason, self._clock.now()
+        )
+        if record:
+            for pool, allowed in budgets.allowed.items():
+                labels = {"nodepool": pool, "reason": reason}
+                self._metrics.nodepool_allowed_disruptions.set(allowed, labels)
+                count = budgets.counts.get(pool)
+                self._metrics.nodepool_nodes_consuming_budgets.set(
+                    count.disrupting if count else 0, labels
+                )
+            for pool in budgets.blocked():
+                entry = self._cluster.nodepool(pool)
+                if entry is not None:
+                    self._events.nodepool_blocked(entry.raw, reason)
+        return budgets
+
+    async def context(self, method: Method) -> Context:
+        """Everything ``method`` needs for one evaluation."""
+        snapshot = await self.snapshot()
+        everything, wanted = self.candidates(method, snapshot)
+        return Context(
+            whatif=await self.whatif() if wanted else _EMPTY_WHATIF,
+            candidates=wanted,
+            budgets=self.budgets(method.reason),
+            events=self._events,
+            clock=self._clock,
+            settings=self._settings,
+            validate=self.validate,
+            all_candidates=everything,
+        )
+
+    # -- validation ----------------------------------------------------------------------
+
+    async def validate(self, command: Command, method: Method) -> Command | str:
+        """Wait the validation delay, then re-check ``command`` against fresh state."""
+        await self._clock.sleep(self._settings.disruption_validation_delay)
+        snapshot = await self.snapshot()
+        _, fresh = self.candidates(method, snapshot, record=False)
+        by_name = {c.name: c for c in fresh}
+        budgets = self.budgets(method.reason, record=False)
+        labels = {"consolidation_type": method.consolidation_type}
+        if method.consolidation_type == "empty":
+            kept = [
+                by_name[c.name] for c in command.candidates
+                if c.name in by_name and by_name[c.name].empty
+                and not self._cluster.is_node_nominated(c.provider_id)
+                and budgets.take(c.nodepool)
+            ]
+            dropped = len(command.candidates) - len(kept)
+            if dropped:
+                self._metrics.disruption_failed_validations.add(dropped, labels)
+            if not kept:
+                return f"{len(command.candidates)} candidates are no longer valid"
+            command.candidates = kept
+            return command
+        current = [by_name.get(c.name) for c in command.candidates]
+        if any(c is None for c in current):
+            self._metrics.disruption_failed_validations.add(len(command.candidates), labels)
+            return "churn"
+        candidates = [c for c in current if c is not None]
+        for c in candidates:
+            if self._cluster.is_node_nominated(c.provider_id) or not budgets.take(c.nodepool):
+                self._metrics.disruption_failed_validations.add(len(command.candidates), labels)
+                return "budget"
+        again = consolidate(
+            await self.whatif(), candidates,
+            spot_to_spot=self._settings.feature_gates.spot_to_spot_consolidation,
+            split=command.consolidation_type == "single" and self._settings.split_consolidation,
+            consolidation_type=command.consolidation_type,
+        )
+        if isinstance(again, str) or not _same_outcome(command, again):
+            self._metrics.disruption_failed_validations.add(len(command.candidates), labels)
+            return "scheduling"
+        command.candidates = candidates
+        return command
+
+
+def _same_outcome(command: Command, again: Command) -> bool:
+    """Karpenter's validateCommand: the same decision, and every replacement type the
+    command would launch is still among the ones the fresh simulation allows."""
+    if len(again.replacements) != len(command.replacements):
+        return False
+    if command.consolidation_type == "multi" and again.replacements:
+        narrowed = without_same_types(again.replacements[0], again.candidates)
+        if isinstance(narrowed, str):
+            return False
+        again.replacements = [narrowed]
+    for old, new in zip(
+        sorted(command.replacements, key=lambda p: p.price),
+        sorted(again.replacements, key=lambda p: p.price),
+        strict=True,
+    ):
+        if not set(old.instance_type_names) <= set(new.instance_type_names):
+            return False
+    return True
+
+
+_EMPTY_WHATIF = WhatIf(simulator=Simulator(()), nodes=())
+

@@ -1,0 +1,57 @@
+"""Drift: replace nodes whose NodeClaim is ``Drifted`` (Karpenter's Drift method).
+
+The condition is set by ``nodeclaim.disruption``. Candidates go oldest drift first,
+empty ones before others; the first one within budget whose pods all fit somewhere
+(existing capacity, or the replacements it needs) becomes the command. Drift is
+eventual disruption: with a terminationGracePeriod on the NodeClaim, pods protected by
+do-not-disrupt or PDBs do not block it (termination forces them at the deadline).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from karpy.apis.v1 import CONDITION_DRIFTED
+from karpy.apis.v1.nodepool import DisruptionReason
+from karpy.controllers.disruption._candidates import EVENTUAL, Candidate
+from karpy.controllers.disruption._command import Command
+from karpy.controllers.disruption._events import sentence
+from karpy.controllers.disruption._method import Context
+
+__all__ = ["Drift"]
+
+
+class Drift:
+    """The ``Drifted`` method."""
+
+    reason: DisruptionReason = "Drifted"
+    disruption_class = EVENTUAL
+    consolidation_type = ""
+
+    def should_disrupt(self, candidate: Candidate) -> bool | str:
+        """The NodeClaim is Drifted."""
+        for cond in (candidate.nodeclaim.get("status") or {}).get("conditions") or ():
+            if cond.get("type") == CONDITION_DRIFTED:
+                return bool(cond.get("status") == "True")
+        return False
+
+    async def compute(self, context: Context) -> Sequence[Command]:
+        """Replace the longest-drifted candidate the budgets and the cluster allow."""
+        ordered = sorted(
+            context.candidates,
+            key=lambda c: (not c.empty, c.condition_time(CONDITION_DRIFTED), c.name),
+        )
+        for candidate in ordered:
+            if context.budgets.left(candidate.nodepool) <= 0:
+                continue
+            simulation = context.whatif.simulate([candidate])
+            if not simulation.all_scheduled:
+                context.events.blocked(candidate.node, candidate.nodeclaim,
+                                       sentence("; ".join(simulation.errors[:3])))
+                continue
+            return [Command(
+                reason=self.reason, consolidation_type=self.consolidation_type,
+                candidates=[candidate], replacements=list(simulation.new_nodeclaims),
+                results=simulation.results,
+            )]
+        return []

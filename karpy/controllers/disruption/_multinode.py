@@ -1,0 +1,114 @@
+"""Multi-node consolidation: remove several nodes at once, replacing them by at most one
+cheaper node (Karpenter's MultiNodeConsolidation).
+
+Candidates are ordered by savings per unit of disruption; the method binary-searches
+for the longest prefix (at most 100 nodes) that consolidates, within a time bound,
+keeping the last prefix that worked. A replacement may not be of a type the
+candidates already run at a lower price (that would only shuffle pods around).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Sequence
+
+from karpy.apis.v1.nodepool import DisruptionReason
+from karpy.controllers.disruption._candidates import GRACEFUL, Candidate
+from karpy.controllers.disruption._command import Command, Decision
+from karpy.controllers.disruption._consolidation import balanced_approves, consolidatable_reason
+from karpy.controllers.disruption._method import Context
+from karpy.controllers.disruption._whatif import cheaper, consolidate
+from karpy.scheduling import NodeClaimPlan
+
+__all__ = ["MAX_MULTI_NODE_CANDIDATES", "MultiNodeConsolidation", "without_same_types"]
+
+log = logging.getLogger("controller")
+
+MAX_MULTI_NODE_CANDIDATES = 100
+
+
+def without_same_types(plan: NodeClaimPlan, candidates: Sequence[Candidate]) -> NodeClaimPlan | str:
+    """``plan`` without instance types costing as much as a candidate's own type
+    (Karpenter's filterOutSameInstanceType)."""
+    existing: dict[str, float] = {}
+    for c in candidates:
+        if c.instance_type is None:
+            continue
+        price = existing.get(c.instance_type.name, math.inf)
+        existing[c.instance_type.name] = min(price, c.price) if c.price > 0 else price
+    max_price = math.inf
+    for it in plan.instance_types:
+        if it.name in existing:
+            max_price = min(max_price, existing[it.name])
+    if max_price == math.inf:
+        return plan
+    return cheaper(plan, max_price)
+
+
+class MultiNodeConsolidation:
+    """The ``Underutilized`` method over many nodes at once."""
+
+    reason: DisruptionReason = "Underutilized"
+    disruption_class = GRACEFUL
+    consolidation_type = "multi"
+
+    def should_disrupt(self, candidate: Candidate) -> bool | str:
+        """Not empty, consolidatable, policy allows underutilized consolidation."""
+        return consolidatable_reason(candidate, empty_only=False)
+
+    async def compute(self, context: Context) -> Sequence[Command]:
+        """At most one command: the largest prefix of candidates that consolidates."""
+        ordered = sorted(context.candidates, key=lambda c: (-c.savings_ratio, c.name))
+        usable = [c for c in ordered if context.budgets.take(c.nodepool)]
+        command = await self._first_n(context, usable)
+        if command is None:
+            return []
+        for c in command.candidates:
+            context.events.candidate(c.node, c.nodeclaim, command.for_node(c),
+                                     command.estimated_savings)
+        validated = await context.validate(command, self)
+        if isinstance(validated, str):
+            for c in command.candidates:
+                context.events.rejected(c.node, c.nodeclaim, command.for_node(c), validated)
+            return []
+        return [validated]
+
+    async def _first_n(self, context: Context, candidates: list[Candidate]) -> Command | None:
+        if len(candidates) < 2:
+            return None
+        low, high = 1, min(len(candidates), MAX_MULTI_NODE_CANDIDATES)
+        if len(candidates) <= high:
+            high = len(candidates) - 1
+        deadline = context.clock.monotonic() + context.settings.multi_node_consolidation_timeout
+        best: Command | None = None
+        while low <= high:
+            if context.clock.monotonic() > deadline:
+                log.debug("stopping multi-node consolidation after timeout, returning last "
+                          "valid command", extra={"last_batch_size": (low + high) // 2})
+                break
+            mid = (low + high) // 2
+            prefix = candidates[: mid + 1]
+            outcome = consolidate(
+                context.whatif, prefix, spot_to_spot=context.settings.feature_gates.
+                spot_to_spot_consolidation, split=False, consolidation_type=self.consolidation_type,
+            )
+            valid = isinstance(outcome, Command) and self._acceptable(outcome, prefix, context)
+            if valid:
+                assert isinstance(outcome, Command)
+                best = outcome
+                low = mid + 1
+            else:
+                high = mid - 1
+            await asyncio.sleep(0)  # a pass is long; let the other controllers run
+        return best
+
+    @staticmethod
+    def _acceptable(command: Command, prefix: list[Candidate], context: Context) -> bool:
+        if command.decision is Decision.REPLACE:
+            narrowed = without_same_types(command.replacements[0], prefix)
+            if isinstance(narrowed, str) or not narrowed.instance_types:
+                return False
+            command.replacements = [narrowed]
+        return balanced_approves(command, context.all_candidates)

@@ -1,0 +1,283 @@
+"""The orchestration queue: executes disruption commands without losing a pod.
+
+Starting a command (Karpenter's StartCommand):
+
+1. log "disrupting node(s)"; taint every candidate's Node ``karpenter.sh/disrupted:
+   NoSchedule`` and set its NodeClaim's ``DisruptionReason`` condition;
+2. create the replacement NodeClaims through the provisioner (the one owner of
+   NodeClaim creation), nominating the candidates' pods to them and to the existing
+   nodes the simulation placed them on;
+3. mark the candidates for deletion in the cluster model, so no provisioning round
+   counts on their capacity.
+
+Then, every second (``disruption.queue``), each command is looked at: while a
+replacement is not Initialized it waits (DisruptionLaunching /
+DisruptionWaitingReadiness events); once all are, the candidates' NodeClaims are
+deleted (DisruptionTerminating) and termination drains them. If a replacement is
+deleted or the command outlives its timeout, it is rolled back: taint and condition
+removed, candidates unmarked. Nothing is deleted before its pods have somewhere to go.
+
+The queue lives in memory. If karpy dies mid-command, the disruption controller's
+next pass (in the new leader) removes the taint and condition from every Node that is
+not part of a command and not being deleted: the candidates stay, their pods never
+moved, and the replacements (now empty) are consolidated away like any empty node.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
+from karpy.apis.v1 import CONDITION_INITIALIZED
+from karpy.controllers.disruption._command import Command, Decision
+from karpy.controllers.disruption._events import DisruptionEvents
+from karpy.controllers.disruption._marks import set_disrupted_taint, set_disruption_reason
+from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.provisioning import Provisioner
+from karpy.controllers.settings import Settings
+from karpy.runtime import Client, Clock, Kind, Result, errors
+from karpy.runtime.kinds import NODE
+from karpy.state import NODE_CLAIM, Cluster
+
+__all__ = ["OrchestrationQueue", "snake"]
+
+log = logging.getLogger("controller")
+
+_POLL = 1.0
+_RETRY_SCALE = 0.08  # Karpenter: 80 ms more patience per command in flight
+_MAX_RETRY = 3600.0
+
+
+def snake(reason: str) -> str:
+    """``Underutilized`` -> ``underutilized`` (Karpenter's metric label form)."""
+    out = []
+    for i, ch in enumerate(reason):
+        if ch.isupper() and i:
+            out.append("_")
+        out.append(ch.lower())
+    return "".join(out)
+
+
+class CommandFailedError(Exception):
+    """A command cannot complete and must be rolled back."""
+
+
+class OrchestrationQueue:
+    """Executes disruption commands (see the module docstring)."""
+
+    name = "disruption.queue"
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        cluster: Cluster,
+        provisioner: Provisioner,
+        events: DisruptionEvents,
+        clock: Clock,
+        settings: Settings,
+        metrics: KarpenterMetrics,
+    ) -> None:
+        self._client = client
+        self._cluster = cluster
+        self._provisioner = provisioner
+        self._events = events
+        self._clock = clock
+        self._settings = settings
+        self._metrics = metrics
+        self._commands: dict[str, Command] = {}
+        """Provider ID of every candidate in flight -> its command."""
+
+    # -- reading -------------------------------------------------------------------------
+
+    def has(self, provider_id: str) -> bool:
+        """Whether a candidate with this provider ID is part of a running command."""
+        return provider_id in self._commands
+
+    def commands(self) -> list[Command]:
+        """The running commands, oldest first."""
+        return sorted({id(c): c for c in self._commands.values()}.values(),
+                      key=lambda c: c.created)
+
+    def empty(self) -> bool:
+        """No command is running."""
+        return not self._commands
+
+    # -- starting ------------------------------------------------------------------------
+
+    async def start(self, command: Command) -> None:
+        """Mark the candidates, create the replacements, take the command in.
+
+        Raises on a failed write after undoing what it did (nothing is left marked).
+        """
+        if any(self.has(c.provider_id) for c in command.candidates):
+            raise CommandFailedError("candidate is being disrupted")
+        log.info("disrupting node(s)", extra=command.log_values())
+        command.created = self._clock.monotonic()
+        try:
+            await self._mark(command)
+            await self._create_replacements(command)
+        except Exception:
+            await self._unmark(command)
+            raise
+        self._cluster.mark_for_deletion(*(c.provider_id for c in command.candidates))
+        if command.results is not None:
+            ttl = self._settings.pod_nomination_ttl
+            for placement in command.results.existing_nodes:
+                if placement.pods:
+                    self._cluster.nominate(placement.pods, placement.node, ttl=ttl)
+        for c in command.candidates:
+            self._commands[c.provider_id] = command
+        labels = {"decision": str(command.decision), "reason": command.reason.lower(),
+                  "consolidation_type": command.consolidation_type}
+        self._metrics.disruption_decisions.add(1, labels)
+        for pool in command.nodepools:
+            self._metrics.disruption_decisions_by_nodepool.add(1, {**labels, "nodepool": pool})
+
+    async def _mark(self, command: Command) -> None:
+        now = self._clock.now()
+        for c in command.candidates:
+            if c.node is not None:
+                await set_disrupted_taint(self._client, c.node, True)
+            await set_disruption_reason(self._client, c.nodeclaim, command.reason, now)
+
+    async def _unmark(self, command: Command) -> None:
+        """Take the marks off every candidate (best effort; a conflict is retried with
+        fresh copies, and what still fails is cleared by the controller's next pass)."""
+        now = self._clock.now()
+        for c in command.candidates:
+            node: Mapping[str, Any] | None = c.node
+            claim: Mapping[str, Any] | None = c.nodeclaim
+            for attempt in range(3):
+                try:
+                    if node is not None and not node["metadata"].get("deletionTimestamp"):
+                        await set_disrupted_taint(self._client, node, False)
+                    if claim is not None and not claim["metadata"].get("deletionTimestamp"):
+                        await set_disruption_reason(self._client, claim, None, now)
+                    break
+                except errors.Conflict:
+                    if attempt == 2:
+                        log.info("could not unmark candidate, left for the next pass",
+                                 extra={"Node": {"name": c.name}})
+                        break
+                    node = await self._get(NODE, c.state.node_name)
+                    claim = await self._get(NODE_CLAIM, c.state.nodeclaim_name)
+
+    async def _get(self, kind: Kind, name: str) -> Mapping[str, Any] | None:
+        if not name:
+            return None
+        try:
+            return await self._client.get(kind, name)
+        except errors.NotFound:
+            return None
+
+    async def _create_replacements(self, command: Command) -> None:
+        reason = command.reason.lower()
+        for plan in command.replacements:
+            name = await self._provisioner.create(plan, reason=reason)
+            if name is None:
+                raise CommandFailedError(
+                    f"replacement nodeclaim for nodepool {plan.nodepool} could not be created"
+                )
+            command.replacement_names.append(name)
+
+    # -- executing -----------------------------------------------------------------------
+
+    async def reconcile(self) -> Result:
+        """Advance every running command."""
+        for command in self.commands():
+            try:
+                done = await self._advance(command)
+            except CommandFailedError as exc:
+                await self._fail(command, str(exc))
+                continue
+            if done:
+                self._complete(command, succeeded=True)
+        return Result(requeue_after=_POLL)
+
+    def _timeout(self) -> float:
+        scaled = _RETRY_SCALE * len(self.commands())
+        return max(self._settings.disruption_replacement_timeout, min(scaled, _MAX_RETRY))
+
+    async def _advance(self, command: Command) -> bool:
+        waiting = []
+        for name in command.replacement_names:
+            if name in command.initialized:
+                continue
+            try:
+                claim = await self._client.get(NODE_CLAIM, name)
+            except errors.NotFound:
+                if not self._cluster.nodeclaim_exists(name):
+                    raise CommandFailedError(
+                        f"replacement was deleted (NodeClaim={name})"
+                    ) from None
+                waiting.append(name)
+                continue
+            if claim["metadata"].get("deletionTimestamp"):
+                raise CommandFailedError(f"replacement is being deleted (NodeClaim={name})")
+            self._events.launching(claim, command.reason)
+            if not _condition_true(claim, CONDITION_INITIALIZED):
+                self._events.waiting_readiness(claim)
+                waiting.append(name)
+                continue
+            command.initialized.add(name)
+        if waiting:
+            if self._clock.monotonic() - command.created > self._timeout():
+                raise CommandFailedError(
+                    "command reached timeout waiting for replacement initialization "
+                    f"(NodeClaims={', '.join(waiting)})"
+                )
+            return False
+        await self._delete_candidates(command)
+        return True
+
+    async def _delete_candidates(self, command: Command) -> None:
+        for c in command.candidates:
+            name = c.state.nodeclaim_name
+            try:
+                await self._client.delete(NODE_CLAIM, name)
+            except errors.NotFound:
+                continue
+            self._events.terminating(c.node, c.nodeclaim, command.reason)
+            labels = {
+                "reason": snake(command.reason),
+                "nodepool": str((c.nodeclaim["metadata"].get("labels") or {}).get(
+                    LABEL_NODEPOOL, c.nodepool)),
+                "capacity_type": c.state.labels.get(LABEL_CAPACITY_TYPE, ""),
+            }
+            self._metrics.nodeclaims_disrupted.add(1, labels)
+            self._metrics.pods_disruption_initiated.add(len(c.pods), labels)
+
+    async def _fail(self, command: Command, why: str) -> None:
+        failed = [n for n in command.replacement_names if n not in command.initialized]
+        self._metrics.disruption_queue_failures.add(
+            max(len(failed), 1),
+            {"decision": str(command.decision), "reason": snake(command.reason),
+             "consolidation_type": command.consolidation_type},
+        )
+        await self._unmark(command)
+        log.error(
+            "failed terminating nodes while executing a disruption command",
+            extra={**command.log_values(), "error": why},
+        )
+        self._complete(command, succeeded=False)
+
+    def _complete(self, command: Command, *, succeeded: bool) -> None:
+        if not succeeded:
+            self._cluster.unmark_for_deletion(*(c.provider_id for c in command.candidates))
+        else:
+            log.debug("command succeeded", extra={"command": str(command)})
+        for c in command.candidates:
+            if self._commands.get(c.provider_id) is command:
+                del self._commands[c.provider_id]
+
+    def decisions(self) -> Sequence[Decision]:
+        """The decisions of the running commands (for tests and ``karpy explain``)."""
+        return [c.decision for c in self.commands()]
+
+
+def _condition_true(obj: Mapping[str, Any], condition: str) -> bool:
+    conditions = (obj.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == condition and c.get("status") == "True" for c in conditions)

@@ -1,0 +1,297 @@
+"""What-if simulations: would the cluster still hold every pod without these machines,
+and what would it have to buy? Pure and synchronous, so the consolidation benchmark
+runs the same code as the controller.
+
+:class:`WhatIf` is the cluster as one pass sees it: every machine that is not going
+away (with its pods and the pods nominated to it), the pending pods, and the pods of
+machines already being deleted, which must land somewhere too. :meth:`WhatIf.simulate`
+removes the candidates and asks the scheduling simulator where their pods go — onto the
+remaining machines first, then onto new NodeClaims — exactly the provisioner's solve.
+
+:func:`consolidate` turns a simulation into Karpenter's consolidation decision: delete
+when nothing new is needed; replace by one cheaper NodeClaim whose instance types are
+all cheaper than the candidates (spot-to-spot only behind its feature gate and with 15
+cheaper types); and, beyond Karpenter, replace one machine by *several* cheaper ones
+when that is what the simulation needs and their sum costs less (split consolidation).
+Otherwise it returns the reason, worded for the ``Unconsolidatable`` event.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE
+from karpy.controllers.disruption._candidates import Candidate
+from karpy.controllers.disruption._command import Command
+from karpy.scheduling import (
+    ExistingNode,
+    InstanceType,
+    NodeClaimPlan,
+    Pod,
+    Requirement,
+    Requirements,
+    Results,
+    Simulator,
+)
+
+__all__ = [
+    "BALANCED_K",
+    "MIN_SPOT_TO_SPOT_TYPES",
+    "Simulation",
+    "WhatIf",
+    "balanced_score",
+    "cheaper",
+    "consolidate",
+]
+
+MIN_SPOT_TO_SPOT_TYPES = 15
+"""Karpenter's MinInstanceTypesForSpotToSpotConsolidation: replacing one spot node by
+another needs this many cheaper types, or it would chase the cheapest (most interrupted)
+spot pool."""
+
+BALANCED_K = 2
+"""The Balanced policy's k: a move is approved when its share of the NodePool's cost
+saved is at least 1/k of its share of the NodePool's disruption."""
+
+ON_DEMAND = "on-demand"
+SPOT = "spot"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Simulation:
+    """One what-if solve."""
+
+    results: Results
+    errors: tuple[str, ...]
+    """Why pods that must move (the candidates', the deleting machines') fit nowhere."""
+    new_nodeclaims: tuple[NodeClaimPlan, ...]
+    """The NodeClaims the moving pods need (claims holding only pending pods left out:
+    provisioning buys those anyway)."""
+
+    @property
+    def all_scheduled(self) -> bool:
+        """Every pod that must move has a place."""
+        return not self.errors
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class WhatIf:
+    """The cluster as one disruption pass sees it (see the module docstring)."""
+
+    simulator: Simulator
+    nodes: tuple[ExistingNode, ...]
+    pending: tuple[Pod, ...] = ()
+    deleting: tuple[Pod, ...] = ()
+    namespaces: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
+
+    def simulate(self, candidates: Sequence[Candidate]) -> Simulation:
+        """Remove ``candidates`` and place their pods (and the rest) again."""
+        gone = {c.name for c in candidates}
+        nodes = [n for n in self.nodes if n.name not in gone]
+        moving = [pod for c in candidates for pod in c.pods]
+        results = self.simulator.solve(
+            [*self.pending, *moving, *self.deleting], nodes=nodes, namespaces=self.namespaces
+        )
+        pending = {p.key for p in self.pending}
+        from_deleting = {p.key for p in self.deleting}
+        errors = [
+            f"{e.pod.key}: {e.reason}" for e in results.errors if e.pod.key not in pending
+        ]
+        by_name = {n.name: n for n in nodes}
+        for placement in results.existing_nodes:
+            node = by_name.get(placement.node)
+            if node is None or node.initialized:
+                continue
+            for pod in placement.pods:
+                if pod.key not in pending and pod.key not in from_deleting:
+                    errors.append(
+                        f"{pod.key}: would schedule against uninitialized node {node.name}"
+                    )
+        needed = tuple(
+            plan for plan in results.new_nodeclaims
+            if any(p.key not in pending for p in plan.pods)
+        )
+        return Simulation(results=results, errors=tuple(errors), new_nodeclaims=needed)
+
+
+def _price(instance_type: InstanceType, requirements: Requirements) -> float | None:
+    return instance_type.cheapest_price(requirements)
+
+
+def _min_values_unmet(requirements: Requirements, types: Sequence[InstanceType]) -> list[str]:
+    unmet = []
+    for requirement in requirements.values():
+        if requirement.min_values is None:
+            continue
+        if requirement.key == LABEL_INSTANCE_TYPE:
+            count = len(types)
+        else:
+            values: set[str] = set()
+            for it in types:
+                own = it.requirements.get(requirement.key)
+                if own is not None and not own.complement:
+                    values.update(v for v in own.values if requirement.has(v))
+            count = len(values)
+        if count < requirement.min_values:
+            unmet.append(requirement.key)
+    return unmet
+
+
+def _narrow(
+    plan: NodeClaimPlan, types: Iterable[InstanceType], extra: Requirement | None = None
+) -> NodeClaimPlan:
+    """``plan`` limited to ``types`` (and ``extra``), cheapest first."""
+    requirements = plan.requirements
+    if extra is not None:
+        requirements = requirements.add(extra)
+    priced = [(p, it) for it in types if (p := _price(it, requirements)) is not None]
+    priced.sort(key=lambda pair: (pair[0], pair[1].name))
+    kept = tuple(it for _, it in priced)
+    requirements = requirements.add(
+        Requirement.new(LABEL_INSTANCE_TYPE, "In", [it.name for it in kept])
+    )
+    return dataclasses.replace(plan, instance_types=kept, requirements=requirements)
+
+
+def cheaper(plan: NodeClaimPlan, max_price: float) -> NodeClaimPlan | str:
+    """``plan`` keeping only instance types strictly cheaper than ``max_price``
+    (Karpenter's RemoveInstanceTypeOptionsByPriceAndMinValues), or why none remain."""
+    kept = [
+        it for it in plan.instance_types
+        if (p := _price(it, plan.requirements)) is not None and p < max_price
+    ]
+    if not kept:
+        return "Can't replace with a cheaper node"
+    unmet = _min_values_unmet(plan.requirements, kept)
+    if unmet:
+        return (
+            "Filtering by price: minValues requirement is not met for label(s) "
+            + ", ".join(sorted(unmet))
+        )
+    return _narrow(plan, kept)
+
+
+def _capacity_types(plan: NodeClaimPlan) -> Requirement | None:
+    found: Requirement | None = plan.requirements.get(LABEL_CAPACITY_TYPE)
+    return found
+
+
+def _allows(requirement: Requirement | None, value: str) -> bool:
+    return requirement is None or requirement.has(value)
+
+
+def consolidate(
+    whatif: WhatIf,
+    candidates: Sequence[Candidate],
+    *,
+    spot_to_spot: bool = False,
+    split: bool = True,
+    consolidation_type: str = "single",
+) -> Command | str:
+    """The consolidation command for ``candidates``, or why there is none."""
+    simulation = whatif.simulate(candidates)
+    if not simulation.all_scheduled:
+        return "; ".join(simulation.errors[:3])
+    command = Command(
+        reason="Underutilized", consolidation_type=consolidation_type,
+        candidates=list(candidates), results=simulation.results,
+    )
+    plans = simulation.new_nodeclaims
+    if not plans:
+        return command
+    source = sum(c.price for c in candidates)
+    if len(plans) > 1:
+        return _split(command, plans, source, enabled=split and len(candidates) == 1)
+    plan = plans[0]
+    all_spot = all(c.capacity_type == SPOT for c in candidates)
+    if all_spot and _allows(_capacity_types(plan), SPOT):
+        return _spot_to_spot(command, plan, source, enabled=spot_to_spot)
+    narrowed = cheaper(plan, source)
+    if isinstance(narrowed, str):
+        return narrowed
+    capacity = _capacity_types(narrowed)
+    if capacity is not None and capacity.has(SPOT) and capacity.has(ON_DEMAND):
+        # The price filter used the cheapest offering, which is spot: launching
+        # on-demand instead could cost more than the candidates (Karpenter does the same).
+        narrowed = _narrow(
+            narrowed, narrowed.instance_types, Requirement.new(LABEL_CAPACITY_TYPE, "In", [SPOT])
+        )
+    command.replacements = [narrowed]
+    return command
+
+
+def _spot_to_spot(
+    command: Command, plan: NodeClaimPlan, source: float, *, enabled: bool
+) -> Command | str:
+    if not enabled:
+        return "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+    spot = _narrow(plan, plan.instance_types, Requirement.new(LABEL_CAPACITY_TYPE, "In", [SPOT]))
+    narrowed = cheaper(spot, source)
+    if isinstance(narrowed, str):
+        return narrowed
+    if len(command.candidates) == 1:
+        if len(narrowed.instance_types) < MIN_SPOT_TO_SPOT_TYPES:
+            return (
+                f"SpotToSpotConsolidation requires {MIN_SPOT_TO_SPOT_TYPES} cheaper instance "
+                "type options than the current candidate to consolidate, got "
+                f"{len(narrowed.instance_types)}"
+            )
+        keep = MIN_SPOT_TO_SPOT_TYPES
+        if narrowed.requirements.has_min_values():
+            keep = max(keep, _min_types_for_min_values(narrowed))
+        narrowed = _narrow(narrowed, narrowed.instance_types[:keep])
+    command.replacements = [narrowed]
+    return command
+
+
+def _min_types_for_min_values(plan: NodeClaimPlan) -> int:
+    """The fewest cheapest-first types that still satisfy every minValues."""
+    for n in range(1, len(plan.instance_types) + 1):
+        if not _min_values_unmet(plan.requirements, plan.instance_types[:n]):
+            return n
+    return len(plan.instance_types)
+
+
+def _split(
+    command: Command, plans: Sequence[NodeClaimPlan], source: float, *, enabled: bool
+) -> Command | str:
+    """Replace one machine by several cheaper ones (beyond Karpenter, which stops at
+    "Can't remove without creating N candidates")."""
+    refused = f"Can't remove without creating {len(plans)} candidates"
+    if not enabled:
+        return refused
+    cheapest = [p.price for p in plans]
+    total = sum(cheapest)
+    if total >= source:
+        return f"{refused} (they would cost ${total:.4f}/h, the node ${source:.4f}/h)"
+    narrowed: list[NodeClaimPlan] = []
+    for i, plan in enumerate(plans):
+        # Each replacement may cost at most what the others leave of the node's price,
+        # so whichever types launch, the sum stays cheaper.
+        budget = source - (total - cheapest[i])
+        kept = cheaper(plan, budget)
+        if isinstance(kept, str):
+            return refused
+        narrowed.append(kept)
+    command.replacements = narrowed
+    return command
+
+
+def balanced_score(
+    savings: float, disruption_cost: float, pool_cost: float, pool_disruption_cost: float
+) -> tuple[float, bool]:
+    """Karpenter's Balanced score of a move: (savings share / disruption share, whether
+    it reaches 1/k). A NodePool without cost or disruption totals approves nothing."""
+    if pool_cost <= 0 or pool_disruption_cost <= 0:
+        return 0.0, False
+    savings_fraction = savings / pool_cost
+    disruption_fraction = disruption_cost / pool_disruption_cost
+    if savings_fraction <= 0:
+        score = 0.0
+    elif disruption_fraction == 0:
+        score = float("inf")
+    else:
+        score = savings_fraction / disruption_fraction
+    return score, score >= 1.0 / BALANCED_K

@@ -1,0 +1,143 @@
+"""A scene for disruption unit tests: a cluster model with managed machines, the pods on
+them, NodePools and a small catalogue; snapshots and what-if views built from it the
+way the disruption controller builds them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from karpy.controllers.disruption import PdbLimits, PoolCatalogue, Snapshot, WhatIf
+from karpy.runtime import freeze
+from karpy.scheduling import InstanceType, NodePoolTemplate, Offering, Simulator
+from karpy.scheduling import resources as res
+from karpy.state import Cluster
+from karpy.state import testing as t
+
+ZONES = ("zone-a", "zone-b")
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+def instance_type(name: str, cpu: int, memory_gib: int, *, price: float,
+                  spot_price: float | None = None) -> InstanceType:
+    """A type with on-demand (and, if priced, spot) offerings in both zones."""
+    offerings = [Offering(zone=z, capacity_type="on-demand", price=price) for z in ZONES]
+    if spot_price is not None:
+        offerings += [Offering(zone=z, capacity_type="spot", price=spot_price) for z in ZONES]
+    return InstanceType.build(
+        name,
+        capacity={res.CPU: cpu * 1000, res.MEMORY: memory_gib * t.GIB, res.PODS: 110},
+        offerings=offerings,
+    )
+
+
+def catalogue(spot: bool = False) -> list[InstanceType]:
+    """Sizes 1..32 vCPU at 4 GiB per vCPU, $0.05 per vCPU-hour (spot 30 %)."""
+    return [
+        instance_type(f"m-{cpu}x", cpu, 4 * cpu, price=0.05 * cpu,
+                      spot_price=0.015 * cpu if spot else None)
+        for cpu in (1, 2, 4, 8, 16, 32)
+    ]
+
+
+def consolidatable(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` (a NodeClaim) with Consolidatable=True."""
+    obj["status"]["conditions"].append(
+        {"type": "Consolidatable", "status": "True", "reason": "Consolidatable",
+         "lastTransitionTime": "2026-11-23T11:00:00Z"}
+    )
+    return obj
+
+
+@dataclass
+class Scene:
+    """Machines, pods and NodePools in a Cluster model (see the module docstring)."""
+
+    types: list[InstanceType] = field(default_factory=catalogue)
+    cluster: Cluster = field(default_factory=Cluster)
+    pods: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    pdbs: list[dict[str, Any]] = field(default_factory=list)
+    pools: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def pool(self, name: str = "default", **disruption: Any) -> dict[str, Any]:
+        """A ready NodePool, with ``disruption`` fields merged into its spec."""
+        obj = t.nodepool(name)
+        obj["spec"]["disruption"] = {"consolidateAfter": "0s",
+                                     "consolidationPolicy": "WhenEmptyOrUnderutilized",
+                                     **disruption}
+        self.pools[name] = obj
+        self.cluster.update_nodepool(freeze(obj))
+        return obj
+
+    def machine(self, name: str, type_name: str, *, pool: str = "default",
+                zone: str = "zone-a", capacity_type: str = "on-demand",
+                consolidatable_: bool = True, node_annotations: Mapping[str, str] | None = None,
+                drifted: bool = False, grace: str | None = None) -> None:
+        """A launched, registered, initialized machine (Node + NodeClaim)."""
+        it = next(i for i in self.types if i.name == type_name)
+        labels = {"node.kubernetes.io/instance-type": type_name,
+                  "topology.kubernetes.io/zone": zone,
+                  "karpenter.sh/capacity-type": capacity_type}
+        cpu = str(it.capacity[res.CPU] // 1000)
+        memory = f"{it.capacity[res.MEMORY] // t.GIB}Gi"
+        provider_id = f"test:///{name}"
+        claim = t.nodeclaim(f"{name}-claim", nodepool=pool, provider_id=provider_id,
+                            node_name=name, labels=labels, cpu=cpu, memory=memory,
+                            registered=True, initialized=True)
+        if consolidatable_:
+            consolidatable(claim)
+        if drifted:
+            claim["status"]["conditions"].append(
+                {"type": "Drifted", "status": "True", "reason": "NodePoolDrifted",
+                 "lastTransitionTime": "2026-11-23T10:00:00Z"})
+        if grace:
+            claim["spec"]["terminationGracePeriod"] = grace
+        node = t.node(name, provider_id=provider_id, nodepool=pool, labels=labels,
+                      cpu=cpu, memory=memory)
+        node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+        if node_annotations:
+            node["metadata"]["annotations"] = dict(node_annotations)
+        self.cluster.update_nodeclaim(freeze(claim))
+        self.cluster.update_node(freeze(node))
+        self.pods.setdefault(name, [])
+
+    def pod(self, name: str, node: str, *, cpu: str = "1", memory: str = "1Gi",
+            annotations: Mapping[str, str] | None = None,
+            affinity: Mapping[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+        """A running pod bound to ``node``."""
+        obj = t.pod(name, node_name=node, cpu=cpu, memory=memory, **kwargs)
+        if annotations:
+            obj["metadata"]["annotations"] = dict(annotations)
+        if affinity:
+            obj["spec"]["affinity"] = dict(affinity)
+        self.cluster.update_pod(freeze(obj))
+        self.pods.setdefault(node, []).append(obj)
+        return obj
+
+    def pending(self, name: str, **kwargs: Any) -> None:
+        """A pending, unschedulable pod."""
+        self.cluster.update_pod(freeze(t.pod(name, **kwargs)))
+
+    def snapshot(self, *, queued: Sequence[str] = ()) -> Snapshot:
+        """The disruption controller's snapshot of the scene."""
+        pools = {}
+        for entry in self.cluster.nodepools():
+            pools[entry.name] = PoolCatalogue(entry, {it.name: it for it in self.types})
+        return Snapshot(
+            now=NOW, pools=pools, pdbs=PdbLimits(self.pdbs),
+            pods_on=lambda node: self.pods.get(node, []),
+            queued=lambda pid: pid in queued,
+            nominated=self.cluster.is_node_nominated,
+        )
+
+    def whatif(self) -> WhatIf:
+        """The what-if view the controller would build."""
+        templates = [
+            NodePoolTemplate.from_nodepool_dict(entry.raw, self.types)
+            for entry in self.cluster.nodepools()
+        ]
+        pending = [self.cluster.scheduling_pod(p) for p in self.cluster.provisionable_pods()]
+        return WhatIf(simulator=Simulator(templates), nodes=tuple(self.cluster.existing_nodes()),
+                      pending=tuple(pending), namespaces={})

@@ -1,0 +1,270 @@
+"""End to end: disruption on the local cluster with the kwok provider (issue 10).
+
+1. inflate 0 -> 200 -> 20: emptiness and consolidation remove empty and underused
+   nodes; no pod is left without a home for long; the fleet costs less at the end.
+3. a pod annotated ``karpenter.sh/do-not-disrupt`` and a PDB with maxUnavailable 0
+   block voluntary disruption, with a DisruptionBlocked event naming the reason.
+5. a replacement that never initializes: the command is rolled back, the candidate
+   untainted and kept.
+
+Each test runs karpy in-process (tests/e2e/harness.py) with its own KWOKNodeClass,
+NodePool (selected by a template label only its pods ask for) and namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+import pytest
+from harness import RunningKarpy, karpy_operator
+from kube import clean_up, connect, deployment, eventually, nodepool, pool_objects, ready_node_class
+
+from karpy.cloudprovider.kwok import KwokCloudProvider
+from karpy.cloudprovider.kwok._catalogue import generate_catalogue, to_instance_types
+from karpy.controllers.settings import Settings
+from karpy.runtime import Client, errors, kinds
+from karpy.state.kinds import NODE_CLAIM, NODE_POOL
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+NODE_CLASS = "disruption-e2e"
+SELECT = "karpy-e2e"
+
+CATALOGUE = {it.name: it for it in to_instance_types(generate_catalogue())}
+
+
+def settings(**overrides: Any) -> Settings:
+    base: dict[str, Any] = dict(
+        batch_idle_duration=0.5, batch_max_duration=3.0, eviction_retry=1.0,
+        disruption_validation_delay=3.0, disruption_poll_period=2.0,
+    )
+    base.update(overrides)
+    return Settings(**base)
+
+
+def consolidating_pool(name: str, **disruption: Any) -> dict[str, Any]:
+    """A NodePool of on-demand c-family kwok nodes of at most 16 vCPU that consolidates."""
+    pool = nodepool(name, node_class=NODE_CLASS, labels={SELECT: name}, requirements=[
+        {"key": "karpenter.kwok.sh/instance-family", "operator": "In", "values": ["c"]},
+        {"key": "karpenter.kwok.sh/instance-cpu", "operator": "Lt", "values": ["17"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+    ])
+    pool["spec"]["disruption"] = {
+        "consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "5s",
+        "budgets": [{"nodes": "50%"}], **disruption,
+    }
+    return pool
+
+
+def price_of(claims: list[Any]) -> float:
+    """$/h of the machines behind ``claims`` (their launched offering's price)."""
+    by_name = CATALOGUE
+    total = 0.0
+    for claim in claims:
+        labels = claim["metadata"].get("labels") or {}
+        it = by_name[labels["node.kubernetes.io/instance-type"]]
+        [price] = [o.price for o in it.offerings
+                   if o.zone == labels.get("topology.kubernetes.io/zone")
+                   and o.capacity_type == labels.get("karpenter.sh/capacity-type")]
+        total += price
+    return total
+
+
+async def app_pods(client: Client, namespace: str, app: str) -> list[Any]:
+    return await client.list(kinds.POD, namespace=namespace, label_selector={"app": app})
+
+
+async def running(client: Client, namespace: str, app: str, count: int) -> list[Any]:
+    pods = [p for p in await app_pods(client, namespace, app)
+            if (p.get("status") or {}).get("phase") == "Running"
+            and not p["metadata"].get("deletionTimestamp")]
+    return pods if len(pods) == count else []
+
+
+class PendingWatch:
+    """Samples the app's pods and remembers the longest any stayed unscheduled."""
+
+    def __init__(self, client: Client, namespace: str, app: str) -> None:
+        self.client, self.namespace, self.app = client, namespace, app
+        self.first_seen: dict[str, float] = {}
+        self.longest = 0.0
+
+    async def run(self) -> None:
+        while True:
+            now = time.monotonic()
+            pods = await app_pods(self.client, self.namespace, self.app)
+            pending = {p["metadata"]["name"] for p in pods
+                       if not (p.get("spec") or {}).get("nodeName")}
+            for name in pending:
+                self.first_seen.setdefault(name, now)
+                self.longest = max(self.longest, now - self.first_seen[name])
+            await asyncio.sleep(0.5)
+
+
+async def scale(client: Client, namespace: str, app: str, replicas: int) -> None:
+    await client.patch(kinds.DEPLOYMENT, app, {"spec": {"replicas": replicas}},
+                       namespace=namespace)
+
+
+def kwok(op: RunningKarpy) -> KwokCloudProvider:
+    assert op.operator is not None
+    provider = op.operator.provider
+    assert isinstance(provider, KwokCloudProvider)
+    return provider
+
+
+async def test_scale_down_removes_empty_and_underused_nodes(
+    cluster: Any, namespace: str, kwok_crd: None
+) -> None:
+    pool, app = "dis-shrink", "dis-shrink"
+    async with connect(cluster) as client, karpy_operator(cluster, settings=settings()) as op:
+        await ready_node_class(client, NODE_CLASS)
+        await client.create(NODE_POOL, consolidating_pool(pool))
+        try:
+            await client.create(kinds.DEPLOYMENT, deployment(
+                app, node_selector={SELECT: pool}, replicas=200, cpu="1"), namespace=namespace)
+            await eventually(lambda: running(client, namespace, app, 200), timeout=180,
+                             what="200 pods Running")
+            claims = await pool_objects(client, NODE_CLAIM, [pool])
+            before_nodes, before = len(claims), price_of(claims)
+
+            watch = PendingWatch(client, namespace, app)
+            sampler = asyncio.create_task(watch.run())
+            started = time.monotonic()
+            try:
+                await scale(client, namespace, app, 20)
+                await eventually(lambda: running(client, namespace, app, 20), timeout=60,
+                                 what="20 pods Running after the scale-down")
+
+                async def settled() -> list[Any] | None:
+                    claims = await pool_objects(client, NODE_CLAIM, [pool])
+                    live = [c for c in claims if not c["metadata"].get("deletionTimestamp")]
+                    # 20 one-CPU pods fit on two 16-vCPU nodes.
+                    busy = op.operator is not None and op.operator.disruption is not None \
+                        and not op.operator.disruption.queue.empty()
+                    return live if len(live) <= 2 and not busy else None
+
+                after_claims = await eventually(settled, timeout=300, every=2.0,
+                                                what="the fleet to shrink to two nodes")
+                took = time.monotonic() - started
+            finally:
+                sampler.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sampler
+            after = price_of(after_claims)
+            await eventually(lambda: running(client, namespace, app, 20), timeout=60,
+                             what="all 20 pods Running at the end")
+            print(f"\nscale-down 200 -> 20: {before_nodes} nodes ${before:.4f}/h -> "
+                  f"{len(after_claims)} nodes ${after:.4f}/h in {took:.1f}s; "
+                  f"longest a pod waited for a node: {watch.longest:.1f}s")
+            assert after < before / 4
+            assert watch.longest < 30.0, f"a pod waited {watch.longest:.1f}s for a node"
+            reasons = {r.get("reason") for r in op.messages("disrupting node(s)")}
+            assert "Empty" in reasons, reasons
+            assert "Underutilized" in reasons, reasons
+            line = op.messages("disrupting node(s)")[0]
+            for field in ("command", "decision", "disrupted-node-count",
+                          "replacement-node-count", "pod-count", "disrupted-nodes"):
+                assert field in line, field
+            assert not op.messages("failed terminating nodes while executing a disruption "
+                                   "command")
+        finally:
+            assert await clean_up(client, namespace, app, [pool], timeout=120) == []
+
+
+async def events_for(client: Client, name: str, reason: str) -> list[Any]:
+    return [e for e in await client.list(kinds.EVENT, namespace="default")
+            if e["involvedObject"].get("name") == name and e["reason"] == reason]
+
+
+async def test_do_not_disrupt_and_a_zero_pdb_block_consolidation(
+    cluster: Any, namespace: str, kwok_crd: None
+) -> None:
+    pool, app = "dis-blocked", "dis-blocked"
+    async with connect(cluster) as client, karpy_operator(cluster, settings=settings()) as op:
+        await ready_node_class(client, NODE_CLASS)
+        await client.create(NODE_POOL, consolidating_pool(pool))
+        try:
+            spec = deployment(app, node_selector={SELECT: pool}, replicas=4, cpu="1")
+            spec["spec"]["template"]["metadata"]["annotations"] = {
+                "karpenter.sh/do-not-disrupt": "true"}
+            await client.create(kinds.DEPLOYMENT, spec, namespace=namespace)
+            [first] = {p["spec"]["nodeName"] for p in
+                       await eventually(lambda: running(client, namespace, app, 4),
+                                        timeout=120, what="4 pods Running")}
+            # Down to one pod: the node is far too big, but its pod may not be disrupted.
+            await scale(client, namespace, app, 1)
+            [blocked] = await eventually(
+                lambda: events_for(client, first, "DisruptionBlocked"), timeout=60,
+                what="a DisruptionBlocked event on the node")
+            assert blocked["message"].startswith(
+                'Pod has "karpenter.sh/do-not-disrupt" annotation (Pod='), blocked["message"]
+
+            # Same with a PDB that allows no disruption, instead of the annotation.
+            await client.patch(kinds.DEPLOYMENT, app, {"spec": {"template": {"metadata": {
+                "annotations": {"karpenter.sh/do-not-disrupt": None}}}}}, namespace=namespace)
+            await client.create(kinds.POD_DISRUPTION_BUDGET, {
+                "metadata": {"name": app},
+                "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": app}}},
+            }, namespace=namespace)
+            [pod] = await eventually(lambda: running(client, namespace, app, 1), timeout=60,
+                                     what="the re-annotated pod Running")
+            node = pod["spec"]["nodeName"]
+
+            async def pdb_blocked() -> list[Any]:
+                return [e for e in await events_for(client, node, "DisruptionBlocked")
+                        if e["message"].startswith("Pdb prevents pod evictions")]
+
+            [event] = await eventually(pdb_blocked, timeout=90,
+                                       what="a DisruptionBlocked event naming the PDB")
+            assert f"PodDisruptionBudget=[{namespace}/{app}]" in event["message"]
+            assert not op.messages("disrupting node(s)")
+        finally:
+            with contextlib.suppress(errors.NotFound):
+                await client.delete(kinds.POD_DISRUPTION_BUDGET, app, namespace=namespace)
+            assert await clean_up(client, namespace, app, [pool], timeout=120) == []
+
+
+async def test_a_replacement_that_never_initializes_rolls_the_command_back(
+    cluster: Any, namespace: str, kwok_crd: None
+) -> None:
+    pool, app = "dis-rollback", "dis-rollback"
+    config = settings(registration_ttl=15.0, disruption_validation_delay=5.0)
+    async with connect(cluster) as client, karpy_operator(cluster, settings=config) as op:
+        await ready_node_class(client, NODE_CLASS)
+        await client.create(NODE_POOL, consolidating_pool(pool))
+        try:
+            await client.create(kinds.DEPLOYMENT, deployment(
+                app, node_selector={SELECT: pool}, replicas=12, cpu="1"), namespace=namespace)
+            [node] = {p["spec"]["nodeName"] for p in await eventually(
+                lambda: running(client, namespace, app, 12), timeout=120,
+                what="12 pods Running")}
+            kwok(op).faults.unregistered_launches = 1
+            # One pod left on a 16-vCPU node: consolidation replaces the node by a small
+            # one -- whose Node never appears.
+            await scale(client, namespace, app, 1)
+            [started] = await op.wait_for_log("disrupting node(s)", timeout=90)
+            assert started["disrupted-nodes"][0]["Node"]["name"] == node
+            await op.wait_for_log(
+                "failed terminating nodes while executing a disruption command", timeout=90)
+
+            async def untainted() -> dict[str, Any] | None:
+                got = await client.get(kinds.NODE, node)
+                taints = (got.get("spec") or {}).get("taints") or []
+                return None if any(t["key"] == "karpenter.sh/disrupted" for t in taints) \
+                    else dict(got)
+
+            kept = await eventually(untainted, timeout=4.5, every=0.2,
+                                    what="the candidate to be untainted")
+            assert not kept["metadata"].get("deletionTimestamp")
+            claims = await pool_objects(client, NODE_CLAIM, [pool])
+            [claim] = [c for c in claims if c["status"].get("nodeName") == node]
+            assert not [c for c in (claim["status"].get("conditions") or [])
+                        if c["type"] == "DisruptionReason"]
+            await eventually(lambda: running(client, namespace, app, 1), timeout=30,
+                             what="the pod still Running")
+        finally:
+            assert await clean_up(client, namespace, app, [pool], timeout=120) == []
