@@ -8,7 +8,8 @@ of them outlives a solve.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
+from functools import partial
 from typing import Any
 
 from karpy.apis.labels import LABEL_HOSTNAME
@@ -125,13 +126,19 @@ class Node:
     )
 
     def __init__(
-        self, node: ExistingNode, available: list[int], req: Requirements, ports: list[Any]
+        self,
+        node: ExistingNode,
+        available: list[int],
+        req: Requirements,
+        ports: list[Any],
+        *,
+        taints: tuple[Any, ...] | None = None,
     ) -> None:
         self.node = node
         self.available = available
         self.req = req
         self.hostname = node.hostname
-        self.taints = node.effective_taints()
+        self.taints = node.effective_taints() if taints is None else taints
         self.ports = ports
         self.placed: list[Pod] = []
         self.order = 0
@@ -176,41 +183,87 @@ def prepare_nodes(
     pending_keys: set[str],
     vec: Callable[[Mapping[str, int]], list[int]],
     size: int,
+    layout: tuple[str, ...] | None = None,
 ) -> list[Node]:
     """The schedulable nodes, initialized first, with what is still free on each: bound
-    pods (but not the pending ones) and the DaemonSet pods still to come are taken off."""
+    pods (but not the pending ones) and the DaemonSet pods still to come are taken off.
+
+    ``layout`` names the resources ``vec`` maps to; given, each node's usage is kept on
+    the node for the next solve with the same layout."""
     ordered = sorted(nodes, key=lambda n: (not n.initialized, n.name))
     out = []
     for node in ordered:
         if not node.schedulable:
             continue
-        used = [0] * size
-        daemon_used = [0] * size
-        ports: list[Any] = []
-        for pod in node.pods:
-            if pod.terminal or pod.key in pending_keys:
-                continue
-            pod_vec = vec(pod.requests)
-            for i, amount in enumerate(pod_vec):
-                used[i] += amount
-                if pod.is_daemon:
-                    daemon_used[i] += amount
-            ports.extend(pod.host_ports)
-        labels = Requirements.from_labels(node.labels).add(
-            Requirement.new(LABEL_HOSTNAME, IN, (node.hostname,))
-        )
-        taints = node.effective_taints()
-        daemon_need = [0] * size
-        for daemon in daemonsets:
-            if daemon_runs_on(daemon, taints, labels):
-                for i, amount in enumerate(vec(daemon.requests)):
-                    daemon_need[i] += amount
-        allocatable = vec(node.allocatable)
-        available = [
-            allocatable[i] - used[i] - max(daemon_need[i] - daemon_used[i], 0) for i in range(size)
-        ]
-        out.append(Node(node, available, labels, ports))
+        if layout is not None and pending_keys.isdisjoint(_pod_keys(node)):
+            # Per node and resource layout: the same in every solve of a pass.
+            base = node.memo(("base", layout), partial(_base, node, frozenset(), vec, size))
+        else:
+            base = _base(node, pending_keys, vec, size)
+        free, daemon_used, ports, labels, taints = base
+        if daemonsets:
+            daemon_need = [0] * size
+            for daemon in daemonsets:
+                if daemon_runs_on(daemon, taints, labels):
+                    for i, amount in enumerate(vec(daemon.requests)):
+                        daemon_need[i] += amount
+            available = [
+                free[i] - max(daemon_need[i] - daemon_used[i], 0) for i in range(size)
+            ]
+        else:
+            available = list(free)
+        out.append(Node(node, available, labels, list(ports), taints=taints))
     return out
+
+
+_Base = tuple[list[int], list[int], list[Any], Requirements, tuple[Any, ...]]
+
+
+def _base(
+    node: ExistingNode,
+    pending_keys: Set[str],
+    vec: Callable[[Mapping[str, int]], list[int]],
+    size: int,
+) -> _Base:
+    """What the node offers before DaemonSets are counted: allocatable minus its bound
+    pods (not the pending ones), the DaemonSet pods' share of those, their host ports,
+    its labels (with the hostname) and the taints that keep pods off it."""
+    used, daemon_used, ports = _usage(node, pending_keys, vec, size)
+    allocatable = vec(node.allocatable)
+    free = [allocatable[i] - used[i] for i in range(size)]
+    labels = node.memo("labels+hostname", partial(_with_hostname, node))
+    return free, daemon_used, ports, labels, node.effective_taints()
+
+
+def _with_hostname(node: ExistingNode) -> Requirements:
+    return node.requirements.add(Requirement.new(LABEL_HOSTNAME, IN, (node.hostname,)))
+
+
+def _pod_keys(node: ExistingNode) -> frozenset[str]:
+    return node.memo("pod-keys", lambda: frozenset(p.key for p in node.pods))
+
+
+def _usage(
+    node: ExistingNode,
+    pending_keys: Set[str],
+    vec: Callable[[Mapping[str, int]], list[int]],
+    size: int,
+) -> tuple[list[int], list[int], list[Any]]:
+    """What the node's bound pods (not the pending ones) use, the DaemonSet pods' share
+    of it, and their host ports."""
+    used = [0] * size
+    daemon_used = [0] * size
+    ports: list[Any] = []
+    for pod in node.pods:
+        if pod.terminal or pod.key in pending_keys:
+            continue
+        pod_vec = vec(pod.requests)
+        for i, amount in enumerate(pod_vec):
+            used[i] += amount
+            if pod.is_daemon:
+                daemon_used[i] += amount
+        ports.extend(pod.host_ports)
+    return used, daemon_used, ports
 
 
 def group_nodes(

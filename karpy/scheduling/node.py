@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from karpy.apis.labels import LABEL_HOSTNAME
 from karpy.scheduling import resources as res
 from karpy.scheduling.pod import Pod
+from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.taints import EPHEMERAL_TAINTS, Taint
 
 __all__ = ["ExistingNode", "nodeclaim_labels"]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+T = TypeVar("T")
 
 
 def nodeclaim_labels(nodeclaim: Mapping[str, Any]) -> dict[str, str]:
@@ -48,6 +51,9 @@ class ExistingNode:
     initialized: bool = True
     schedulable: bool = True
     nodepool: str = ""
+    # Derived once per node and kept: disruption asks hundreds of what-if questions of
+    # the same nodes in one pass, and re-deriving these per solve dominated its cost.
+    _memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
@@ -129,6 +135,22 @@ class ExistingNode:
         """The node's hostname label, or its name when the label is missing (not yet
         registered), which is how topology counts it."""
         return self.labels.get(LABEL_HOSTNAME) or self.name
+
+    @property
+    def requirements(self) -> Requirements:
+        """The node's labels as requirements (computed once)."""
+        found = self._memo.get("labels")
+        if found is None:
+            found = self._memo["labels"] = Requirements.from_labels(self.labels)
+        return cast(Requirements, found)
+
+    def memo(self, key: Any, compute: Callable[[], T]) -> T:
+        """A value derived from this (immutable) node, computed once per ``key``."""
+        try:
+            return cast(T, self._memo[key])
+        except KeyError:
+            value = self._memo[key] = compute()
+            return value
 
     def effective_taints(self) -> tuple[Taint, ...]:
         """The taints that keep pods off this node now and later (see class docstring)."""

@@ -102,6 +102,7 @@ class Solve:
             pending_keys=pending_keys,
             vec=self._vec,
             size=self.size,
+            layout=self.names,
         )
         self.node_groups = group_nodes(
             self.nodes, self.pods, self.topology.topology_keys, self.size

@@ -10,6 +10,8 @@ and counts pods as they are placed (:meth:`TopologyRules.record`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -46,6 +48,23 @@ def node_domain(node: ExistingNode, key: str) -> str | None:
     if key == LABEL_HOSTNAME:
         return node.hostname
     return node.labels.get(key)
+
+
+def _pod_keys(node: ExistingNode) -> frozenset[str]:
+    return frozenset(p.key for p in node.pods)
+
+
+def _label_sets(
+    node: ExistingNode, pending_keys: AbstractSet[str]
+) -> dict[tuple[str, frozenset[tuple[str, str]]], int]:
+    """How many of the node's running pods carry each (namespace, label set)."""
+    counts: dict[tuple[str, frozenset[tuple[str, str]]], int] = {}
+    for pod in node.pods:
+        if pod.terminal or pod.key in pending_keys:
+            continue
+        key = (pod.namespace, frozenset(pod.labels.items()))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 class TopologyRules:
@@ -149,7 +168,7 @@ class TopologyRules:
                 group.register(domain_of_node)
                 eligible[node.name] = domain_of_node
             if not spec.inverse and eligible:
-                for namespace, labels, placements in self._existing_by_labels:
+                for namespace, labels, placements in self._running_by_labels():
                     if not group.selects(namespace, labels):
                         continue
                     for node_name, count in placements:
@@ -170,24 +189,38 @@ class TopologyRules:
             self._domains_by_key[key] = cached
         return cached
 
+    _existing_by_labels: list[tuple[str, Mapping[str, str], list[tuple[str, int]]]] | None
+
+    def _running_by_labels(
+        self,
+    ) -> list[tuple[str, Mapping[str, str], list[tuple[str, int]]]]:
+        """Running pods by (namespace, labels): a group matches each label set once.
+        Counted when the first group needs it: pods without topology rules never do."""
+        if self._existing_by_labels is None:
+            by_labels: dict[tuple[str, frozenset[tuple[str, str]]], dict[str, int]] = {}
+            pending_keys = self._pending_keys
+            for node in self._nodes:
+                if pending_keys.isdisjoint(node.memo("pod-keys", partial(_pod_keys, node))):
+                    counts = node.memo("label-sets", partial(_label_sets, node, frozenset()))
+                else:
+                    counts = _label_sets(node, pending_keys)
+                for label_key, count in counts.items():
+                    per_node = by_labels.setdefault(label_key, {})
+                    per_node[node.name] = per_node.get(node.name, 0) + count
+            self._existing_by_labels = [
+                (namespace, MappingProxyType(dict(labels)), list(per_node.items()))
+                for (namespace, labels), per_node in by_labels.items()
+            ]
+        return self._existing_by_labels
+
     def _setup(
         self, pods: Sequence[Pod], nodes: Sequence[ExistingNode], pending_keys: set[str]
     ) -> None:
-        self._existing_for_domains = [(n, Requirements.from_labels(n.labels)) for n in nodes]
+        self._existing_for_domains = [(n, n.requirements) for n in nodes]
         self._domains_by_key: dict[str, list[tuple[ExistingNode, Requirements, str]]] = {}
-        # Running pods by (namespace, labels): a group matches each label set once.
-        by_labels: dict[tuple[str, frozenset[tuple[str, str]]], dict[str, int]] = {}
-        for node in nodes:
-            for pod in node.pods:
-                if pod.terminal or pod.key in pending_keys:
-                    continue
-                label_key = (pod.namespace, frozenset(pod.labels.items()))
-                per_node = by_labels.setdefault(label_key, {})
-                per_node[node.name] = per_node.get(node.name, 0) + 1
-        self._existing_by_labels = [
-            (namespace, MappingProxyType(dict(labels)), list(per_node.items()))
-            for (namespace, labels), per_node in by_labels.items()
-        ]
+        self._nodes = nodes
+        self._pending_keys = pending_keys
+        self._existing_by_labels = None
         # Groups for every rule a pending pod has (preferences included: they stay in
         # place while relaxed, so counts are complete whichever rules end up applying).
         seen: set[tuple[Any, ...]] = set()
