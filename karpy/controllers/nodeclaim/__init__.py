@@ -1,6 +1,7 @@
 """NodeClaim controllers: the lifecycle (launch, registration, initialization, liveness),
-garbage collection of machines without NodeClaims and NodeClaims without machines, and
-``nodeclaim.podevents`` (``status.lastPodEventTime``, from which consolidateAfter counts).
+garbage collection of machines without NodeClaims and NodeClaims without machines,
+``nodeclaim.podevents`` (``status.lastPodEventTime``, from which consolidateAfter counts)
+and ``nodeclaim.disruption`` (the Drifted and Consolidatable conditions).
 
 ``register(deps)`` adds them to ``deps.manager``; ``conditionevents`` holds the helper
 that records Karpenter's "Status condition transitioned" Events.
@@ -9,11 +10,18 @@ that records Karpenter's "Status condition transitioned" Events.
 from __future__ import annotations
 
 from karpy.controllers.deps import Deps
+from karpy.controllers.nodeclaim.disruptionconditions import DisruptionConditions
 from karpy.controllers.nodeclaim.garbagecollection import GarbageCollector
 from karpy.controllers.nodeclaim.lifecycle import LifecycleController
 from karpy.controllers.nodeclaim.podevents import PodEvents
 
-__all__ = ["GarbageCollector", "LifecycleController", "PodEvents", "register"]
+__all__ = [
+    "DisruptionConditions",
+    "GarbageCollector",
+    "LifecycleController",
+    "PodEvents",
+    "register",
+]
 
 
 def register(deps: Deps) -> None:
@@ -41,5 +49,11 @@ def register(deps: Deps) -> None:
         client=deps.client,
         index=manager.cache,
         cloud_provider=deps.cloud_provider,
+        clock=deps.clock,
+    ).register(manager)
+    DisruptionConditions(
+        client=deps.client,
+        cloud_provider=deps.cloud_provider,
+        recorder=deps.recorder,
         clock=deps.clock,
     ).register(manager)
