@@ -1,7 +1,8 @@
 """NodeClaim controllers: the lifecycle (launch, registration, initialization, liveness),
 garbage collection of machines without NodeClaims and NodeClaims without machines,
-``nodeclaim.podevents`` (``status.lastPodEventTime``, from which consolidateAfter counts)
-and ``nodeclaim.disruption`` (the Drifted and Consolidatable conditions).
+``nodeclaim.podevents`` (``status.lastPodEventTime``, from which consolidateAfter counts),
+``nodeclaim.disruption`` (the Drifted and Consolidatable conditions) and
+``nodeclaim.expiration`` (NodeClaims past their ``expireAfter`` are deleted).
 
 ``register(deps)`` adds them to ``deps.manager``; ``conditionevents`` holds the helper
 that records Karpenter's "Status condition transitioned" Events.
@@ -11,12 +12,14 @@ from __future__ import annotations
 
 from karpy.controllers.deps import Deps
 from karpy.controllers.nodeclaim.disruptionconditions import DisruptionConditions
+from karpy.controllers.nodeclaim.expiration import Expiration
 from karpy.controllers.nodeclaim.garbagecollection import GarbageCollector
 from karpy.controllers.nodeclaim.lifecycle import LifecycleController
 from karpy.controllers.nodeclaim.podevents import PodEvents
 
 __all__ = [
     "DisruptionConditions",
+    "Expiration",
     "GarbageCollector",
     "LifecycleController",
     "PodEvents",
@@ -55,5 +58,11 @@ def register(deps: Deps) -> None:
         client=deps.client,
         cloud_provider=deps.cloud_provider,
         recorder=deps.recorder,
+        clock=deps.clock,
+    ).register(manager)
+    Expiration(
+        client=deps.client,
+        cloud_provider=deps.cloud_provider,
+        metrics=deps.metrics,
         clock=deps.clock,
     ).register(manager)
