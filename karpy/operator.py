@@ -18,7 +18,7 @@ from karpy.cloudprovider import (
     register_provider_controllers,
 )
 from karpy.controllers import metrics as metrics_controllers
-from karpy.controllers import nodeclaim, nodepool, provisioning, termination
+from karpy.controllers import nodeclaim, nodehealth, nodepool, provisioning, termination
 from karpy.controllers.deps import Deps
 from karpy.controllers.instrumented_provider import InstrumentedCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
@@ -37,6 +37,7 @@ CONTROLLER_PACKAGES: tuple[Callable[[Deps], object], ...] = (
     termination.register,
     nodepool.register,
     metrics_controllers.register,
+    nodehealth.register,
 )
 """Every controller package's ``register``, in the order they are wired."""
 

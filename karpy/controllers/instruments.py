@@ -125,3 +125,9 @@ class KarpenterMetrics:
             description="The total number of pod eviction requests made by Karpenter, "
             "labeled by response code",
         )
+        self.nodeclaims_unhealthy_disrupted = meter.create_counter(
+            "karpenter_nodeclaims_unhealthy_disrupted_total",
+            description="Number of unhealthy nodeclaims disrupted in total by Karpenter. "
+            "Labeled by condition on the node was disrupted, the owning nodepool, and the "
+            "image ID.",
+        )
