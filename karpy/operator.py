@@ -17,7 +17,14 @@ from karpy.cloudprovider import (
     close_provider,
     register_provider_controllers,
 )
-from karpy.controllers import disruption, nodeclaim, nodepool, provisioning, termination
+from karpy.controllers import (
+    disruption,
+    nodeclaim,
+    nodehealth,
+    nodepool,
+    provisioning,
+    termination,
+)
 from karpy.controllers import metrics as metrics_controllers
 from karpy.controllers.deps import Deps
 from karpy.controllers.instrumented_provider import InstrumentedCloudProvider
@@ -36,6 +43,7 @@ CONTROLLER_PACKAGES: tuple[Callable[[Deps], object], ...] = (
     termination.register,
     nodepool.register,
     metrics_controllers.register,
+    nodehealth.register,
 )
 """Every controller package's ``register``, in the order they are wired (provisioning
 and disruption are wired first, together: disruption creates replacements through the

@@ -31,12 +31,13 @@ ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED: Final = GROUP + "/nodeclaim-min-values-
 #: Provider-specific compatibility data carried across API versions.
 ANNOTATION_PROVIDER_COMPATIBILITY: Final = COMPATIBILITY_GROUP + "/provider"
 
-#: The hash version Karpenter v1 writes. karpy's hash is its own algorithm, so it writes
-#: ``NODEPOOL_HASH_VERSION`` instead: a NodeClaim hashed by Karpenter then has another
-#: version, which Karpenter and karpy both answer by re-hashing, not by drifting the node.
+#: The hash version Karpenter v1 writes next to ``ANNOTATION_NODEPOOL_HASH``.
 KARPENTER_NODEPOOL_HASH_VERSION: Final = "v3"
-#: The hash version karpy writes next to ``ANNOTATION_NODEPOOL_HASH``.
-NODEPOOL_HASH_VERSION: Final = "karpy-v1"
+#: The hash version karpy writes: Karpenter's, since karpy's hash is Karpenter's own
+#: algorithm (karpy.apis.v1.nodepool_hash), so NodeClaims launched by either compare
+#: equal and a cluster moving between the two sees no drift. (karpy before this wrote
+#: "karpy-v1"; such NodeClaims are re-stamped, as any version change is.)
+NODEPOOL_HASH_VERSION: Final = KARPENTER_NODEPOOL_HASH_VERSION
 
 #: Held by NodeClaims and Nodes until their instance is gone.
 FINALIZER_TERMINATION: Final = GROUP + "/termination"

@@ -179,3 +179,9 @@ class KarpenterMetrics:
             description="The number of pods whose disruption Karpenter initiated, labeled "
             "by reason, nodepool and capacity type.",
         )
+        self.nodeclaims_unhealthy_disrupted = meter.create_counter(
+            "karpenter_nodeclaims_unhealthy_disrupted_total",
+            description="Number of unhealthy nodeclaims disrupted in total by Karpenter. "
+            "Labeled by condition on the node was disrupted, the owning nodepool, and the "
+            "image ID.",
+        )

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from karpy.apis.labels import LABEL_ARCH, LABEL_INSTANCE_TYPE, LABEL_OS, LABEL_ZONE
-from karpy.cloudprovider import OfferingKey
+from karpy.cloudprovider import OfferingKey, RepairPolicy
 from karpy.cloudprovider.kwok import (
+    KwokCloudProvider,
     KwokFaults,
     KwokOptions,
     KwokSettingsError,
@@ -92,3 +93,15 @@ def test_catalogue_entries_become_instance_types_with_kwok_labels() -> None:
     assert it.allocatable["cpu"] == 7900
     assert it.capacity["memory"] - it.allocatable["memory"] == 10 * 2**20
     assert len(it.offerings) == 8
+
+
+def test_repair_policies_are_karpenter_kwoks_with_a_settable_toleration() -> None:
+    assert KwokOptions.from_settings({}).repair_toleration == timedelta(minutes=10)
+    options = KwokOptions.from_settings({"repairToleration": "20s"})
+    provider = KwokCloudProvider(None, options=options)  # type: ignore[arg-type]
+    assert list(provider.repair_policies()) == [
+        RepairPolicy("Ready", "False", timedelta(seconds=20)),
+        RepairPolicy("Ready", "Unknown", timedelta(seconds=20)),
+    ]
+    with pytest.raises(KwokSettingsError, match="repairToleration"):
+        KwokOptions.from_settings({"repairToleration": "soon"})

@@ -3,8 +3,6 @@ disrupting them (consolidation, expiry, budgets), limits and a weight."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -31,6 +29,7 @@ from karpy.apis.v1.nodeclaim import (
     ResourceRequirements,
     _NodeClaimSpecBase,
 )
+from karpy.apis.v1.nodepool_hash import nodeclaim_template_hash
 
 __all__ = [
     "CONDITION_NODE_CLASS_READY",
@@ -329,21 +328,13 @@ class NodePool(Resource):
         )
 
     def hash(self) -> str:
-        """A stable hash of the template's drift-relevant fields (``karpenter.sh/nodepool-hash``).
+        """Karpenter's hash of the template (``karpenter.sh/nodepool-hash``, version v3).
 
-        Like Karpenter's, it ignores requirements (checked separately), treats taint lists
-        as sets and ignores empty values; the algorithm is karpy's own, so it is written
-        with ``NODEPOOL_HASH_VERSION``.
+        Byte-identical to Karpenter's ``NodePool.Hash()`` for the same stored NodePool:
+        requirements, resources and budgets are left out, taints count as a set (see
+        :mod:`karpy.apis.v1.nodepool_hash`). Written with ``NODEPOOL_HASH_VERSION``.
         """
-        data = self.spec.template.to_dict()
-        data.get("spec", {}).pop("requirements", None)
-        for key in ("taints", "startupTaints"):
-            taints = data.get("spec", {}).get(key)
-            if taints:
-                data["spec"][key] = sorted(taints, key=lambda t: json.dumps(t, sort_keys=True))
-        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
-        digest = hashlib.sha256(canonical.encode()).digest()
-        return str(int.from_bytes(digest[:8], "big"))
+        return nodeclaim_template_hash(self.spec.template)
 
     def allowed_disruptions(self, now: datetime, num_nodes: int, reason: DisruptionReason) -> int:
         """The fewest disruptions any active budget for ``reason`` allows (or ``UNLIMITED``)."""

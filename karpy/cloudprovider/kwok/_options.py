@@ -11,6 +11,8 @@ From the operator they arrive as string settings (``ProviderContext.settings``):
                        (``*/test-zone-a/spot``)
 ``unregisteredLaunches`` how many of the next launches never get a Node, so their
                        NodeClaims never register
+``repairToleration``   how long a node may be Ready=False/Unknown before node repair
+                       replaces it (default 10m, Karpenter kwok's; tests shorten it)
 ====================== ================================================================
 """
 
@@ -30,6 +32,7 @@ SETTINGS = (
     "registrationDelay",
     "insufficientCapacity",
     "unregisteredLaunches",
+    "repairToleration",
 )
 
 
@@ -106,6 +109,8 @@ class KwokOptions:
     registration_delay: timedelta = timedelta(0)
     insufficient_capacity: frozenset[OfferingPattern] = frozenset()
     unregistered_launches: int = 0
+    repair_toleration: timedelta = timedelta(minutes=10)
+    """How long a NotReady node is tolerated before node repair replaces it."""
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, str]) -> KwokOptions:
@@ -128,6 +133,7 @@ class KwokOptions:
                 _patterns(settings.get("insufficientCapacity", "").split(","))
             ),
             unregistered_launches=_count(settings, "unregisteredLaunches"),
+            repair_toleration=_duration(settings, "repairToleration") or timedelta(minutes=10),
         )
 
 

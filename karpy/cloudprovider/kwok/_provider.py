@@ -308,10 +308,12 @@ class KwokCloudProvider:
         return None
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
-        """Replace a node whose Ready condition is False or Unknown for 10 minutes."""
+        """Replace a node whose Ready condition is False or Unknown for the options'
+        ``repair_toleration`` (10 minutes unless set, as Karpenter's kwok provider)."""
+        toleration = self.options.repair_toleration
         return (
-            RepairPolicy("Ready", "False", timedelta(minutes=10)),
-            RepairPolicy("Ready", "Unknown", timedelta(minutes=10)),
+            RepairPolicy("Ready", "False", toleration),
+            RepairPolicy("Ready", "Unknown", toleration),
         )
 
     def supported_node_classes(self) -> Sequence[NodeClassKind]:

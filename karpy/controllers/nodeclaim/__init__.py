@@ -1,21 +1,34 @@
-"""NodeClaim controllers: the lifecycle (launch, registration, initialization, liveness)
-and garbage collection of machines without NodeClaims and NodeClaims without machines.
+"""NodeClaim controllers: the lifecycle (launch, registration, initialization, liveness),
+garbage collection of machines without NodeClaims and NodeClaims without machines,
+``nodeclaim.podevents`` (``status.lastPodEventTime``, from which consolidateAfter counts),
+``nodeclaim.disruption`` (the Drifted and Consolidatable conditions) and
+``nodeclaim.expiration`` (NodeClaims past their ``expireAfter`` are deleted).
 
-``register(deps)`` adds both to ``deps.manager``; ``conditionevents`` holds the helper
+``register(deps)`` adds them to ``deps.manager``; ``conditionevents`` holds the helper
 that records Karpenter's "Status condition transitioned" Events.
 """
 
 from __future__ import annotations
 
 from karpy.controllers.deps import Deps
+from karpy.controllers.nodeclaim.disruptionconditions import DisruptionConditions
+from karpy.controllers.nodeclaim.expiration import Expiration
 from karpy.controllers.nodeclaim.garbagecollection import GarbageCollector
 from karpy.controllers.nodeclaim.lifecycle import LifecycleController
+from karpy.controllers.nodeclaim.podevents import PodEvents
 
-__all__ = ["GarbageCollector", "LifecycleController", "register"]
+__all__ = [
+    "DisruptionConditions",
+    "Expiration",
+    "GarbageCollector",
+    "LifecycleController",
+    "PodEvents",
+    "register",
+]
 
 
 def register(deps: Deps) -> None:
-    """Build the lifecycle and garbage-collection controllers and add them to the manager."""
+    """Build the NodeClaim controllers and add them to the manager."""
     manager = deps.manager
     LifecycleController(
         client=deps.client,
@@ -32,6 +45,24 @@ def register(deps: Deps) -> None:
         index=manager.cache,
         cloud_provider=deps.cloud_provider,
         settings=deps.settings,
+        metrics=deps.metrics,
+        clock=deps.clock,
+    ).register(manager)
+    PodEvents(
+        client=deps.client,
+        index=manager.cache,
+        cloud_provider=deps.cloud_provider,
+        clock=deps.clock,
+    ).register(manager)
+    DisruptionConditions(
+        client=deps.client,
+        cloud_provider=deps.cloud_provider,
+        recorder=deps.recorder,
+        clock=deps.clock,
+    ).register(manager)
+    Expiration(
+        client=deps.client,
+        cloud_provider=deps.cloud_provider,
         metrics=deps.metrics,
         clock=deps.clock,
     ).register(manager)

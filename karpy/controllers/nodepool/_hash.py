@@ -1,10 +1,12 @@
 """``nodepool.hash``: the ``karpenter.sh/nodepool-hash`` annotation (and its version) on
 every NodePool, for observability and static drift detection.
 
-When a NodePool's hash version is not karpy's (written by an older karpy, or by
-Karpenter, whose algorithm differs), its NodeClaims' hashes cannot be compared with the
-new one: they are re-stamped with the current hash and version — except NodeClaims
-already judged (a ``Drifted`` condition), which keep theirs, as Karpenter does.
+The hash is Karpenter's own (version ``v3``, :mod:`karpy.apis.v1.nodepool_hash`), so
+NodeClaims Karpenter launched compare equal after a move to karpy. When a NodePool's
+hash version is not the current one (written by an older karpy as ``karpy-v1``, or by
+another Karpenter version), its NodeClaims' hashes cannot be compared with the new one:
+they are re-stamped with the current hash and version — except NodeClaims already
+judged (a ``Drifted`` condition), which keep theirs, as Karpenter does.
 """
 
 from __future__ import annotations

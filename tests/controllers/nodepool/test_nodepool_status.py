@@ -162,8 +162,9 @@ async def test_the_hash_is_stamped_and_a_new_version_restamps_undrifted_nodeclai
     kube: FakeKube,
 ) -> None:
     pool = nodepool()
+    # Stamped by an older karpy, whose hash was its own ("karpy-v1").
     pool["metadata"]["annotations"] = {ANNOTATION_NODEPOOL_HASH: "1",
-                                       ANNOTATION_NODEPOOL_HASH_VERSION: "v3"}
+                                       ANNOTATION_NODEPOOL_HASH_VERSION: "karpy-v1"}
     kube.add(NODE_POOL, pool)
     plain = f.nodeclaim("plain", provider_id="fake://p")
     drifted = f.nodeclaim("drifted", provider_id="fake://d", conditions=[
@@ -171,7 +172,7 @@ async def test_the_hash_is_stamped_and_a_new_version_restamps_undrifted_nodeclai
          "lastTransitionTime": f.T0}])
     for claim in (plain, drifted):
         claim["metadata"]["annotations"] = {ANNOTATION_NODEPOOL_HASH: "1",
-                                            ANNOTATION_NODEPOOL_HASH_VERSION: "v3"}
+                                            ANNOTATION_NODEPOOL_HASH_VERSION: "karpy-v1"}
         kube.add(NODE_CLAIM, claim)
     hashing = NodePoolHash(client=kube, index=kube,  # type: ignore[arg-type]
                            cloud_provider=FakeCloudProvider())

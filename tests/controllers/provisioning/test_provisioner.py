@@ -50,7 +50,7 @@ async def test_pending_pods_become_nodeclaims_that_karpenter_would_recognise(
         assert meta["labels"]["karpenter.sh/nodepool"] == "default"
         assert meta["labels"]["team"] == "a"
         assert meta["labels"]["karpenter.test.sh/testnodeclass"] == "default"
-        assert meta["annotations"]["karpenter.sh/nodepool-hash-version"] == "karpy-v1"
+        assert meta["annotations"]["karpenter.sh/nodepool-hash-version"] == "v3"
         assert meta["annotations"]["karpenter.sh/nodepool-hash"]
         [owner] = meta["ownerReferences"]
         assert (owner["kind"], owner["name"], owner["blockOwnerDeletion"]) == (

@@ -1,0 +1,262 @@
+"""``node.health``: a node unhealthy for longer than its provider tolerates is replaced.
+
+Karpenter's ``node/health`` controller. ``CloudProvider.repair_policies()`` name node
+conditions that mean "broken" (kwok: ``Ready`` False or Unknown) and how long each may
+last. Once one has held for its toleration (counted from the condition's
+``lastTransitionTime``), the node's NodeClaim is annotated
+``karpenter.sh/nodeclaim-termination-timestamp: <now>`` — its terminationGracePeriod is
+over already, so termination removes the pods at once, bypassing PodDisruptionBudgets
+and ``karpenter.sh/do-not-disrupt`` — and deleted; the provisioner then launches a
+replacement for the pods that go pending. Budgets do not apply: repair is not voluntary
+disruption.
+
+One safeguard: if more than :data:`ALLOWED_UNHEALTHY_PERCENT` of the NodePool's nodes
+(rounded up, as PDB percentages are) match a repair policy, whatever for how long, the
+trouble is likely not the nodes' own — nothing is repaired, a ``NodeRepairBlocked``
+warning is recorded on the node (at most every 15 minutes), and the node is looked at
+again in 5 minutes. A NodeClaim without a NodePool is measured against the whole cluster.
+
+Logged: "annotated nodeclaim", "deleting unhealthy node"; counted:
+``karpenter_nodeclaims_disrupted_total{reason="unhealthy"}`` and
+``karpenter_nodeclaims_unhealthy_disrupted_total{condition, nodepool, capacity_type,
+image_id}``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from karpy.apis.annotations import ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
+from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
+from karpy.cloudprovider import CloudProvider, RepairPolicy
+from karpy.controllers.indexes import Index, index_provider_ids, nodeclaims_for_provider_id
+from karpy.controllers.instruments import KarpenterMetrics
+from karpy.runtime import (
+    Client,
+    Clock,
+    Controller,
+    EventRecorder,
+    Manager,
+    Object,
+    Predicate,
+    Request,
+    Result,
+    errors,
+    kinds,
+    logging_context,
+)
+from karpy.state.kinds import NODE_CLAIM
+
+__all__ = [
+    "ALLOWED_UNHEALTHY_PERCENT",
+    "BLOCKED_RECHECK",
+    "CONDITIONS_CHANGED",
+    "REASON_NODE_REPAIR_BLOCKED",
+    "UNHEALTHY_REASON",
+    "NodeHealth",
+    "allowed_unhealthy",
+    "unhealthy_condition",
+]
+
+log = logging.getLogger("controller")
+
+ALLOWED_UNHEALTHY_PERCENT: Final = 20
+"""Up to this share of a NodePool's nodes may be unhealthy and still be repaired."""
+BLOCKED_RECHECK: Final = 300.0
+"""Seconds before a node whose repair was blocked is looked at again."""
+REASON_NODE_REPAIR_BLOCKED: Final = "NodeRepairBlocked"
+UNHEALTHY_REASON: Final = "unhealthy"
+"""The ``reason`` label of ``karpenter_nodeclaims_disrupted_total``."""
+_EVENT_DEDUPE: Final = timedelta(minutes=15)
+_WORKERS: Final = 10
+
+
+def _conditions(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list((node.get("status") or {}).get("conditions") or ())
+
+
+def _conditions_changed(old: Object, new: Object) -> bool:
+    before = _conditions(old)
+    after = {c.get("type"): c for c in _conditions(new)}
+    if len(before) != len(after):
+        return True
+    for cond in before:
+        now = after.get(cond.get("type"))
+        if now is None or (now.get("status"), now.get("lastTransitionTime")) != (
+                cond.get("status"), cond.get("lastTransitionTime")):
+            return True
+    return False
+
+
+CONDITIONS_CHANGED: Final = Predicate(update=_conditions_changed)
+"""Node updates that matter: a condition appeared, went, or changed status or
+transition time (heartbeats, which only move lastHeartbeatTime, do not)."""
+
+
+def _parse(value: Any) -> datetime | None:
+    return datetime.fromisoformat(str(value)) if value else None
+
+
+def unhealthy_condition(
+    node: Mapping[str, Any], policies: Sequence[RepairPolicy]
+) -> tuple[Mapping[str, Any], datetime] | None:
+    """The node condition matching a repair policy whose toleration ends first, with
+    that moment; None when no policy matches."""
+    found: tuple[Mapping[str, Any], datetime] | None = None
+    by_type = {c.get("type"): c for c in _conditions(node)}
+    for policy in policies:
+        cond = by_type.get(policy.condition_type)
+        if cond is None or cond.get("status") != policy.condition_status:
+            continue
+        since = _parse(cond.get("lastTransitionTime"))
+        if since is None:
+            continue
+        due = since + policy.toleration
+        if found is None or due < found[1]:
+            found = (cond, due)
+    return found
+
+
+def allowed_unhealthy(total: int) -> int:
+    """How many of ``total`` nodes may be unhealthy (20 %, rounded up)."""
+    return math.ceil(total * ALLOWED_UNHEALTHY_PERCENT / 100)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def _rfc3339(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class NodeHealth:
+    """The ``node.health`` reconciler (see the module docs)."""
+
+    name = "node.health"
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        index: Index,
+        cloud_provider: CloudProvider,
+        recorder: EventRecorder,
+        metrics: KarpenterMetrics,
+        clock: Clock,
+    ) -> None:
+        self._client = client
+        self._index = index
+        self._provider = cloud_provider
+        self._recorder = recorder
+        self._metrics = metrics
+        self._clock = clock
+        self._blocked_events: dict[str, datetime] = {}  # node uid -> last event
+
+    def register(self, manager: Manager) -> Controller[Request]:
+        """Add the controller to ``manager``: Nodes whose conditions changed."""
+        index_provider_ids(manager.cache)
+        return (
+            manager.controller(self.name)
+            .for_(kinds.NODE, predicate=CONDITIONS_CHANGED)
+            .complete(self, workers=_WORKERS)
+        )
+
+    async def reconcile(self, request: Request) -> Result:
+        """Repair the node if a policy's toleration has run out (see the module docs)."""
+        try:
+            node = await self._client.get(kinds.NODE, request.name)
+        except errors.NotFound:
+            return Result()
+        claims = nodeclaims_for_provider_id(
+            self._index, (node.get("spec") or {}).get("providerID"))
+        if len(claims) != 1 or not self._managed(claims[0]):
+            return Result()  # not karpy's node (or an ambiguous one): Karpenter ignores it
+        nodeclaim = claims[0]
+        found = unhealthy_condition(node, self._provider.repair_policies())
+        if found is None:
+            return Result()
+        condition, due = found
+        now = self._clock.now()
+        if now < due:
+            return Result(requeue_after=(due - now).total_seconds())
+        with logging_context(NodeClaim={"name": nodeclaim["metadata"]["name"]},
+                             Node={"name": request.name}):
+            pool = (nodeclaim["metadata"].get("labels") or {}).get(LABEL_NODEPOOL)
+            if not await self._healthy_enough(pool):
+                where = "nodepool" if pool else "cluster"
+                # Karpenter's words, "then" included, for the cluster-wide case.
+                verb = "than" if pool else "then"
+                await self._blocked(node, f"more {verb} {ALLOWED_UNHEALTHY_PERCENT}% nodes "
+                                          f"are unhealthy in the {where}", now)
+                return Result(requeue_after=BLOCKED_RECHECK)
+            return await self._repair(node, nodeclaim, condition, now)
+
+    def _managed(self, nodeclaim: Mapping[str, Any]) -> bool:
+        ref = (nodeclaim.get("spec") or {}).get("nodeClassRef") or {}
+        return any((k.group, k.kind) == (ref.get("group"), ref.get("kind"))
+                   for k in self._provider.supported_node_classes())
+
+    async def _healthy_enough(self, pool: str | None) -> bool:
+        selector = {LABEL_NODEPOOL: pool} if pool else None
+        nodes = await self._client.list(kinds.NODE, label_selector=selector)
+        policies = self._provider.repair_policies()
+        unhealthy = 0
+        for node in nodes:
+            by_type = {c.get("type"): c.get("status") for c in _conditions(node)}
+            if any(by_type.get(p.condition_type) == p.condition_status for p in policies):
+                unhealthy += 1
+        return unhealthy <= allowed_unhealthy(len(nodes))
+
+    async def _blocked(self, node: Mapping[str, Any], message: str, now: datetime) -> None:
+        uid = str(node["metadata"].get("uid") or node["metadata"]["name"])
+        last = self._blocked_events.get(uid)
+        if last is not None and now - last < _EVENT_DEDUPE:
+            return
+        self._blocked_events = {
+            k: t for k, t in self._blocked_events.items() if now - t < _EVENT_DEDUPE}
+        self._blocked_events[uid] = now
+        self._recorder.warning(node, REASON_NODE_REPAIR_BLOCKED, message)
+
+    async def _repair(
+        self, node: Mapping[str, Any], nodeclaim: Mapping[str, Any],
+        condition: Mapping[str, Any], now: datetime,
+    ) -> Result:
+        meta = nodeclaim["metadata"]
+        name = meta["name"]
+        annotations = meta.get("annotations") or {}
+        try:
+            ends = _parse(annotations.get(ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP))
+        except ValueError:
+            ends = None  # unreadable: write a good one
+        try:
+            # An earlier end than now is kept: pods are forced out already.
+            if ends is None or ends >= now:
+                stamp = _rfc3339(now)
+                await self._client.patch(NODE_CLAIM, name, {"metadata": {"annotations": {
+                    ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: stamp}}})
+                log.info("annotated nodeclaim",
+                         extra={ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: stamp})
+            if meta.get("deletionTimestamp"):
+                return Result()
+            await self._client.delete(NODE_CLAIM, name, uid=meta.get("uid") or None)
+        except (errors.NotFound, errors.Conflict):
+            return Result()
+        log.info("deleting unhealthy node")
+        labels = node["metadata"].get("labels") or {}
+        pool = labels.get(LABEL_NODEPOOL, "")
+        capacity_type = labels.get(LABEL_CAPACITY_TYPE, "")
+        self._metrics.nodeclaims_disrupted.add(1, {
+            "reason": UNHEALTHY_REASON, "nodepool": pool, "capacity_type": capacity_type})
+        self._metrics.nodeclaims_unhealthy_disrupted.add(1, {
+            "condition": _snake(str(condition.get("type") or "")),
+            "nodepool": pool,
+            "capacity_type": capacity_type,
+            "image_id": str((nodeclaim.get("status") or {}).get("imageID") or ""),
+        })
+        return Result()

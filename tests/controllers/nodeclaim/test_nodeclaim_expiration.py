@@ -1,0 +1,99 @@
+"""nodeclaim.expiration: a NodeClaim is deleted at creation + expireAfter, whatever the
+budgets, and counted as karpenter_nodeclaims_disrupted_total{reason="expired"}."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import Logs, Metrics
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from nodeclaim_fakes import FakeKube, nodeclaim_manifest
+
+from karpy.cloudprovider.fake import FakeCloudProvider
+from karpy.controllers.nodeclaim.expiration import Expiration
+from karpy.runtime import Request, Result
+from karpy.runtime.testing import FakeClock
+from karpy.state.kinds import NODE_CLAIM
+
+REQUEST = Request("", "default-a")
+
+
+def nodeclaim(expire_after: str | None = "1h") -> dict[str, Any]:
+    claim = nodeclaim_manifest("default-a", labels={"karpenter.sh/capacity-type": "spot"},
+                               finalizer=True)
+    if expire_after is not None:
+        claim["spec"]["expireAfter"] = expire_after
+    claim["status"] = {"nodeName": "node-a"}
+    return claim
+
+
+def expiration(kube: FakeKube, metrics: Metrics, clock: FakeClock) -> Expiration:
+    return Expiration(client=kube, cloud_provider=FakeCloudProvider(),  # type: ignore[arg-type]
+                      metrics=metrics.instruments, clock=clock)
+
+
+def deleting(kube: FakeKube) -> bool:
+    return bool(kube.stored(NODE_CLAIM, "default-a")["metadata"].get("deletionTimestamp"))
+
+
+async def test_an_expired_nodeclaim_is_deleted_logged_and_counted(
+    kube: FakeKube, metrics: Metrics, clock: FakeClock, logs: Logs
+) -> None:
+    await kube.create(NODE_CLAIM, nodeclaim("1h"))
+    controller = expiration(kube, metrics, clock)
+    await clock.step(1800)
+    assert await controller.reconcile(REQUEST) == Result(requeue_after=1800.0)
+    assert not deleting(kube)
+    await clock.step(1800)
+    assert await controller.reconcile(REQUEST) == Result()
+    assert deleting(kube)
+    assert metrics.value("karpenter_nodeclaims_disrupted_total", reason="expired",
+                         nodepool="default", capacity_type="spot") == 1
+    [line] = logs.messages("deleting expired nodeclaim")
+    assert line["NodeClaim"] == {"name": "default-a"}
+    assert line["Node"] == {"name": "node-a"}
+
+
+async def test_an_expiry_is_counted_once_even_when_the_cache_lags(
+    kube: FakeKube, metrics: Metrics, clock: FakeClock
+) -> None:
+    await kube.create(NODE_CLAIM, nodeclaim("1m"))
+    controller = expiration(kube, metrics, clock)
+    await clock.step(61)
+    await controller.reconcile(REQUEST)
+    kube.stored(NODE_CLAIM, "default-a")["metadata"].pop("deletionTimestamp")  # stale read
+    await controller.reconcile(REQUEST)
+    assert metrics.value("karpenter_nodeclaims_disrupted_total", reason="expired") == 1
+    assert kube.deletes == [(str(NODE_CLAIM), "default-a")]
+
+
+async def test_never_and_other_providers_nodeclaims_do_not_expire(
+    kube: FakeKube, metrics: Metrics, clock: FakeClock
+) -> None:
+    await kube.create(NODE_CLAIM, nodeclaim("Never"))
+    foreign = nodeclaim("1s")
+    foreign["metadata"]["name"] = "foreign"
+    foreign["spec"]["nodeClassRef"]["kind"] = "OtherNodeClass"
+    await kube.create(NODE_CLAIM, foreign)
+    controller = expiration(kube, metrics, clock)
+    await clock.step(10 * 365 * 86400)
+    assert await controller.reconcile(REQUEST) == Result()
+    assert await controller.reconcile(Request("", "foreign")) == Result()
+    assert await controller.reconcile(Request("", "missing")) == Result()
+    assert kube.deletes == []
+
+
+@settings(max_examples=50, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 10_000), st.integers(0, 20_000))
+async def test_deleted_exactly_when_expire_after_has_passed(expire: int, elapsed: int) -> None:
+    clock = FakeClock()
+    kube = FakeKube(clock)
+    metrics = Metrics()
+    await kube.create(NODE_CLAIM, nodeclaim(f"{expire}s"))
+    await clock.step(elapsed)
+    result = await expiration(kube, metrics, clock).reconcile(REQUEST)
+    assert deleting(kube) is (elapsed >= expire)
+    if elapsed < expire:
+        assert result.requeue_after == pytest.approx(expire - elapsed)
