@@ -197,11 +197,15 @@ async def test_do_not_disrupt_and_a_zero_pdb_block_consolidation(
                                         timeout=120, what="4 pods Running")}
             # Down to one pod: the node is far too big, but its pod may not be disrupted.
             await scale(client, namespace, app, 1)
-            [blocked] = await eventually(
-                lambda: events_for(client, first, "DisruptionBlocked"), timeout=60,
-                what="a DisruptionBlocked event on the node")
-            assert blocked["message"].startswith(
-                'Pod has "karpenter.sh/do-not-disrupt" annotation (Pod='), blocked["message"]
+
+            async def annotation_blocked() -> list[Any]:
+                return [e for e in await events_for(client, first, "DisruptionBlocked")
+                        if e["message"].startswith(
+                            'Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=')]
+
+            [blocked] = await eventually(annotation_blocked, timeout=60,
+                                         what="a DisruptionBlocked event naming the pod")
+            assert f"(Pod={namespace}/{app}-" in blocked["message"], blocked["message"]
 
             # Same with a PDB that allows no disruption, instead of the annotation.
             await client.patch(kinds.DEPLOYMENT, app, {"spec": {"template": {"metadata": {
