@@ -209,8 +209,8 @@ async def test_do_not_disrupt_and_a_zero_pdb_block_consolidation(
                         if e["message"].startswith(
                             'Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=')]
 
-            [blocked] = await eventually(annotation_blocked, timeout=60,
-                                         what="a DisruptionBlocked event naming the pod")
+            blocked, *_ = await eventually(annotation_blocked, timeout=60,
+                                           what="a DisruptionBlocked event naming the pod")
             assert f"(Pod={namespace}/{app}-" in blocked["message"], blocked["message"]
 
             # Same with a PDB that allows no disruption, instead of the annotation.
@@ -228,8 +228,8 @@ async def test_do_not_disrupt_and_a_zero_pdb_block_consolidation(
                 return [e for e in await events_for(client, node, "DisruptionBlocked")
                         if e["message"].startswith("Pdb prevents pod evictions")]
 
-            [event] = await eventually(pdb_blocked, timeout=90,
-                                       what="a DisruptionBlocked event naming the PDB")
+            event, *_ = await eventually(pdb_blocked, timeout=90,
+                                         what="a DisruptionBlocked event naming the PDB")
             assert f"PodDisruptionBudget=[{namespace}/{app}]" in event["message"]
             assert not op.messages("disrupting node(s)")
         finally:
