@@ -4,10 +4,14 @@
   election and anything else that takes a ``clock=``.
 * :func:`reconcile_once` / :class:`ReconcileDriver` — call a reconciler the way a
   controller would (logging context, outcome classification) without a cluster.
+* :class:`FakeClient` — an in-memory API server behind ``Client``'s methods and the
+  cache's ``by_index``: merge patches, resourceVersion preconditions, the status
+  subresource, finalizers, selectors, PDB-aware eviction; every write recorded
+  (:class:`Call`).
 
-What they do **not** do is stated on each; in short: nothing here talks to an API
-server, runs informers or emulates watches. For that, use the local control plane
-(tests/controlplane) — karpy does not ship a fake API server on purpose.
+What they do **not** do is stated on each; in short: nothing here runs informers or
+emulates watches, admission or other controllers. For that — and for every end-to-end
+test — use the local control plane (tests/controlplane).
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Generic, TypeVar
 
 from ._controller import Controller
+from ._fakeclient import Call, FakeClient
 from ._reconcile import Reconciler, Result
 
-__all__ = ["DriveReport", "FakeClock", "ReconcileDriver", "reconcile_once"]
+__all__ = ["Call", "DriveReport", "FakeClient", "FakeClock", "ReconcileDriver", "reconcile_once"]
 
 K = TypeVar("K", bound=Hashable)
 
