@@ -5,10 +5,11 @@
 #
 # usage: scripts/demo.sh [REPLICAS]     (default 10; 1000 and more work: see below)
 #        scripts/demo.sh down           stop karpy and the cluster
-# examples/demo/nodepool.yaml keeps Karpenter's getting-started limit (cpu: 1000). Each
-# inflate pod requests one CPU and each kwok node reserves 100m and holds at most 110
-# pods, so about 980 pods fill that limit; for more, the demo raises the NodePool's
-# limits.cpu for the run (and says so). It waits 180 s, plus 0.3 s per pod above 400.
+# examples/demo/nodepool.yaml keeps Karpenter's getting-started limit (cpu: 1000), which
+# counts the nodes' CPUs: each inflate pod requests one CPU and each kwok node keeps 100m
+# for itself, so about 990 pods fill that limit. For more (from ~940), the demo raises
+# the NodePool's limits.cpu for the run and says so. It waits 180 s, plus 0.3 s per pod
+# above 400.
 # The cluster lives in .cluster/ and karpy's JSON log in .cluster/karpy.log; both keep
 # running after the demo so you can explore (export KUBECONFIG=.cluster/admin.kubeconfig).
 set -euo pipefail
@@ -48,13 +49,13 @@ setsid karpy run --cloud-provider kwok --kubeconfig "$kubeconfig" --disable-lead
 echo $! >"$dir/karpy.pid"
 
 kubectl apply -f examples/demo/
-# CPU of nodes the pods need: one per pod, ~2% for the per-node reserve and pod cap, and
-# room for a last, partly used node (kwok's largest are 256 vCPU).
-need=$((replicas + replicas / 50 + 256))
+# CPU of nodes the pods need: one per pod, 2% for the nodes' own 100m each and the CPUs
+# left over on the last nodes, and a little room (1,000 pods took 1,008 CPUs of nodes).
+need=$((replicas + replicas / 50 + 32))
 limit=$(kubectl get nodepool default -o jsonpath='{.spec.limits.cpu}')
 if [[ $limit =~ ^[0-9]+$ && $need -gt $limit ]]; then
-  echo "== $replicas one-CPU pods need more than the NodePool's limits.cpu=$limit (each kwok"
-  echo "   node reserves 100m and holds at most 110 pods): raising it to $need for this demo"
+  echo "== $replicas one-CPU pods leave no room under the NodePool's limits.cpu=$limit (it"
+  echo "   counts the nodes' CPUs, and each node keeps 100m): raising it to $need for this demo"
   kubectl patch nodepool default --type merge -p "{\"spec\":{\"limits\":{\"cpu\":\"$need\"}}}" >/dev/null
 fi
 echo "== scaling inflate to $replicas"
