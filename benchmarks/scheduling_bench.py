@@ -42,6 +42,7 @@ from karpy.scheduling import (
     Overhead,
     Pod,
     Results,
+    cost_floor,
 )
 from karpy.scheduling.simulator import Simulator
 
@@ -246,6 +247,8 @@ def run_case(case: str, size: int, repeat: int, queue: Any, existing: int = 0) -
     assert results is not None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     antiaffinity = size // 5 if case == "diverse" and not existing else 0
+    # The LP floor is for new capacity; with existing nodes it would not compare.
+    floor = None if existing else cost_floor(pods, [nodepool]).price
     queue.put(
         {
             "case": f"{case}+{existing}n" if existing else case,
@@ -255,6 +258,7 @@ def run_case(case: str, size: int, repeat: int, queue: Any, existing: int = 0) -
             "parse": parse,
             "nodes": len(results.new_nodeclaims),
             "price": results.price,
+            "floor": floor,
             "antiaffinity": antiaffinity,
             "peak_rss": peak,
             "solve_growth": max(peak - before, 0),
@@ -280,6 +284,13 @@ def measure(case: str, size: int, repeat: int, existing: int = 0) -> dict[str, A
     return result
 
 
+def _floor(row: dict[str, Any]) -> str:
+    floor = row["floor"]
+    if floor is None:
+        return f"{'-':>9}{'-':>8}"
+    return f"{floor:>9.1f}{row['price'] / floor - 1:>8.1%}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
@@ -295,7 +306,8 @@ def main() -> None:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(
         f"{'case':<12}{'pods':>7}{'pods/s':>9}{'cpu pods/s':>11}{'ms/solve':>9}{'nodes':>7}"
-        f"{'anti':>6}{'$/h':>9}{'peak RSS':>10}{'solve +':>9}{'parse s':>9}"
+        f"{'anti':>6}{'$/h':>9}{'LP floor':>9}{'% above':>8}{'peak RSS':>10}{'solve +':>9}"
+        f"{'parse s':>9}"
     )
     rows = [("diverse", size, 0) for size in args.sizes]
     if not args.no_preferences:
@@ -310,7 +322,7 @@ def main() -> None:
             f"{row['case']:<12}{row['pods']:>7}{row['pods'] / row['seconds']:>9.0f}"
             f"{row['pods'] / row['cpu_seconds']:>11.0f}{row['seconds'] * 1000:>9.0f}"
             f"{row['nodes']:>7}{row['antiaffinity'] or '-':>6}{row['price']:>9.1f}"
-            f"{row['peak_rss'] / 2**20:>8.0f}Mi{row['solve_growth'] / 2**20:>7.0f}Mi"
+            f"{_floor(row)}{row['peak_rss'] / 2**20:>8.0f}Mi{row['solve_growth'] / 2**20:>7.0f}Mi"
             f"{row['parse']:>9.2f}",
             flush=True,
         )
