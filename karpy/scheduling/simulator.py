@@ -48,6 +48,7 @@ from karpy.scheduling.taints import Taint
 __all__ = ["SchedulerOptions", "Simulator", "solve"]
 
 MAX_INSTANCE_TYPES: Final = 600
+IMPROVEMENT_BUDGET: Final = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +60,16 @@ class SchedulerOptions:
     when the compatible instance types cannot satisfy a requirement's ``minValues``.
     ``well_known_labels`` are the labels a NodePool need not define for a pod to ask
     for them (instance types define them); providers add their own.
+    ``improvement_budget`` bounds the cost-improvement stage after first fit
+    (:mod:`karpy.scheduling.improve`): evaluations per pod on a new NodeClaim; 0 turns
+    the stage off. A count of evaluations rather than a clock keeps plans deterministic.
     """
 
     preference_policy: Literal["Respect", "Ignore"] = "Respect"
     min_values_policy: Literal["Strict", "BestEffort"] = "Strict"
     max_instance_types: int = MAX_INSTANCE_TYPES
     well_known_labels: frozenset[str] = WELL_KNOWN_LABELS
+    improvement_budget: int = IMPROVEMENT_BUDGET
 
 
 class Simulator:

@@ -29,6 +29,7 @@ from karpy.scheduling.capacity import (
 )
 from karpy.scheduling.checks import Checker, taint_reason
 from karpy.scheduling.daemons import daemon_groups
+from karpy.scheduling.improve import Improver
 from karpy.scheduling.node import ExistingNode
 from karpy.scheduling.nodepool import NODES, NodePoolTemplate
 from karpy.scheduling.pod import Pod
@@ -180,7 +181,21 @@ class Solve:
             if not progress or not failed:
                 break
             queue = failed
+        self._improve()
         return self._results(errors)
+
+    def _improve(self) -> None:
+        """Lower the plan's price by moving pods between its new NodeClaims."""
+        per_pod = self.sim.options.improvement_budget
+        if per_pod <= 0 or len(self.claims) < 2:
+            return
+        Improver(
+            self.claims,
+            requirements=self.requirements,
+            topology=self.topology,
+            strict_min_values=self.checker.strict_min_values,
+            budget=per_pod * sum(len(c.pods) for c in self.claims),
+        ).run()
 
     def _place_run(
         self,
@@ -405,6 +420,7 @@ class Solve:
             if amount:
                 total[i] += amount * count
         claim.pods.extend(pods)
+        claim.runs.append((sig, vec, count))
         if sig.host_ports:
             claim.ports.extend(sig.host_ports)
         claim.sig_counts[sig] = claim.sig_counts.get(sig, 0) + count
