@@ -4,24 +4,27 @@ so that NodeClaims drop to cheaper instance types or disappear.
 First fit spreads pods round-robin over the NodeClaims that must exist anyway, and
 each NodeClaim is then rounded up to a whole instance type; CPU-heavy and memory-heavy
 pods land side by side by chance. :class:`Improver` takes the finished plan and, for
-each NodeClaim, looks for pods whose removal lets it use a cheaper type (or none at
-all) and for other NodeClaims that can take those pods in the room their current type
-already has -- so every accepted change lowers the plan's price and none raises it. A
-memory-heavy pod thus goes where CPU is the binding resource and memory is spare, which
-is what pairs complementary pods.
+each NodeClaim, looks for pods (one, two, or all of a small NodeClaim) whose removal
+lets it use a cheaper type or none, and for other NodeClaims that take those pods in
+the room their cheapest type already has; a last pass also accepts NodeClaims that get
+dearer by less than the move saves. Every accepted change lowers the plan's total
+price. A memory-heavy pod thus goes where CPU binds and memory is spare, which is what
+pairs complementary pods. Room is found through :class:`FreeIndex` trees per NodePool
+and partition.
 
 What keeps it safe: a pod only moves between NodeClaims of the same NodePool whose
 requirements agree on every topology key of the solve (so zone counts, zone spreads and
-zone (anti-)affinity are untouched) and whose requirements the pod accepts without
-narrowing them; hostname rules are re-checked against per-NodeClaim counts (spread
-maxSkew, anti-affinity both ways); pods with host ports, volume topology, a required
-hostname or hostname pod affinity stay where they are; a NodeClaim keeps only types
-within the capacity it reserved against its NodePool's limits; minValues is re-checked.
-Each NodeClaim ends with every instance type that fits its pods (Karpenter's rule), not
-just the one that priced it.
+zone (anti-)affinity are untouched), or onto a NodeClaim whose pods no zone-like rule
+looks at, which then narrows to the source's domains; the pod must accept the target's
+requirements without narrowing them; hostname rules are re-checked against
+per-NodeClaim counts (spread maxSkew, anti-affinity both ways); pods with host ports,
+volume topology, a required hostname or hostname pod affinity stay where they are; a
+NodeClaim keeps only types within the capacity it reserved against its NodePool's
+limits; minValues is re-checked. Each NodeClaim ends with every instance type that
+fits its pods (Karpenter's rule), not just the one that priced it.
 
-The work is bounded by a budget of evaluations (a setting, proportional to the pods
-moved), not by a clock, so the same input always gives the same plan.
+The work is bounded by a budget of evaluations (a setting, proportional to the pods),
+not by a clock, so the same input always gives the same plan.
 """
 
 from __future__ import annotations
@@ -64,6 +67,28 @@ class _Item:
         self.sig = sig
         self.vec = vec
         self.size = sum(vec)
+
+
+class _Rules:
+    """A signature's topology groups as the moves need them: hostname groups that
+    count its pods, that it owns, that keep it out, that it feeds; and every group whose
+    node filter depends on the NodeClaim's requirements."""
+
+    __slots__ = ("all_counted", "counted", "filtered", "inverse", "inverse_owned", "owned")
+
+    def __init__(self, sig: Signature) -> None:
+        self.all_counted = [g for g in sig.counted if g.is_hostname]
+        # only spread and anti-affinity rules can refuse a newcomer
+        self.counted = [g for g in self.all_counted if g.spec.kind is not AFFINITY]
+        self.owned = [(g, own) for g, own in sig.owned if g.is_hostname]
+        self.inverse = [g for g in sig.inverse if g.is_hostname]
+        self.inverse_owned = [g for g in sig.inverse_owned if g.is_hostname]
+        self.filtered = [
+            g
+            for g in sig.counted
+            if g.spec.node_filter is not None
+            and (g.spec.node_filter.terms or g.spec.node_filter.taints_honored)
+        ]
 
 
 class _Prices:
@@ -131,8 +156,11 @@ class Improver:
         # peer) is not searched for again and again
         self._failed: dict[Signature, int] = {}
         self._found: set[Signature] = set()
-        self._pins: dict[tuple[object, ...], Requirements] = {}
+        self._pins: dict[int, Requirements] = {}
+        self._part_ids: dict[tuple[object, ...], int] = {}
         self._largest_cache: dict[tuple[int, int], list[int]] = {}
+        self._compatible: dict[tuple[int, Requirements], int] = {}
+        self._sig_rules: dict[Signature, _Rules] = {}
         self._no_place: set[tuple[tuple[Signature, tuple[int, ...]], ...]] = set()
 
     # ------------------------------------------------------------------ setup
@@ -180,6 +208,8 @@ class Improver:
         self.live: list[set[tuple[object, ...]]] = [self._wanted(n) for n in range(len(claims))]
         # First only moves into room that is already paid for; once those run out,
         # also moves that make another NodeClaim dearer by less than they save.
+        # A pass over the NodeClaims is repeated while it still finds much to do; the
+        # last pass only looks for moves that raise another NodeClaim's price.
         self.growing = False
         while self.budget > 0:
             before = self.moves
@@ -191,9 +221,9 @@ class Improver:
                 self._no_place.clear()
                 while self.budget > 0 and self._improve(number):
                     pass
-            if self.moves - before <= len(claims) // 20:
-                if self.growing:
-                    break
+            if self.growing:
+                break
+            if self.moves - before <= len(claims):
                 self.growing = True
                 self._failed.clear()
         self._finish()
@@ -207,15 +237,22 @@ class Improver:
             position += count
         return out
 
-    def _part_key(self, claim: Claim) -> tuple[object, ...]:
-        return tuple(claim.req.get(k) for k in self.keys)
+    def _part_key(self, claim: Claim) -> int:
+        """The NodeClaim's partition: a number per distinct set of requirements on
+        the topology keys (compared far more often than computed)."""
+        key = tuple(claim.req.get(k) for k in self.keys)
+        return self._part_ids.setdefault(key, len(self._part_ids))
 
     def _base(self, claim: Claim) -> int:
         """Types the NodeClaim may use whatever its pods: compatible with its
         requirements, and within the capacity it reserved against NodePool limits."""
         template = claim.template
         catalog = template.catalog
-        mask = catalog.compatible_mask(claim.req)
+        key = (id(catalog), claim.req)
+        mask = self._compatible.get(key)
+        if mask is None:
+            mask = catalog.compatible_mask(claim.req)
+            self._compatible[key] = mask
         if template.limited and claim.reserved:
             mask &= catalog.within_mask(claim.reserved)
         return mask
@@ -379,23 +416,20 @@ class Improver:
         distinct: dict[tuple[Signature, tuple[int, ...]], _Item] = {}
         for item in movable:
             distinct.setdefault((item.sig, tuple(item.vec)), item)
-        kinds = list(distinct.values())
+        # Smallest pods first: they are the easiest to place elsewhere.
+        kinds = sorted(distinct.items(), key=lambda entry: entry[1].size)
         gains: dict[tuple[int, ...], float] = {}
-        singles: list[tuple[int, int, _Item, float]] = []
-        for position, item in enumerate(kinds):
-            shape = tuple(item.vec)
-            saved = gains.get(shape)
+        for kind, item in kinds:
+            if (kind,) in self._no_place:
+                continue
+            saved = gains.get(kind[1])
             if saved is None:
                 left = [a - b for a, b in zip(total, item.vec, strict=True)]
                 saved = price - self._cost(number, left)
-                gains[shape] = saved
-            if saved > 1e-9:
-                singles.append((item.size, position, item, saved))
-        singles.sort(key=lambda entry: (entry[0], entry[1]))
-        for _, _, item, saved in singles:
-            if self._relocate(number, [item], saved):
+                gains[kind[1]] = saved
+            if saved > 1e-9 and self._relocate(number, [item], saved):
                 return True
-        if len(movable) > 12 or self.budget <= 0:
+        if len(movable) > 12 or self.budget <= 0 or self.growing:
             return False
         pairs: list[tuple[int, int, int, _Item, _Item, float]] = []
         for (i, first), (j, second) in combinations(enumerate(movable), 2):
@@ -452,12 +486,12 @@ class Improver:
             searches: list[tuple[object, ...]] = [("all",), ("grow-all",)]
         else:
             key = self.part_key[source]
-            searches = [("part", key), ("neutral",), ("grow", key), ("grow-neutral",)]
+            searches = [("neutral",), ("part", key), ("grow", key), ("grow-neutral",)]
         need = item.vec
         tries = 0
         for name in searches:
             grows = str(name[0]).startswith("grow")
-            if grows and not self.growing:
+            if grows != self.growing:
                 continue
             limit = allowance - 1e-9 if grows else 1e-9
             if limit <= 0:
@@ -465,7 +499,9 @@ class Improver:
             index = self._index(template, name)
             slot = index.find(need)
             tried = 0
-            while slot is not None and tried < _DESTINATION_TRIES and self.budget > 0:
+            # growing, the first NodeClaims with room are the likeliest to be cheap
+            most = 1 if grows else _DESTINATION_TRIES
+            while slot is not None and tried < most and self.budget > 0:
                 target = peers[slot]
                 slot = index.find(need, slot + 1)
                 if target == source:
@@ -584,16 +620,15 @@ class Improver:
         self.totals[target] = [a + b for a, b in zip(self.totals[target], vec, strict=True)]
         here = self.claims[source]
         there = self.claims[target]
-        for group in sig.counted:
-            if group.is_hostname and self._counts_on(group, here):
+        rules = self._rules(sig)
+        for group in rules.all_counted:
+            if self._counts_on(group, here):
                 _shift(group, here.hostname, there.hostname)
-        for group in sig.inverse_owned:
-            if group.is_hostname:
-                _shift(group, here.hostname, there.hostname)
-        for group, _ in sig.owned:
-            if group.is_hostname:
-                self.owners[source][group] -= 1
-                self.owners[target][group] = self.owners[target].get(group, 0) + 1
+        for group in rules.inverse_owned:
+            _shift(group, here.hostname, there.hostname)
+        for group, _ in rules.owned:
+            self.owners[source][group] -= 1
+            self.owners[target][group] = self.owners[target].get(group, 0) + 1
         if self._is_zonal(sig):
             self.zonal[source] -= 1
             self.zonal[target] += 1
@@ -662,29 +697,33 @@ class Improver:
             self._accepts[key] = accepted
         if not accepted:
             return False
-        host = there.hostname
-        owners = self.owners[target]
-        for group in sig.counted:
+        rules = self._rules(sig)
+        for group in rules.filtered:
             if self._counts_on(group, here) != self._counts_on(group, there, req):
                 return False
-            if not group.is_hostname or not owners.get(group):
+        host = there.hostname
+        owners = self.owners[target]
+        for group in rules.counted:
+            if not owners.get(group):
                 continue
-            kind = group.spec.kind
-            if kind is ANTI_AFFINITY:
+            if group.spec.kind is ANTI_AFFINITY:
                 return False
-            if kind is SPREAD and group.counts.get(host, 0) + 1 > group.spec.max_skew:
+            if group.counts.get(host, 0) + 1 > group.spec.max_skew:
                 return False
-        for group, self_selected in sig.owned:
-            if not group.is_hostname:
-                continue
+        for group, self_selected in rules.owned:
             count = group.counts.get(host, 0)
             if group.spec.kind is ANTI_AFFINITY and count > 0:
                 return False
             if group.spec.kind is SPREAD and count + self_selected > group.spec.max_skew:
                 return False
-        return all(
-            not (group.is_hostname and group.counts.get(host, 0) > 0) for group in sig.inverse
-        )
+        return all(not group.counts.get(host, 0) for group in rules.inverse)
+
+    def _rules(self, sig: Signature) -> _Rules:
+        rules = self._sig_rules.get(sig)
+        if rules is None:
+            rules = _Rules(sig)
+            self._sig_rules[sig] = rules
+        return rules
 
     # ------------------------------------------------------------------ results
 

@@ -48,7 +48,7 @@ from karpy.scheduling.taints import Taint
 __all__ = ["SchedulerOptions", "Simulator", "solve"]
 
 MAX_INSTANCE_TYPES: Final = 600
-IMPROVEMENT_BUDGET: Final = 30
+IMPROVEMENT_BUDGET: Final = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +61,9 @@ class SchedulerOptions:
     ``well_known_labels`` are the labels a NodePool need not define for a pod to ask
     for them (instance types define them); providers add their own.
     ``improvement_budget`` bounds the cost-improvement stage after first fit
-    (:mod:`karpy.scheduling.improve`): evaluations per pod on a new NodeClaim; 0 turns
-    the stage off. A count of evaluations rather than a clock keeps plans deterministic.
+    (:mod:`karpy.scheduling.improve`): evaluations per pod on a new NodeClaim (plus a
+    fixed 1,000 per solve); 0 turns the stage off. A count of evaluations rather than
+    a clock keeps plans deterministic.
     """
 
     preference_policy: Literal["Respect", "Ignore"] = "Respect"

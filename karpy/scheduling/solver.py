@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from heapq import heapify, heappop, heappush
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis.labels import LABEL_HOSTNAME
 from karpy.scheduling import resources as res
@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from karpy.scheduling.simulator import Simulator
 
 __all__ = ["Solve"]
+
+IMPROVEMENT_FLOOR: Final = 1000
+"""Evaluations the improvement stage may spend on any plan, besides those per pod."""
 
 
 class Solve:
@@ -194,7 +197,8 @@ class Solve:
             requirements=self.requirements,
             topology=self.topology,
             strict_min_values=self.checker.strict_min_values,
-            budget=per_pod * sum(len(c.pods) for c in self.claims),
+            # a fixed allowance on top, so that small plans are improved all the way
+            budget=per_pod * sum(len(c.pods) for c in self.claims) + IMPROVEMENT_FLOOR,
         ).run()
 
     def _place_run(
