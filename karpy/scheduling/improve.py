@@ -161,6 +161,8 @@ class Improver:
         self._largest_cache: dict[tuple[int, int], list[int]] = {}
         self._compatible: dict[tuple[int, Requirements], int] = {}
         self._sig_rules: dict[Signature, _Rules] = {}
+        self._fruitless: dict[tuple[Signature, tuple[int, ...], Requirements], int] = {}
+        self.grown = 0
         self._no_place: set[tuple[tuple[Signature, tuple[int, ...]], ...]] = set()
 
     # ------------------------------------------------------------------ setup
@@ -353,8 +355,9 @@ class Improver:
             self.slack[number] = self.none
             self.grow[number] = self.none
             return
-        self.price[number] = self.pricing[number].cheapest(self._types(number, total))[0]
-        self.slack[number] = self._room(number, total) or self.none
+        price, cheapest = self.pricing[number].cheapest(self._types(number, total))
+        self.price[number] = price
+        self.slack[number] = self._room_of(number, cheapest, total) or self.none
         largest = self._largest(number)
         self.grow[number] = [a - t for a, t in zip(largest, total, strict=True)]
 
@@ -377,9 +380,8 @@ class Improver:
             self._largest_cache[key] = largest
         return largest
 
-    def _room(self, number: int, total: list[int]) -> list[int] | None:
-        """What the cheapest type for ``total`` on NodeClaim ``number`` leaves free."""
-        cheapest = self.pricing[number].cheapest(self._types(number, total))[1]
+    def _room_of(self, number: int, cheapest: int, total: list[int]) -> list[int] | None:
+        """What type ``cheapest`` leaves free on NodeClaim ``number`` holding ``total``."""
         if cheapest < 0:
             return None
         claim = self.claims[number]
@@ -480,8 +482,14 @@ class Improver:
         sig = item.sig
         if self._hopeless(sig):
             return None
+        # A search that found nothing stays fruitless until some NodeClaim gains room
+        # (a move's source does): remember it with the count of moves so far.
+        memo = (sig, tuple(item.vec), self.claims[source].req)
+        if not self.growing and self._fruitless.get(memo) == self.grown:
+            return None
         template = self.claims[source].template.index
         peers = self.peers[template]
+        passed_source = False
         if not self._is_zonal(sig):
             searches: list[tuple[object, ...]] = [("all",), ("grow-all",)]
         else:
@@ -505,6 +513,7 @@ class Improver:
                 target = peers[slot]
                 slot = index.find(need, slot + 1)
                 if target == source:
+                    passed_source = True
                     continue
                 tried += 1
                 self.budget -= 1
@@ -521,6 +530,8 @@ class Improver:
             tries += tried
         if tries:
             self._failed[sig] = self._failed.get(sig, 0) + 1
+        if not passed_source:
+            self._fruitless[memo] = self.grown
         return None
 
     def _pinned(self, source: int, target: int, item: _Item) -> Requirements | bool:
@@ -607,6 +618,7 @@ class Improver:
 
     def _move(self, item: _Item, source: int, target: int, pinned: Requirements | None) -> None:
         sig = item.sig
+        self.grown += 1
         if pinned is not None:
             claim = self.claims[target]
             claim.req = pinned
