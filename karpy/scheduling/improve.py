@@ -4,10 +4,11 @@ so that NodeClaims drop to cheaper instance types or disappear.
 First fit spreads pods round-robin over the NodeClaims that must exist anyway, and
 each NodeClaim is then rounded up to a whole instance type; CPU-heavy and memory-heavy
 pods land side by side by chance. :class:`Improver` takes the finished plan and, for
-each NodeClaim, looks for pods (one, two, or all of a small NodeClaim) whose removal
-lets it use a cheaper type or none, and for other NodeClaims that take those pods in
-the room their cheapest type already has; a last pass also accepts NodeClaims that get
-dearer by less than the move saves. Every accepted change lowers the plan's total
+each NodeClaim, looks for pods (one, two, all of a small NodeClaim, or as many of a
+large one's smallest pods as it takes) whose removal lets it use a cheaper type or
+none, and for other NodeClaims that take those pods in the room their cheapest type
+already has; a last pass also accepts NodeClaims that get dearer by less than the move
+saves. Every accepted change lowers the plan's total
 price. A memory-heavy pod thus goes where CPU binds and memory is spare, which is what
 pairs complementary pods. Room is found through :class:`FreeIndex` trees per NodePool
 and partition.
@@ -52,6 +53,8 @@ _INF: Final = float("inf")
 _DESTINATION_TRIES: Final = 4
 # A NodeClaim is only emptied when it has at most this many pods (all movable).
 _EMPTY_AT_MOST: Final = 8
+# A NodeClaim is drained of at most this many of its smallest pods at once.
+_DRAIN_AT_MOST: Final = 48
 # Destination searches of one signature that may fail, with none found, before the
 # signature is given up on.
 _HOPELESS: Final = 8
@@ -431,7 +434,21 @@ class Improver:
                 gains[kind[1]] = saved
             if saved > 1e-9 and self._relocate(number, [item], saved):
                 return True
-        if len(movable) > 12 or self.budget <= 0 or self.growing:
+        if len(movable) > 12:
+            # Drain: the smallest pods, as many as it takes for a cheaper type (where
+            # sizes double, one or two pods are rarely enough).
+            removed: list[_Item] = []
+            left = list(total)
+            for item in sorted(movable, key=lambda i: i.size)[:_DRAIN_AT_MOST]:
+                left = [a - b for a, b in zip(left, item.vec, strict=True)]
+                removed.append(item)
+                if len(removed) < 3:
+                    continue
+                saved = price - self._cost(number, left)
+                if saved > 1e-9:
+                    return self._relocate(number, removed[::-1], saved)
+            return False
+        if self.budget <= 0 or self.growing:
             return False
         pairs: list[tuple[int, int, int, _Item, _Item, float]] = []
         for (i, first), (j, second) in combinations(enumerate(movable), 2):
