@@ -17,6 +17,9 @@ How a solve works (docs/scheduling.md has the long version):
 3. A pod that fits nowhere has its preferences relaxed one at a time
    (:mod:`karpy.scheduling.signature`); pods that still fit nowhere are retried after
    the others, as long as that makes progress, and otherwise get a reason.
+4. The cost-improvement stage (:mod:`karpy.scheduling.improve`) moves pods between the
+   new NodeClaims so that they fit cheaper instance types, within a budget of
+   evaluations (``SchedulerOptions.improvement_budget``).
 
 What keeps the cost per pod flat as the batch grows: constraints are computed once per
 signature, instance types are filtered with cached bitmasks, requirement intersections
