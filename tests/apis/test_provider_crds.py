@@ -5,6 +5,7 @@ provider reserves a label it uses; Karpenter's core rules hold in every set."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ def manifests(name: str) -> list[dict[str, Any]]:
 
 def apply(cluster: Any, docs: list[dict[str, Any]]) -> str:
     """Server-side apply, validated in full by the API server but not stored."""
-    stream = yaml.safe_dump_all(docs)
+    # JSON documents: kubectl's YAML 1.1 would read a bare N (an Azure SKU family) as false.
+    stream = "\n---\n".join(json.dumps(d) for d in docs)
     return str(
         cluster.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-", input=stream)
     )
