@@ -37,7 +37,7 @@ export PATH="$root/.venv/bin:$root/tests/controlplane/bin:$PATH"
 echo "== starting the local cluster in $dir"
 kubeconfig=$(bash tests/controlplane/start.sh "$dir")
 export KUBECONFIG=$kubeconfig
-kubectl apply --server-side -f crds/ >/dev/null
+kubectl apply --server-side -f crds/kwok/ >/dev/null
 kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
 
 echo "== starting karpy (log: $dir/karpy.log)"
