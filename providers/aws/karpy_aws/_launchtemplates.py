@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from karpy_aws._clients import AWSClients
 from karpy_aws._errors import is_already_exists, is_not_found
+from karpy_aws.apis import labels as aws
 
 __all__ = ["LT_CLUSTER_TAG", "LT_NAME_PREFIX", "LaunchTemplates", "launch_template_name"]
 
@@ -79,15 +80,33 @@ class LaunchTemplates:
         """Forget that ``name`` exists (CreateFleet said it does not)."""
         self._known.discard(name)
 
-    async def list_names(self) -> list[str]:
-        """The names of this cluster's templates."""
+    async def list_names(self, *, node_class: str | None = None) -> list[str]:
+        """The names of this cluster's templates (of one EC2NodeClass if given)."""
         names: list[str] = []
+        filters = [{"Name": f"tag:{LT_CLUSTER_TAG}", "Values": [self._cluster]}]
+        if node_class is not None:
+            filters.append({"Name": f"tag:{aws.TAG_NODECLASS}", "Values": [node_class]})
         paginator = self._clients.ec2.get_paginator("describe_launch_templates")
-        async for page in paginator.paginate(
-            Filters=[{"Name": f"tag:{LT_CLUSTER_TAG}", "Values": [self._cluster]}]
-        ):
+        async for page in paginator.paginate(Filters=filters):
             names.extend(t["LaunchTemplateName"] for t in page.get("LaunchTemplates", []))
         return sorted(names)
+
+    async def delete_for_node_class(self, node_class: str) -> list[str]:
+        """Delete every template of ``node_class`` (it is being deleted)."""
+        names = await self.list_names(node_class=node_class)
+        for name in names:
+            await self._delete(name)
+        return names
+
+    async def _delete(self, name: str) -> None:
+        try:
+            await self._clients.ec2.delete_launch_template(LaunchTemplateName=name)
+        except Exception as exc:
+            if not is_not_found(exc):
+                raise
+        self._known.discard(name)
+        self.last_used.pop(name, None)
+        log.info("deleted launch template", extra={"launch-template-name": name})
 
     async def garbage_collect(self, *, unused_for: float) -> list[str]:
         """Delete this cluster's templates no launch used for ``unused_for`` seconds
@@ -98,13 +117,6 @@ class LaunchTemplates:
         for name in await self.list_names():
             if now - self.last_used.get(name, self._started) < unused_for:
                 continue
-            try:
-                await self._clients.ec2.delete_launch_template(LaunchTemplateName=name)
-            except Exception as exc:
-                if not is_not_found(exc):
-                    raise
-            self._known.discard(name)
-            self.last_used.pop(name, None)
+            await self._delete(name)
             deleted.append(name)
-            log.info("deleted launch template", extra={"launch-template-name": name})
         return deleted

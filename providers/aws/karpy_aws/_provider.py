@@ -35,11 +35,12 @@ from karpy.cloudprovider import (
     RepairPolicy,
     launched_nodeclaim,
 )
-from karpy.runtime import Client, Kind, thaw
+from karpy.runtime import Client, Manager, thaw
 from karpy.runtime import errors as kerrors
 from karpy.scheduling import resources as res
 from karpy_aws._catalog import Catalog
 from karpy_aws._clients import AWSClients
+from karpy_aws._controllers import register_controllers
 from karpy_aws._errors import is_launch_template_not_found, is_not_found, reason_message
 from karpy_aws._fleet import FleetPlan, fleet_outcome, fleet_request, plan_fleet
 from karpy_aws._instances import (
@@ -50,6 +51,7 @@ from karpy_aws._instances import (
     provider_id,
 )
 from karpy_aws._instancetypes import NodeClassShape, build_instance_type
+from karpy_aws._kinds import EC2_NODE_CLASS, EC2_NODE_CLASS_KIND
 from karpy_aws._launchtemplates import LaunchTemplates
 from karpy_aws._pricing import PricingProvider
 from karpy_aws._settings import AWSSettings
@@ -68,12 +70,6 @@ __all__ = [
 
 log = logging.getLogger("karpy.aws")
 
-EC2_NODE_CLASS: Final = NodeClassKind(
-    group=aws.GROUP, version="v1", kind="EC2NodeClass", plural="ec2nodeclasses"
-)
-EC2_NODE_CLASS_KIND: Final = Kind(
-    group=aws.GROUP, version="v1", plural="ec2nodeclasses", kind="EC2NodeClass", namespaced=False
-)
 HASH_VERSION: Final = "karpy-v1"
 
 NodeClassGetter = Callable[[str], Awaitable[EC2NodeClass | None]]
@@ -489,6 +485,14 @@ class AWSCloudProvider:
 
     def supported_node_classes(self) -> Sequence[NodeClassKind]:
         return (EC2_NODE_CLASS,)
+
+    # -- controllers -------------------------------------------------------------------
+
+    def register_controllers(self, manager: Manager) -> None:
+        """Add the EC2NodeClass status controller (``nodeclass``), launch-template
+        garbage collection, and the interruption controller when ``interruptionQueue``
+        is set (see :mod:`karpy_aws._controllers`)."""
+        register_controllers(self, manager)
 
 
 def _is_client_error(exc: BaseException) -> bool:
