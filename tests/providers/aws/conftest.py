@@ -5,74 +5,34 @@ pointed at it."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 
-import boto3
 import pytest
 import pytest_asyncio
 from karpy_aws import AWSCloudProvider, AWSSettings
 from karpy_aws._clients import AWSClients
 from karpy_aws._resolve import resolve_status
 from karpy_aws.apis import EC2NodeClass
-from moto_harness import FleetFaults, moto_server, seed_public_parameter
+from moto_harness import (
+    DISCOVERY,
+    ROLE,
+    Account,
+    FleetFaults,
+    moto_server,
+    seed_account,
+    use_test_credentials,
+)
 
 REGION = "us-east-1"
 CLUSTER = "karpy-test"
 K8S_VERSION = "1.31"
-DISCOVERY = {"karpenter.sh/discovery": CLUSTER}
-ROLE = f"KarpenterNodeRole-{CLUSTER}"
-
-
-@dataclass(frozen=True)
-class Account:
-    """What the seeded account holds."""
-
-    url: str
-    faults: FleetFaults
-    subnets: dict[str, str]  # subnet id -> zone
-    security_group: str
-    amis: dict[str, str]  # arch (x86_64, arm64) -> AMI id
 
 
 @pytest.fixture(scope="session")
 def aws_account() -> Iterator[Account]:
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-    }.items():
-        os.environ.setdefault(key, value)
+    use_test_credentials()
     with moto_server() as url, FleetFaults().installed() as faults:
-        kw = {"region_name": REGION, "endpoint_url": url}
-        ec2 = boto3.client("ec2", **kw)
-        subnets = {s["SubnetId"]: s["AvailabilityZone"] for s in ec2.describe_subnets()["Subnets"]}
-        # three of the default VPC's subnets are the cluster's
-        chosen = dict(sorted(subnets.items(), key=lambda kv: kv[1])[:3])
-        ec2.create_tags(
-            Resources=list(chosen), Tags=[{"Key": k, "Value": v} for k, v in DISCOVERY.items()]
-        )
-        vpc = ec2.describe_vpcs()["Vpcs"][0]["VpcId"]
-        group = ec2.create_security_group(
-            GroupName=f"{CLUSTER}-nodes", Description="karpy test nodes", VpcId=vpc
-        )["GroupId"]
-        ec2.create_tags(
-            Resources=[group], Tags=[{"Key": k, "Value": v} for k, v in DISCOVERY.items()]
-        )
-        boto3.client("iam", **kw).create_role(RoleName=ROLE, AssumeRolePolicyDocument="{}")
-        amis = {}
-        for arch in ("x86_64", "arm64"):
-            image = ec2.describe_images(
-                Owners=["amazon"], Filters=[{"Name": "architecture", "Values": [arch]}]
-            )["Images"][0]["ImageId"]
-            amis[arch] = image
-            seed_public_parameter(
-                REGION,
-                f"/aws/service/eks/optimized-ami/{K8S_VERSION}/amazon-linux-2023/{arch}/standard/recommended/image_id",
-                image,
-            )
-        yield Account(url=url, faults=faults, subnets=chosen, security_group=group, amis=amis)
+        yield seed_account(url, faults, cluster=CLUSTER, k8s_versions=(K8S_VERSION,))
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +38,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import boto3
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.responses import ActionResult
 from moto.ec2.exceptions import EC2ClientError
@@ -45,7 +47,79 @@ from moto.ec2.responses.fleets import Fleets
 from moto.server import ThreadedMotoServer
 from moto.ssm.models import Parameter, ssm_backends
 
-__all__ = ["FleetFaults", "PricingServer", "moto_server", "seed_public_parameter"]
+__all__ = [
+    "DISCOVERY",
+    "ROLE",
+    "Account",
+    "FleetFaults",
+    "PricingServer",
+    "moto_server",
+    "seed_account",
+    "seed_public_parameter",
+    "use_test_credentials",
+]
+
+CLUSTER = "karpy-test"
+DISCOVERY = {"karpenter.sh/discovery": CLUSTER}
+ROLE = f"KarpenterNodeRole-{CLUSTER}"
+
+
+def use_test_credentials() -> None:
+    """Fake credentials for moto (set only where none are set)."""
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        os.environ.setdefault(key, "testing")
+
+
+@dataclass(frozen=True)
+class Account:
+    """What :func:`seed_account` put into moto."""
+
+    url: str
+    faults: FleetFaults
+    subnets: dict[str, str]  # subnet id -> zone
+    security_group: str
+    amis: dict[str, str]  # arch (x86_64, arm64) -> AMI id
+
+
+def seed_account(
+    url: str,
+    faults: FleetFaults,
+    *,
+    cluster: str = CLUSTER,
+    region: str = "us-east-1",
+    k8s_versions: tuple[str, ...] = ("1.31",),
+) -> Account:
+    """Make moto's account look like an EKS cluster's: three subnets and a security
+    group tagged ``karpenter.sh/discovery``, the node role, and the EKS AL2023 AMI
+    parameters for ``k8s_versions`` pointing at moto's own AMIs."""
+    kw = {"region_name": region, "endpoint_url": url}
+    ec2 = boto3.client("ec2", **kw)
+    subnets = {s["SubnetId"]: s["AvailabilityZone"] for s in ec2.describe_subnets()["Subnets"]}
+    chosen = dict(sorted(subnets.items(), key=lambda kv: kv[1])[:3])
+    tags = [{"Key": "karpenter.sh/discovery", "Value": cluster}]
+    ec2.create_tags(Resources=list(chosen), Tags=tags)
+    vpc = ec2.describe_vpcs()["Vpcs"][0]["VpcId"]
+    group = ec2.create_security_group(
+        GroupName=f"{cluster}-nodes", Description="karpy test nodes", VpcId=vpc
+    )["GroupId"]
+    ec2.create_tags(Resources=[group], Tags=tags)
+    boto3.client("iam", **kw).create_role(
+        RoleName=f"KarpenterNodeRole-{cluster}", AssumeRolePolicyDocument="{}"
+    )
+    amis = {}
+    for arch in ("x86_64", "arm64"):
+        image = ec2.describe_images(
+            Owners=["amazon"], Filters=[{"Name": "architecture", "Values": [arch]}]
+        )["Images"][0]["ImageId"]
+        amis[arch] = image
+        for version in k8s_versions:
+            seed_public_parameter(
+                region,
+                f"/aws/service/eks/optimized-ami/{version}/amazon-linux-2023/{arch}/standard/"
+                "recommended/image_id",
+                image,
+            )
+    return Account(url=url, faults=faults, subnets=chosen, security_group=group, amis=amis)
 
 
 @contextmanager
