@@ -11,6 +11,7 @@ cluster's templates.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -49,6 +50,7 @@ class LaunchTemplates:
         self._clients = clients
         self._cluster = cluster_name
         self._known: set[str] = set()
+        self._creating: dict[str, asyncio.Lock] = {}
         self._now = monotonic
         self._started = monotonic()
         #: template name -> when a launch last used it (monotonic seconds)
@@ -60,6 +62,15 @@ class LaunchTemplates:
         self.last_used[name] = self._now()
         if name in self._known:
             return name
+        # concurrent launches of one configuration create the template once
+        lock = self._creating.setdefault(name, asyncio.Lock())
+        async with lock:
+            if name not in self._known:
+                await self._create(name, data, tags)
+        self._creating.pop(name, None)
+        return name
+
+    async def _create(self, name: str, data: Mapping[str, Any], tags: Mapping[str, str]) -> None:
         all_tags = [
             {"Key": k, "Value": v} for k, v in {**tags, LT_CLUSTER_TAG: self._cluster}.items()
         ]
@@ -74,7 +85,6 @@ class LaunchTemplates:
             if not (is_already_exists(exc) or "AlreadyExists" in str(exc)):
                 raise
         self._known.add(name)
-        return name
 
     def invalidate(self, name: str) -> None:
         """Forget that ``name`` exists (CreateFleet said it does not)."""
