@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from karpy.cloudprovider import InstanceType
+from karpy.cloudprovider import InstanceType, OfferingKey
 from karpy_aws._clients import AWSClients
 from karpy_aws._instancetypes import NodeClassShape, build_instance_type
 from karpy_aws._pricing import PricingProvider
@@ -121,6 +121,15 @@ class Catalog:
         cached = self._built.get(shape)
         if cached is not None and cached[0] == stamp:
             return cached[1]
+        # a snapshot, so the build can run off the event loop without racing the cache
+        marked = frozenset(self._unavailable.marked())
+        built = await asyncio.to_thread(self._build, shape, marked)
+        self._built[shape] = (stamp, built)
+        return built
+
+    def _build(self, shape: NodeClassShape, marked: frozenset[OfferingKey]) -> list[InstanceType]:
+        """Build every instance type (pure; ~1 ms each, so it runs in a worker thread
+        rather than stalling the event loop for a second or more)."""
         data = static_data()
         built: list[InstanceType] = []
         for name, info in self._infos.items():
@@ -131,7 +140,7 @@ class Catalog:
                 offered_zones=self._zones.get(name, frozenset()),
                 shape=shape,
                 price=self.pricing.price,
-                unavailable=self._unavailable.is_unavailable,
+                unavailable=marked.__contains__,
                 reserved_enis=self._settings.reserved_enis,
                 vm_memory_overhead_percent=self._settings.vm_memory_overhead_percent,
                 branch_enis=limits[0] if limits else 0,
@@ -140,5 +149,4 @@ class Catalog:
             if it is not None:
                 built.append(it)
         built.sort(key=lambda it: it.name)
-        self._built[shape] = (stamp, built)
         return built
