@@ -50,7 +50,7 @@ from karpy_aws._instances import (
     nodeclaim_from_instance,
     provider_id,
 )
-from karpy_aws._instancetypes import NodeClassShape, build_instance_type
+from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_type
 from karpy_aws._kinds import EC2_NODE_CLASS, EC2_NODE_CLASS_KIND
 from karpy_aws._launchtemplates import LaunchTemplates
 from karpy_aws._pricing import PricingProvider
@@ -391,7 +391,7 @@ class AWSCloudProvider:
             info,
             region=self.settings.region,
             offered_zones=(zone,),
-            shape=NodeClassShape(zones=()),
+            shape=NodeClassShape(zones=(SubnetZone(zone),)),
             price=self.pricing.price,
             unavailable=lambda _: False,
             reserved_enis=self.settings.reserved_enis,

@@ -198,8 +198,16 @@ async def test_list_finds_only_this_clusters_instances(aws_provider: AWSCloudPro
     pool = make_nodepool(REF)
     launched = await aws_provider.create(make_nodeclaim(pool, requirements=[ON_DEMAND]))
     try:
-        ids = {nc.status.provider_id for nc in await aws_provider.list()}
+        listed = {nc.status.provider_id: nc for nc in await aws_provider.list()}
+        ids = set(listed)
         assert launched.status.provider_id in ids
+        mine = listed[launched.status.provider_id]
+        assert mine.metadata.name == launched.metadata.name
+        assert mine.status.capacity == launched.status.capacity
+        assert (
+            mine.metadata.labels[wk.LABEL_INSTANCE_TYPE]
+            == launched.metadata.labels[wk.LABEL_INSTANCE_TYPE]
+        )
         assert not any(stranger in (i or "") for i in ids)
     finally:
         await aws_provider.delete(launched)

@@ -4,8 +4,9 @@ abilities it claims (controllers, aclose)."""
 from __future__ import annotations
 
 import karpy_aws
-from karpy.cloudprovider import CloudProvider, ContributesControllers
 from karpy_aws import AWSCloudProvider
+
+from karpy.cloudprovider import CloudProvider, ContributesControllers
 
 
 def test_exported_names() -> None:
