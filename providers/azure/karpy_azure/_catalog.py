@@ -1,0 +1,118 @@
+"""The provider's view of what Azure sells in its location: Resource SKUs and prices,
+fetched on first use and refreshed when stale.
+
+SKUs change rarely (upstream refreshes them daily); prices are refreshed twice a day. A
+failed price refresh keeps the prices in hand (at first, the shipped table) and is
+retried after five minutes, so a pricing outage never blocks scheduling. A failed SKU
+fetch raises: without SKUs there is nothing to launch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import aiohttp
+
+from karpy_azure._arm import ArmClients
+from karpy_azure._pricing import PriceTable, fallback_prices, fetch_retail_prices
+from karpy_azure._settings import AzureSettings
+from karpy_azure._skus import Sku, parse_skus
+
+__all__ = ["Catalog"]
+
+log = logging.getLogger("karpy.cloudprovider.azure")
+
+SKU_TTL: Final = 12 * 3600.0
+PRICE_TTL: Final = 12 * 3600.0
+PRICE_RETRY: Final = 300.0
+
+
+class Catalog:
+    """Resource SKUs and prices of one location (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: AzureSettings,
+        arm: ArmClients,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._settings = settings
+        self._arm = arm
+        self._monotonic = monotonic
+        self._skus: Sequence[Sku] = ()
+        self._skus_at = -SKU_TTL
+        self._prices = fallback_prices(settings.location)
+        self._prices_at = -PRICE_TTL
+        self._sku_lock = asyncio.Lock()
+        self._price_lock = asyncio.Lock()
+        self._session: aiohttp.ClientSession | None = None
+        self.version = 0
+
+    async def skus(self) -> Sequence[Sku]:
+        """The location's VM SKUs (fetched when older than 12 hours)."""
+        if self._monotonic() - self._skus_at < SKU_TTL:
+            return self._skus
+        async with self._sku_lock:
+            if self._monotonic() - self._skus_at < SKU_TTL:
+                return self._skus
+            location = self._settings.location
+            raw = [
+                sku.as_dict()
+                async for sku in self._arm.compute.resource_skus.list(
+                    filter=f"location eq '{location}'"
+                )
+            ]
+            self._skus = parse_skus(raw, location)
+            self._skus_at = self._monotonic()
+            self.version += 1
+            log.info("discovered SKUs", extra={"skuCount": len(self._skus)})
+            return self._skus
+
+    async def prices(self) -> PriceTable:
+        """The prices in hand, refreshed from the Retail Prices API when stale."""
+        if not self._settings.pricing_enabled or self._monotonic() - self._prices_at < PRICE_TTL:
+            return self._prices
+        async with self._price_lock:
+            if self._monotonic() - self._prices_at < PRICE_TTL:
+                return self._prices
+            try:
+                fetched = await fetch_retail_prices(
+                    self._http(),
+                    self._settings.pricing_endpoint,
+                    self._settings.location,
+                    ssl_context=self._ssl_context(),
+                )
+            except (RuntimeError, aiohttp.ClientError) as exc:
+                log.error("failed to fetch updated pricing, using existing pricing data: %s", exc)
+                self._prices_at = self._monotonic() - PRICE_TTL + PRICE_RETRY
+                return self._prices
+            if fetched.on_demand:
+                spot = fetched.spot or self._prices.spot
+                self._prices = PriceTable(fetched.on_demand, spot, fetched.source)
+                self.version += 1
+                log.info("updated on-demand pricing",
+                         extra={"instanceTypeCount": len(fetched.on_demand)})
+            self._prices_at = self._monotonic()
+            return self._prices
+
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        if not self._settings.ca_bundle:
+            return None
+        return ssl.create_default_context(cafile=self._settings.ca_bundle)
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
+        return self._session
+
+    async def close(self) -> None:
+        """Close the pricing HTTP session."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
