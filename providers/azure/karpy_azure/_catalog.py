@@ -53,6 +53,8 @@ class Catalog:
         self._price_lock = asyncio.Lock()
         self._session: aiohttp.ClientSession | None = None
         self.version = 0
+        #: tries per Retail Prices page (429 and 5xx are retried with backoff)
+        self.price_attempts = 5
 
     async def skus(self) -> Sequence[Sku]:
         """The location's VM SKUs (fetched when older than 12 hours)."""
@@ -87,6 +89,7 @@ class Catalog:
                     self._settings.pricing_endpoint,
                     self._settings.location,
                     ssl_context=self._ssl_context(),
+                    attempts=self.price_attempts,
                 )
             except (RuntimeError, aiohttp.ClientError) as exc:
                 log.error("failed to fetch updated pricing, using existing pricing data: %s", exc)

@@ -13,14 +13,13 @@ them.
   cluster); **delete** force-deletes the VM, then its NIC, and raises
   NodeClaimNotFoundError once the VM is gone.
 - **register_controllers** adds the AKSNodeClass status controller and the garbage
-  collection of VMs and NICs no NodeClaim owns.
+  collection of NICs no VM or NodeClaim owns (leaked VMs are collected by karpy's core
+  through ``list``/``delete``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -49,7 +48,7 @@ from karpy.cloudprovider import (
     launched_labels,
     launched_nodeclaim,
 )
-from karpy.runtime import Client
+from karpy.runtime import Client, Manager
 from karpy.scheduling import Requirement, Requirements
 from karpy.scheduling import resources as res
 from karpy_azure._arm import (
@@ -61,6 +60,8 @@ from karpy_azure._arm import (
     make_credential,
 )
 from karpy_azure._catalog import Catalog
+from karpy_azure._gc import register_garbage_collection
+from karpy_azure._hash import NODECLASS_HASH_VERSION, node_class_hash
 from karpy_azure._images import image_for, parse_community_image_id
 from karpy_azure._instancetypes import (
     ON_DEMAND,
@@ -91,6 +92,7 @@ from karpy_azure._resources import (
 )
 from karpy_azure._settings import AzureSettings
 from karpy_azure._skus import Sku
+from karpy_azure._status import register_status_controller
 from karpy_azure._unavailable import (
     ALLOCATION_FAILURE_TTL,
     LOW_QUOTA_TTL,
@@ -106,17 +108,9 @@ __all__ = ["NODECLASS_HASH_VERSION", "AzureCloudProvider", "node_class_hash"]
 
 log = logging.getLogger("karpy.cloudprovider.azure")
 
-NODECLASS_HASH_VERSION = "karpy-v1"
 _INSTANCE_TYPE_CACHE_SECONDS = 60.0
 # (catalog version, unavailable generation), built at, instance types
 _CachedTypes = tuple[tuple[int, int], float, list[InstanceType]]
-
-
-def node_class_hash(node_class: AKSNodeClass) -> str:
-    """A stable hash of the AKSNodeClass spec (what launched nodes were built from)."""
-    spec = node_class.spec.model_dump(mode="json", by_alias=True, exclude_none=True)
-    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
-    return str(int(digest[:16], 16))
 
 
 def _image_requirements(node_class: AKSNodeClass) -> list[tuple[str, Requirements]]:
@@ -340,7 +334,7 @@ class AzureCloudProvider:
             )
             created = await poller.result()
         except HttpResponseError as exc:
-            await self._delete_nic(name)
+            await self.delete_nic(name)
             raise CreateError(
                 f"creating network interface {name} failed: {error_code(exc) or exc.status_code}: "
                 f"{exc.message}",
@@ -403,9 +397,9 @@ class AzureCloudProvider:
         except HttpResponseError as exc:
             if not is_not_found(exc):
                 log.warning("cleaning up virtual machine %s failed: %s", name, exc.message)
-        await self._delete_nic(name)
+        await self.delete_nic(name)
 
-    async def _delete_nic(self, name: str) -> bool:
+    async def delete_nic(self, name: str) -> bool:
         """Delete NIC ``name``; True once it is gone (or was never there)."""
         try:
             poller = await self.arm.network.network_interfaces.begin_delete(
@@ -425,10 +419,10 @@ class AzureCloudProvider:
         name = str(vm.name)
         tags = dict(vm.tags or {})
         props = vm.properties
-        size = str(props.hardware_profile.vm_size) if props and props.hardware_profile else ""
+        size = _text(props.hardware_profile.vm_size) if props and props.hardware_profile else ""
         zones = list(vm.zones or [])
         zone = zone_label(self.settings.location, zones[0]) if zones else REGIONAL_ZONE
-        spot = bool(props and str(props.priority or "").lower() == "spot")
+        spot = bool(props and _text(props.priority).lower() == "spot")
         labels: dict[str, str] = {}
         it = self._by_name.get(size)
         if it is not None:
@@ -503,7 +497,7 @@ class AzureCloudProvider:
         return [
             self._nodeclaim_from_vm(vm)
             for vm in await self.list_vms()
-            if not (vm.properties and vm.properties.provisioning_state == "Deleting")
+            if not (vm.properties and _text(vm.properties.provisioning_state) == "Deleting")
         ]
 
     # -- delete ------------------------------------------------------------------------
@@ -529,7 +523,7 @@ class AzureCloudProvider:
         except HttpResponseError as exc:
             if not is_not_found(exc):
                 raise
-            await self._delete_nic(name)
+            await self.delete_nic(name)
             raise NodeClaimNotFoundError(
                 f"virtual machine {name} not found", provider_id=provider_id_
             ) from exc
@@ -542,7 +536,7 @@ class AzureCloudProvider:
         except HttpResponseError as exc:
             if not is_not_found(exc):
                 raise
-        await self._delete_nic(name)
+        await self.delete_nic(name)
 
     # -- drift, repair, node classes ---------------------------------------------------
 
@@ -586,12 +580,25 @@ class AzureCloudProvider:
         """AKSNodeClass (karpenter.azure.com/v1beta1)."""
         return (AKS_NODE_CLASS,)
 
+    def register_controllers(self, manager: Manager) -> None:
+        """Add the AKSNodeClass status controller and NIC garbage collection (VMs are
+        collected by the core through list/delete)."""
+        register_status_controller(self, manager)
+        register_garbage_collection(self, manager)
+
     async def aclose(self) -> None:
         """Close the SDK clients, the pricing session and the credential."""
         await self.catalog.close()
         await self.arm.close()
         if self._credential is not None:
             await self._credential.close()
+
+
+def _text(value: object) -> str:
+    """An SDK enum's wire value (their str() is the Python name), or the string itself."""
+    if value is None:
+        return ""
+    return str(getattr(value, "value", value))
 
 
 def _ttl(cap: CapacityError, capacity_type: str, message: str) -> timedelta:
