@@ -32,6 +32,7 @@ from azure.mgmt.compute import models as cm
 
 from karpy.apis import NodeClaim, NodePool
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
+from karpy.apis.taints import UNREGISTERED_NO_EXECUTE_TAINT
 from karpy.cloudprovider import (
     CreateError,
     DriftReason,
@@ -280,7 +281,13 @@ class AzureCloudProvider:
                 self.settings,
                 node_name=name,
                 labels=labels,
-                taints=[f"{t.key}={t.value or ''}:{t.effect}" for t in nodeclaim.spec.taints],
+                # the kubelet registers with the NodeClaim's taints and startup taints and
+                # karpenter.sh/unregistered, which karpy removes once the node registers
+                taints=[
+                    f"{t.key}={t.value or ''}:{t.effect}"
+                    for t in (*nodeclaim.spec.taints, *nodeclaim.spec.startup_taints,
+                              UNREGISTERED_NO_EXECUTE_TAINT)
+                ],
                 max_pods=params.max_pods,
             ),
             tags=tags,
