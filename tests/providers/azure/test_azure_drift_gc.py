@@ -3,8 +3,8 @@ or NodeClaim owns."""
 
 from __future__ import annotations
 
+from azure_support import ready_node_class
 from azurearm.server import ArmServer
-from conftest import ready_node_class
 from karpy_azure import AzureCloudProvider, StaticNodeClasses
 from karpy_azure._gc import NicGarbageCollector
 

@@ -8,8 +8,8 @@ import base64
 from typing import Any
 
 import pytest
+from azure_support import IMAGE_VERSION, NODE_RG, SUBNET
 from azurearm.server import CAPACITY_CODES, ArmServer
-from conftest import IMAGE_VERSION, NODE_RG, SUBNET
 from karpy_azure import AzureCloudProvider
 
 from karpy.apis import NodeClaim, NodePool

@@ -3,8 +3,14 @@ gallery (newest, or pinned), the subnet, validation; Ready says what is wrong.""
 
 from __future__ import annotations
 
+from azure_support import (
+    IMAGE_VERSION,
+    SUBNET,
+    azure_settings,
+    kubernetes_version,
+    ready_node_class,
+)
 from azurearm.server import ArmServer
-from conftest import IMAGE_VERSION, SUBNET, azure_settings, kubernetes_version, ready_node_class
 from karpy_azure import ArmClients, AzureCloudProvider, StaticNodeClasses, make_credential
 from karpy_azure._status import resolve_status
 from karpy_azure.apis import AKSNodeClass
