@@ -196,9 +196,16 @@ async def test_inflate_0_30_0(cluster: Any, namespace: str, arm: ArmServer) -> N
             # scale to zero: every node is empty and consolidated away
             await client.patch(kinds.DEPLOYMENT, app, {"spec": {"replicas": 0}},
                                namespace=namespace)
-            await eventually(lambda: nothing_left(arm), timeout=240,
-                             what="every VM and NIC deleted after scaling to 0")
+            try:
+                await eventually(lambda: nothing_left(arm), timeout=240,
+                                 what="every VM and NIC deleted after scaling to 0")
+            except AssertionError as failure:
+                raise AssertionError(
+                    f"{failure}; VMs left: {sorted(arm.state.vms)}\n{op.tail(40)}"
+                ) from failure
+            scaled_down = time.monotonic() - started - up
             assert not await pool_objects(client, NODE_CLAIM, [app])
+            print(f"azure e2e: scaled to 0, every VM gone {scaled_down:.1f}s later")
         finally:
             forced = await clean_up(client, namespace, app, [app], timeout=CLEANUP_TIMEOUT)
             with contextlib.suppress(errors.NotFound):
