@@ -17,10 +17,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from karpy.runtime import Kind, Manager, Result
 from karpy_azure._resources import TAG_CLUSTER
+
+if TYPE_CHECKING:
+    from karpy_azure._provider import AzureCloudProvider
 
 __all__ = ["NODE_CLAIM_KIND", "NicGarbageCollector", "register_garbage_collection"]
 
@@ -41,7 +44,7 @@ class NicGarbageCollector:
 
     def __init__(
         self,
-        provider: Any,
+        provider: AzureCloudProvider,
         nodeclaim_names: Callable[[], Awaitable[set[str]]],
         *,
         grace: float = GRACE,
@@ -80,7 +83,7 @@ class NicGarbageCollector:
         return Result(requeue_after=max(next_round, 1.0))
 
 
-def register_garbage_collection(provider: Any, manager: Manager) -> None:
+def register_garbage_collection(provider: AzureCloudProvider, manager: Manager) -> None:
     """Add the NIC garbage collector to ``manager`` (VMs are the core's; module doc)."""
     client = manager.client
 

@@ -31,7 +31,6 @@ __all__ = [
     "arm_zone",
     "build_instance_types",
     "cluster_label",
-    "offering_keys_for",
     "os_sku",
     "zone_label",
 ]
@@ -219,15 +218,3 @@ def build_instance_types(
         )
     found.sort(key=lambda it: it.name)
     return found
-
-
-def offering_keys_for(it: InstanceType, *, zone: str | None = None,
-                      capacity_type: str | None = None) -> list[OfferingKey]:
-    """The keys of ``it``'s offerings, optionally only in ``zone`` / of ``capacity_type``."""
-    return [
-        OfferingKey(it.name, o.zone, o.capacity_type)
-        for o in it.offerings
-        if (zone is None or o.zone == zone)
-        and (capacity_type is None or o.capacity_type == capacity_type)
-    ]
-

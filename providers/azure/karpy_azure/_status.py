@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from azure.core.exceptions import HttpResponseError
 
@@ -43,6 +43,9 @@ from karpy_azure.apis.aksnodeclass import (
     NodeImage,
 )
 
+if TYPE_CHECKING:
+    from karpy_azure._provider import AzureCloudProvider
+
 __all__ = [
     "NodeClassStatusReconciler",
     "api_server_version",
@@ -62,7 +65,9 @@ def _subnet_parts(subnet_id: str) -> tuple[str, str, str] | None:
     return parts[3], parts[7], parts[9]  # resource group, vnet, subnet
 
 
-async def _resolve_images(provider: Any, node_class: AKSNodeClass) -> list[NodeImage]:
+async def _resolve_images(
+    provider: AzureCloudProvider, node_class: AKSNodeClass
+) -> list[NodeImage]:
     settings = provider.settings
     images: list[NodeImage] = []
     for definition in image_definitions(node_class.spec.image_family):
@@ -98,7 +103,7 @@ async def _resolve_images(provider: Any, node_class: AKSNodeClass) -> list[NodeI
 
 
 async def resolve_status(
-    provider: Any, node_class: AKSNodeClass, kubernetes_version: KubernetesVersion
+    provider: AzureCloudProvider, node_class: AKSNodeClass, kubernetes_version: KubernetesVersion
 ) -> None:
     """Fill ``node_class.status`` (images, Kubernetes version, conditions) in place.
 
@@ -185,7 +190,12 @@ def api_server_version(client: Client) -> KubernetesVersion:
 class NodeClassStatusReconciler:
     """Reconciles one AKSNodeClass's status (see the module docstring)."""
 
-    def __init__(self, provider: Any, client: Client, kubernetes_version: KubernetesVersion):
+    def __init__(
+        self,
+        provider: AzureCloudProvider,
+        client: Client,
+        kubernetes_version: KubernetesVersion,
+    ) -> None:
         self.provider = provider
         self.client = client
         self.kubernetes_version = kubernetes_version
@@ -226,7 +236,7 @@ class NodeClassStatusReconciler:
         return Result(requeue_after=300.0 if ready else 30.0)
 
 
-def register_status_controller(provider: Any, manager: Manager) -> None:
+def register_status_controller(provider: AzureCloudProvider, manager: Manager) -> None:
     """Add the ``nodeclass.status`` controller for AKSNodeClasses to ``manager``."""
     reconciler = NodeClassStatusReconciler(
         provider, manager.client, api_server_version(manager.client)

@@ -10,6 +10,7 @@ from karpy_azure import AzureCloudProvider
 
 from karpy.cloudprovider import (
     CloudProvider,
+    ContributesControllers,
     ProviderContext,
     ProviderLoadError,
     build_provider,
@@ -47,6 +48,8 @@ async def test_build_provider_builds_it_from_settings(monkeypatch: pytest.Monkey
     try:
         assert isinstance(provider, AzureCloudProvider)
         assert isinstance(provider, CloudProvider)
+        # the operator calls register_controllers (status controller, NIC GC) on it
+        assert isinstance(provider, ContributesControllers)
         assert provider.name == "azure"
         assert provider.settings.subscription_id == "sub-1"
         assert provider.settings.cluster_name == "demo"
