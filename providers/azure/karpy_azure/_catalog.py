@@ -1,15 +1,16 @@
 """The provider's view of what Azure sells in its location: Resource SKUs and prices,
 fetched on first use and refreshed when stale.
 
-SKUs change rarely (upstream refreshes them daily); prices are refreshed twice a day. A
-failed price refresh keeps the prices in hand (at first, the shipped table) and is
-retried after five minutes, so a pricing outage never blocks scheduling. A failed SKU
+SKUs change rarely (upstream refreshes them daily); prices are refreshed twice a day, in
+the background. A failed price refresh keeps the prices in hand (at first, the shipped
+table) and is retried after five minutes, so a pricing outage never blocks scheduling. A failed SKU
 fetch raises: without SKUs there is nothing to launch.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl
 import time
@@ -52,6 +53,7 @@ class Catalog:
         self._sku_lock = asyncio.Lock()
         self._price_lock = asyncio.Lock()
         self._session: aiohttp.ClientSession | None = None
+        self._refresh: asyncio.Task[PriceTable] | None = None
         self.version = 0
         #: tries per Retail Prices page (429 and 5xx are retried with backoff)
         self.price_attempts = 5
@@ -76,10 +78,23 @@ class Catalog:
             log.info("discovered SKUs", extra={"skuCount": len(self._skus)})
             return self._skus
 
-    async def prices(self) -> PriceTable:
-        """The prices in hand, refreshed from the Retail Prices API when stale."""
-        if not self._settings.pricing_enabled or self._monotonic() - self._prices_at < PRICE_TTL:
-            return self._prices
+    def prices(self) -> PriceTable:
+        """The prices in hand. When they are stale, a refresh from the Retail Prices API
+        starts in the background (the catalog owns the task; :meth:`close` cancels it), so
+        paging through thousands of meters never delays scheduling."""
+        if (
+            self._settings.pricing_enabled
+            and self._monotonic() - self._prices_at >= PRICE_TTL
+            and (self._refresh is None or self._refresh.done())
+        ):
+            self._refresh = asyncio.create_task(
+                self.refresh_prices(), name="karpy-azure:pricing-refresh"
+            )
+        return self._prices
+
+    async def refresh_prices(self) -> PriceTable:
+        """Fetch the prices now (when stale); on failure keep those in hand and retry in
+        five minutes."""
         async with self._price_lock:
             if self._monotonic() - self._prices_at < PRICE_TTL:
                 return self._prices
@@ -91,7 +106,7 @@ class Catalog:
                     ssl_context=self._ssl_context(),
                     attempts=self.price_attempts,
                 )
-            except (RuntimeError, aiohttp.ClientError) as exc:
+            except Exception as exc:  # any failure keeps the prices in hand
                 log.error("failed to fetch updated pricing, using existing pricing data: %s", exc)
                 self._prices_at = self._monotonic() - PRICE_TTL + PRICE_RETRY
                 return self._prices
@@ -115,7 +130,12 @@ class Catalog:
         return self._session
 
     async def close(self) -> None:
-        """Close the pricing HTTP session."""
+        """Cancel a refresh in flight and close the pricing HTTP session."""
+        if self._refresh is not None:
+            self._refresh.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refresh
+            self._refresh = None
         if self._session is not None:
             await self._session.close()
             self._session = None

@@ -194,7 +194,7 @@ class AzureCloudProvider:
     async def instance_types_for(self, node_class: AKSNodeClass) -> list[InstanceType]:
         """Every instance type ``node_class`` can launch, with current availability."""
         skus = await self.catalog.skus()
-        prices = await self.catalog.prices()
+        prices = self.catalog.prices()
         params = self.params_for(node_class)
         version = (self.catalog.version, self.unavailable.generation)
         cached = self._types.get(params)

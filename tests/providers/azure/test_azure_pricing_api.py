@@ -34,6 +34,11 @@ async def test_the_provider_prices_offerings_with_fetched_prices(
 ) -> None:
     types = {it.name: it for it in await azure.get_instance_types(POOL)}
     prices = {o.capacity_type: o.price for o in types["Standard_D2s_v3"].offerings}
+    # until the background refresh lands: the shipped table, spot priced as on-demand
+    assert prices == {"on-demand": 0.11, "spot": 0.11}
+    await azure.catalog.refresh_prices()
+    types = {it.name: it for it in await azure.get_instance_types(POOL)}
+    prices = {o.capacity_type: o.price for o in types["Standard_D2s_v3"].offerings}
     assert prices == {"on-demand": 0.11, "spot": 0.022}
 
 
@@ -42,6 +47,7 @@ async def test_a_pricing_outage_keeps_the_shipped_table(
 ) -> None:
     arm.fail("prices", "ServiceUnavailable", status=503, times=100)
     azure.catalog.price_attempts = 2
-    prices = await azure.catalog.prices()
+    prices = await azure.catalog.refresh_prices()
     assert prices.source == "fallback"
+    assert azure.catalog.prices() is prices  # retried in five minutes, not at once
     assert prices.on_demand_price("Standard_D2s_v3") == 0.11
