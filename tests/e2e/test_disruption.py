@@ -367,12 +367,15 @@ async def test_killing_karpy_mid_command_leaves_no_taint_and_no_pod_homeless(
                 await scale(client, namespace, app, 1)
                 # The replacement takes 8 s to register: kill karpy while it waits.
                 await first.wait_for_log("disrupting node(s)", timeout=90)
+
+                async def tainted_now() -> bool:
+                    return _being_disrupted(await client.get(kinds.NODE, node), None)
+
+                await eventually(tainted_now, timeout=10, every=0.1,
+                                 what="the candidate to be tainted")
                 assert first.pid is not None
                 os.kill(first.pid, signal.SIGKILL)
                 await first.process.wait()  # type: ignore[union-attr]
-            tainted = await client.get(kinds.NODE, node)
-            assert _being_disrupted(tainted, None), "the candidate was not tainted yet"
-
             async with karpy_process(cluster, *flags):
                 async def settled() -> bool:
                     # The candidate is either gone (the new process consolidated it) or
@@ -389,4 +392,6 @@ async def test_killing_karpy_mid_command_leaves_no_taint_and_no_pod_homeless(
                 await eventually(settled, timeout=120, every=1.0,
                                  what="the candidate gone or untainted, the pod Running")
         finally:
-            assert await clean_up(client, namespace, app, [pool], timeout=120) == []
+            # Termination needs a running karpy to let the nodes go.
+            async with karpy_process(cluster, *flags):
+                assert await clean_up(client, namespace, app, [pool], timeout=120) == []
