@@ -168,6 +168,14 @@ async def test_inflate_0_30_0(cluster: Any, namespace: str, arm: ArmServer) -> N
                                what="the AKSNodeClass Ready")
         assert got["apiVersion"] == "karpenter.azure.com/v1beta1"
         assert got["status"]["images"][0]["id"].endswith("/versions/202411.12.0")
+        assert got["status"]["kubernetesVersion"]
+
+        async def hashed() -> bool:
+            obj = await client.get(AKS_NODE_CLASS, NODE_CLASS)
+            annotations = obj["metadata"].get("annotations") or {}
+            return bool(annotations.get("karpenter.azure.com/aksnodeclass-hash"))
+
+        await eventually(hashed, timeout=30, what="the AKSNodeClass hash annotation")
         await client.create(NODE_POOL, pool(app, [
             {"key": "karpenter.azure.com/sku-cpu", "operator": "Lt", "values": ["17"]},
         ], consolidate_after="5s"))
