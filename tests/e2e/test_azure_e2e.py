@@ -79,7 +79,8 @@ async def azure_karpy(cluster: Any, arm: ArmServer, client: Client) -> AsyncIter
         "pollInterval": "0",
     }
     args = ["--cloud-provider", "azure", "--cluster-name", "e2e",
-            "--batch-idle-duration", "1s", "--batch-max-duration", "5s"]
+            "--batch-idle-duration", "1s", "--batch-max-duration", "5s",
+            "--garbage-collection-grace", "10s"]
     for key, value in settings.items():
         args += ["--provider-setting", f"{key}={value}"]
     kubelet = Kubelet(arm, client, location="southcentralus", node_rg=NODE_RG)
@@ -160,6 +161,23 @@ async def nothing_left(arm: ArmServer) -> bool:
     return not arm.state.vms and not arm.state.nics
 
 
+async def _none(found: Any) -> bool:
+    return not await found
+
+
+async def server_emptied(arm: ArmServer, op: RunningKarpy) -> None:
+    """Wait until no VM or NIC is left on the server: termination deletes what NodeClaims
+    own, karpy's garbage collection what a launch finished after its NodeClaim was gone."""
+    try:
+        await eventually(lambda: nothing_left(arm), timeout=180, what="nothing left on ARM")
+    except AssertionError as failure:
+        left = {n: (v.get("tags"), v["properties"].get("provisioningState"))
+                for n, v in arm.state.vms.items()}
+        raise AssertionError(
+            f"{failure}: VMs {left}, NICs {sorted(arm.state.nics)}\n{op.tail(40)}"
+        ) from failure
+
+
 async def test_inflate_0_30_0(cluster: Any, namespace: str, arm: ArmServer) -> None:
     app = "az-inflate"
     async with connect(cluster) as client, azure_karpy(cluster, arm, client) as op:
@@ -212,14 +230,18 @@ async def test_inflate_0_30_0(cluster: Any, namespace: str, arm: ArmServer) -> N
                     f"{failure}; VMs left: {sorted(arm.state.vms)}\n{op.tail(40)}"
                 ) from failure
             scaled_down = time.monotonic() - started - up
-            assert not await pool_objects(client, NODE_CLAIM, [app])
+            # the VMs go first; termination then releases the NodeClaims
+            await eventually(
+                lambda: _none(pool_objects(client, NODE_CLAIM, [app])), timeout=60,
+                what="the NodeClaims gone after their VMs",
+            )
             print(f"azure e2e: scaled to 0, every VM gone {scaled_down:.1f}s later")
         finally:
             forced = await clean_up(client, namespace, app, [app], timeout=CLEANUP_TIMEOUT)
             with contextlib.suppress(errors.NotFound):
                 await client.delete(AKS_NODE_CLASS, NODE_CLASS)
         assert forced == [], f"termination left these behind: {forced}"
-        await eventually(lambda: nothing_left(arm), timeout=60, what="nothing left on ARM")
+        await server_emptied(arm, op)
 
 
 async def test_zonal_allocation_failure_on_the_cheapest_offering(
@@ -265,4 +287,4 @@ async def test_zonal_allocation_failure_on_the_cheapest_offering(
             with contextlib.suppress(errors.NotFound):
                 await client.delete(AKS_NODE_CLASS, NODE_CLASS)
         assert forced == [], f"termination left these behind: {forced}"
-        await eventually(lambda: nothing_left(arm), timeout=60, what="nothing left on ARM")
+        await server_emptied(arm, op)
