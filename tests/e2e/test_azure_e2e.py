@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ import pytest
 import pytest_asyncio
 from azurearm.kubelet import Kubelet
 from azurearm.server import ArmServer
+from controlplane import crdsets
 from harness import RunningKarpy, karpy_process
 from kube import clean_up, connect, eventually, pool_objects, running_pods
 
@@ -49,6 +50,14 @@ AKS_NODE_CLASS_V1ALPHA2 = Kind(group="karpenter.azure.com", version="v1alpha2",
 NODE_CLASS = "azure-e2e"
 SELECT = "karpy-e2e-azure"
 CLEANUP_TIMEOUT = 240.0
+
+
+@pytest.fixture(scope="module")
+def azure_crds(cluster: Any) -> Iterator[None]:
+    """The cluster serves the Azure CRD set: Karpenter's NodePool and NodeClaim with the
+    Azure provider's label rules, as installed with karpy-azure."""
+    with crdsets.serving(cluster, "azure"):
+        yield
 
 
 @pytest_asyncio.fixture
@@ -178,7 +187,9 @@ async def server_emptied(arm: ArmServer, op: RunningKarpy) -> None:
         ) from failure
 
 
-async def test_inflate_0_30_0(cluster: Any, namespace: str, arm: ArmServer) -> None:
+async def test_inflate_0_30_0(
+    cluster: Any, namespace: str, arm: ArmServer, azure_crds: None
+) -> None:
     app = "az-inflate"
     async with connect(cluster) as client, azure_karpy(cluster, arm, client) as op:
         await apply_node_class(client)
@@ -245,7 +256,7 @@ async def test_inflate_0_30_0(cluster: Any, namespace: str, arm: ArmServer) -> N
 
 
 async def test_zonal_allocation_failure_on_the_cheapest_offering(
-    cluster: Any, namespace: str, arm: ArmServer
+    cluster: Any, namespace: str, arm: ArmServer, azure_crds: None
 ) -> None:
     app = "az-zonal"
     cheapest = ("Standard_D2s_v3", "1")  # on-demand 0.11 $/h, zone 1 wins the tie by name
