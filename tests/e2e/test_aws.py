@@ -16,6 +16,7 @@ import json
 import sys
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +183,8 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                     launched = await instances(ec2)
                     fleets = provider.clients.calls["ec2:CreateFleet"]
                     print(
-                        f"{len(claims)} nodeclaims, {len(launched)} instances, "
+                        f"{len(claims)} nodeclaims, {len(launched)} instances "
+                        f"{sorted(Counter(i['InstanceType'] for i in launched).items())}, "
                         f"{fleets} CreateFleet calls; EC2 calls: {dict(provider.clients.calls)}"
                     )
                     assert len(launched) == len(claims) >= 1
