@@ -8,7 +8,7 @@ and once everything is deleted the cloud must be empty: nothing leaked, nothing
 doubled, nothing stuck. Faults are counted from the replicas' "kwok: injected fault"
 log lines.
 
-Short: 30 pods. KARPY_CHAOS=full: 300 pods.
+Short: 45 pods. KARPY_CHAOS=full: 300 pods.
 """
 
 from __future__ import annotations
@@ -38,13 +38,16 @@ RATES = {
     "createSlowDuration": "30s",
     "deleteErrorRate": "0.3",
     "getNotFoundRate": "0.3",
+    # The leader's first draw (its first create) is a failure under this seed, so the
+    # short run always injects a create error; the rest follows the rates.
+    "faultSeed": "1",
 }
 
 
 async def test_pods_run_and_nothing_leaks_while_the_cloud_fails(
     cluster: Any, namespace: str, kwok_crd: None, scale: Any
 ) -> None:
-    pods = scale.pick(30, 300)
+    pods = scale.pick(45, 300)
     started = time.monotonic()
     async with connect(cluster) as client, \
             Fleet(cluster, lease_namespace=namespace, provider_settings=RATES) as fleet:
