@@ -152,7 +152,13 @@ async def scale_up(
         await client.patch(kinds.DEPLOYMENT, "inflate", {"spec": {"replicas": args.pods}},
                            namespace=NAMESPACE)
         ready = 0
+        rss = 0
         while ready < args.pods:
+            if karpy.poll() is not None:
+                print(f"karpy exited ({karpy.returncode}) with {ready}/{args.pods} Ready; "
+                      f"see {log_path}")
+                break
+            rss = max(rss, _rss_kib(karpy.pid))  # sampled: VmHWM is gone once it exits
             if time.time() - t0 > args.timeout:
                 print(f"timed out: {ready}/{args.pods} Ready after {args.timeout}s")
                 break
@@ -161,7 +167,7 @@ async def scale_up(
             ready = int((dep.get("status") or {}).get("readyReplicas") or 0)
         elapsed = time.time() - t0
         cpu_after = _component_cpu(cluster_dir) | {"karpy": _cpu_seconds(karpy.pid)}
-        rss = _rss_kib(karpy.pid)
+        rss = max(rss, _rss_kib(karpy.pid))
         pods = await client.list(kinds.POD, namespace=NAMESPACE, live=True)
         claims = await client.list(NODE_CLAIM, live=True)
         events = await client.list(kinds.EVENT, namespace=NAMESPACE, live=True)
@@ -191,8 +197,9 @@ def report(
             if t is not None:
                 unschedulable[name] = min(t, unschedulable.get(name, t))
     n, c = len(pods), len(claims)
+    ready = sum(_condition_time(p, "Ready") is not None for p in pods)
     print(f"\n{args.pods} pods of 1 CPU on on-demand nodes of <= {args.max_cpu} vCPU: "
-          f"all Running after {elapsed:.1f}s; {c} NodeClaims; karpy peak RSS "
+          f"{ready} Running after {elapsed:.1f}s; {c} NodeClaims; karpy peak RSS "
           f"{rss_kib / 1024:.0f} MiB")
     print("CPU seconds used during the scale-up: " + ", ".join(
         f"{k} {v:.1f}" for k, v in sorted(cpu.items(), key=lambda kv: -kv[1])))
