@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from audit import settled
 from fleet import Fleet
-from kube import connect
+from kube import connect, eventually
 from workload import Workload
 
 from karpy.runtime import kinds
@@ -74,7 +74,11 @@ async def test_api_server_restarts_during_scale_up_and_down_break_nothing(
                   f"{time.monotonic() - started:.0f}s")
             assert down.pods == keep
             assert down.clean, down.details()
-            assert not set(empty) & {c["metadata"]["name"] for c in await work.nodeclaims()}
+
+            async def deleted() -> bool:  # termination may still be finishing: wait, bounded
+                return not set(empty) & {c["metadata"]["name"] for c in await work.nodeclaims()}
+
+            await eventually(deleted, timeout=120, what="the deleted NodeClaims to be gone")
         assert work.forced == [], f"termination left these behind: {work.forced}"
         assert work.left_in_cloud == [], f"instances left in the cloud: {work.left_in_cloud}"
 
