@@ -1,14 +1,18 @@
 """The kwok provider on the local cluster: it passes the conformance kit, the Nodes it
 creates are what kwok and the lifecycle controller expect, and the faults tests inject
 (insufficient capacity, a launch that never registers, registration delay, a NodeClass
-that is missing or not ready) behave as a real cloud's would."""
+that is missing or not ready, and cloud faults drawn at set rates) behave as a real
+cloud's would; its launched instances outlive the process that launched them."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -19,6 +23,8 @@ from karpy.apis.crdgen import generate
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from karpy.apis.v1 import NodeClassReference
 from karpy.cloudprovider import (
+    CloudProviderError,
+    CreateError,
     InsufficientCapacityError,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
@@ -28,8 +34,13 @@ from karpy.cloudprovider import (
 )
 from karpy.cloudprovider.kwok import (
     API_EXTENSION,
+    FAULT_CREATE_ERROR,
+    FAULT_CREATE_SLOW,
+    FAULT_DELETE_ERROR,
+    FAULT_GET_NOT_FOUND,
     KWOK_NODE_CLASS,
     WELL_KNOWN_LABELS,
+    InstanceRecords,
     KwokCloudProvider,
     KwokOptions,
     OfferingPattern,
@@ -303,3 +314,111 @@ async def test_the_operator_builds_it_by_name_with_settings(client: Client) -> N
     assert provider.faults.insufficient_capacity == {OfferingPattern("*", "test-zone-a", "spot")}
     with pytest.raises(ProviderLoadError, match="unknown kwok provider setting"):
         await build_provider("kwok", ProviderContext(client=client, settings={"typo": "1"}))
+
+
+# -- the cloud outlives karpy: instance records, and faults drawn at set rates -------
+
+
+async def test_a_booting_instance_outlives_the_process_that_launched_it(
+    cluster: Cluster, client: Client, node_class: str
+) -> None:
+    delayed = f"{node_class}-boot"
+    apply_node_class(cluster, delayed, {"nodeRegistrationDelay": "2s"})
+    first = KwokCloudProvider(client)
+    launched = await first.create(claim(delayed))
+    provider_id = launched.status.provider_id or ""
+    name = launched.metadata.name or ""
+    await first.aclose()  # karpy dies before the instance boots
+    second = KwokCloudProvider(client)  # karpy restarted: a new process, no memory
+    try:
+        assert provider_id in {nc.status.provider_id for nc in await second.list()}
+        assert (await second.get(provider_id)).metadata.name == name
+        assert not await node_exists(client, name)
+
+        async def booted() -> None:
+            await second.boot_due()
+            assert await node_exists(client, name), f"node {name} has not booted"
+
+        await eventually(booted, within=15, what="the restarted provider boots the instance")
+        assert await InstanceRecords(client).get(name) is None  # the record went with it
+        assert [nc.status.provider_id for nc in await second.list()].count(provider_id) == 1
+        with pytest.raises(NodeClaimNotFoundError):
+            await second.delete(launched)
+    finally:
+        await second.aclose()
+        cluster.kubectl("delete", "kwoknodeclass", delayed, "--ignore-not-found")
+
+
+async def test_an_unregistered_instance_is_still_listed_after_a_restart_and_deletable(
+    client: Client, node_class: str
+) -> None:
+    first = KwokCloudProvider(client, options=KwokOptions(unregistered_launches=1))
+    ghost = await first.create(claim(node_class))
+    provider_id = ghost.status.provider_id or ""
+    await first.aclose()
+    second = KwokCloudProvider(client)
+    assert provider_id in {nc.status.provider_id for nc in await second.list()}
+    assert await second.boot_due() == 0  # it never boots
+    await second.delete(ghost)  # terminated by whoever runs now
+    assert provider_id not in {nc.status.provider_id for nc in await second.list()}
+    with pytest.raises(NodeClaimNotFoundError):
+        await second.get(provider_id)
+
+
+async def test_injected_create_errors_launch_nothing(
+    kwok: KwokCloudProvider, node_class: str
+) -> None:
+    kwok.faults.rates = {FAULT_CREATE_ERROR: 1.0}
+    failing = claim(node_class)
+    for _ in range(4):
+        with pytest.raises((CreateError, ConnectionResetError), match="injected fault"):
+            await kwok.create(failing)
+    listed = {nc.metadata.name for nc in await kwok.list()}
+    assert failing.metadata.name not in listed
+    kwok.faults.rates = {}
+    assert (await kwok.create(failing)).metadata.name == failing.metadata.name
+
+
+async def test_a_slow_create_has_launched_before_it_answers(
+    client: Client, node_class: str
+) -> None:
+    kwok = KwokCloudProvider(
+        client,
+        options=KwokOptions(
+            fault_rates={FAULT_CREATE_SLOW: 1.0}, create_slow_duration=timedelta(seconds=2)
+        ),
+    )
+    nodeclaim = claim(node_class)
+    name = nodeclaim.metadata.name or ""
+    started = time.monotonic()
+    create = asyncio.create_task(kwok.create(nodeclaim))
+
+    async def launched_already() -> None:
+        assert await node_exists(client, name)
+
+    await eventually(launched_already, within=10, what="the Node exists while create waits")
+    assert not create.done()
+    launched = await create
+    assert time.monotonic() - started >= 2.0
+    kwok.faults.rates = {}
+    # a karpy that was killed during the wait retries: the same instance comes back
+    again = await KwokCloudProvider(client).create(nodeclaim)
+    assert again.status.provider_id == launched.status.provider_id
+    with pytest.raises(NodeClaimNotFoundError):
+        await kwok.delete(launched)
+
+
+async def test_injected_delete_errors_and_stale_gets_leave_the_instance(
+    client: Client, kwok: KwokCloudProvider, node_class: str
+) -> None:
+    launched = await kwok.create(claim(node_class))
+    provider_id = launched.status.provider_id or ""
+    kwok.faults.rates = {FAULT_DELETE_ERROR: 1.0, FAULT_GET_NOT_FOUND: 1.0}
+    with pytest.raises(CloudProviderError, match="injected fault"):
+        await kwok.delete(launched)
+    with pytest.raises(NodeClaimNotFoundError, match="stale"):
+        await kwok.get(provider_id)
+    assert await node_exists(client, launched.metadata.name or "")
+    assert provider_id in {nc.status.provider_id for nc in await kwok.list()}
+    kwok.faults.rates = {}
+    assert (await kwok.get(provider_id)).status.provider_id == provider_id

@@ -12,6 +12,10 @@ import pytest
 from karpy.apis.labels import LABEL_ARCH, LABEL_INSTANCE_TYPE, LABEL_OS, LABEL_ZONE
 from karpy.cloudprovider import OfferingKey, RepairPolicy
 from karpy.cloudprovider.kwok import (
+    FAULT_CREATE_ERROR,
+    FAULT_CREATE_SLOW,
+    FAULT_DELETE_ERROR,
+    FAULT_GET_NOT_FOUND,
     KwokCloudProvider,
     KwokFaults,
     KwokOptions,
@@ -42,6 +46,40 @@ def test_settings_become_options() -> None:
     assert options.unregistered_launches == 2
 
 
+def test_fault_rates_become_options() -> None:
+    options = KwokOptions.from_settings(
+        {
+            "createErrorRate": "0.2",
+            "createSlowRate": "0.05",
+            "createSlowDuration": "3s",
+            "deleteErrorRate": "1",
+            "getNotFoundRate": "0",
+            "faultSeed": "7",
+        }
+    )
+    assert options.fault_rates == {
+        FAULT_CREATE_ERROR: 0.2, FAULT_CREATE_SLOW: 0.05, FAULT_DELETE_ERROR: 1.0,
+    }
+    assert options.create_slow_duration == timedelta(seconds=3)
+    assert options.fault_seed == 7
+    assert KwokOptions.from_settings({}).create_slow_duration == timedelta(seconds=30)
+
+
+def test_faults_are_drawn_at_their_rate_and_seeded() -> None:
+    import random
+
+    def draws(seed: int) -> list[bool]:
+        faults = KwokFaults(rates={FAULT_CREATE_ERROR: 0.25}, rng=random.Random(seed))
+        return [faults.roll(FAULT_CREATE_ERROR) for _ in range(4000)]
+
+    hits = sum(draws(1))
+    assert 800 < hits < 1200  # 1,000 expected; far outside this is a broken draw
+    assert draws(1) == draws(1)
+    never = KwokFaults(rates={FAULT_CREATE_ERROR: 1.0})
+    assert not any(never.roll(FAULT_GET_NOT_FOUND) for _ in range(100))
+    assert all(never.roll(FAULT_CREATE_ERROR) for _ in range(100))
+
+
 def test_no_settings_mean_a_fault_free_provider() -> None:
     assert KwokOptions.from_settings({}) == KwokOptions()
 
@@ -54,6 +92,9 @@ def test_no_settings_mean_a_fault_free_provider() -> None:
         ({"registrationDelay": "-1s"}, "registrationDelay: '-1s' is negative"),
         ({"insufficientCapacity": "c-4x/spot"}, "is not type/zone/capacity-type"),
         ({"unregisteredLaunches": "many"}, "unregisteredLaunches: 'many'"),
+        ({"createErrorRate": "1.5"}, "createErrorRate: '1.5' is not a share between 0 and 1"),
+        ({"getNotFoundRate": "often"}, "getNotFoundRate: 'often' is not a share"),
+        ({"faultSeed": "x"}, "faultSeed: 'x' is not a non-negative integer"),
     ],
 )
 def test_a_bad_setting_is_rejected_by_name(settings: dict[str, str], message: str) -> None:

@@ -13,11 +13,24 @@ From the operator they arrive as string settings (``ProviderContext.settings``):
                        NodeClaims never register
 ``repairToleration``   how long a node may be Ready=False/Unknown before node repair
                        replaces it (default 10m, Karpenter kwok's; tests shorten it)
+``createErrorRate``    the share (0-1) of ``create`` calls that fail before launching:
+                       half as a 5xx-like CreateError, half as a dropped connection
+``createSlowRate``     the share of ``create`` calls that launch, then take
+                       ``createSlowDuration`` (default 30s) to answer
+``deleteErrorRate``    the share of ``delete`` calls that fail transiently
+``getNotFoundRate``    the share of ``get`` calls that answer a stale "not found" for an
+                       instance that exists
+``faultSeed``          seed of the random draws above (default: unseeded)
 ====================== ================================================================
+
+The rates are the cloud's behaviour, not state: a restarted karpy reads them again from
+its settings. Every injected fault is logged ("kwok: injected fault", field ``fault``) so
+a test can count them across processes.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -33,7 +46,19 @@ SETTINGS = (
     "insufficientCapacity",
     "unregisteredLaunches",
     "repairToleration",
+    "createErrorRate",
+    "createSlowRate",
+    "createSlowDuration",
+    "deleteErrorRate",
+    "getNotFoundRate",
+    "faultSeed",
 )
+
+#: The rate-driven faults by name, as logged in the ``fault`` field.
+FAULT_CREATE_ERROR = "create-error"
+FAULT_CREATE_SLOW = "create-slow"
+FAULT_DELETE_ERROR = "delete-error"
+FAULT_GET_NOT_FOUND = "get-not-found"
 
 
 class KwokSettingsError(ValueError):
@@ -82,11 +107,19 @@ class KwokFaults:
     would; the provider raises InsufficientCapacityError naming the offerings, when no
     other compatible offering is left. ``unregistered_launches``: the next N launches
     succeed but no Node ever appears (the instance is listed, so garbage collection and
-    the registration timeout are what remove it).
+    the registration timeout are what remove it). ``rates``: the share of calls each
+    rate-driven fault (``FAULT_*``) hits, drawn from ``rng``.
     """
 
     insufficient_capacity: set[OfferingPattern] = field(default_factory=set)
     unregistered_launches: int = 0
+    rates: dict[str, float] = field(default_factory=dict)
+    rng: random.Random = field(default_factory=random.Random)
+
+    def roll(self, fault: str) -> bool:
+        """Draw whether this call gets ``fault`` (one of the ``FAULT_*`` names)."""
+        rate = self.rates.get(fault, 0.0)
+        return rate > 0 and self.rng.random() < rate
 
     def refuses(self, key: OfferingKey) -> bool:
         """True if a launch on ``key`` is to fail with insufficient capacity."""
@@ -111,6 +144,9 @@ class KwokOptions:
     unregistered_launches: int = 0
     repair_toleration: timedelta = timedelta(minutes=10)
     """How long a NotReady node is tolerated before node repair replaces it."""
+    fault_rates: Mapping[str, float] = field(default_factory=dict)
+    create_slow_duration: timedelta = timedelta(seconds=30)
+    fault_seed: int | None = None
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, str]) -> KwokOptions:
@@ -134,7 +170,37 @@ class KwokOptions:
             ),
             unregistered_launches=_count(settings, "unregisteredLaunches"),
             repair_toleration=_duration(settings, "repairToleration") or timedelta(minutes=10),
+            fault_rates={
+                fault: rate
+                for fault, key in _RATE_SETTINGS.items()
+                if (rate := _rate(settings, key)) > 0
+            },
+            create_slow_duration=_duration(settings, "createSlowDuration")
+            if settings.get("createSlowDuration")
+            else timedelta(seconds=30),
+            fault_seed=_count(settings, "faultSeed") if settings.get("faultSeed") else None,
         )
+
+
+_RATE_SETTINGS = {
+    FAULT_CREATE_ERROR: "createErrorRate",
+    FAULT_CREATE_SLOW: "createSlowRate",
+    FAULT_DELETE_ERROR: "deleteErrorRate",
+    FAULT_GET_NOT_FOUND: "getNotFoundRate",
+}
+
+
+def _rate(settings: Mapping[str, str], key: str) -> float:
+    text = settings.get(key)
+    if not text:
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise KwokSettingsError(f"{key}: {text!r} is not a share between 0 and 1 (e.g. 0.2)")
+    return value
 
 
 def _duration(settings: Mapping[str, str], key: str) -> timedelta:

@@ -9,16 +9,27 @@ Node is marked for deletion: the Node carries karpy's termination finalizer, whi
 termination controller only removes once ``delete`` says the instance is gone, so
 waiting for the Node object itself to disappear would never end.
 
-Launches with a registration delay, and launches that never register, exist only in
-this process until their Node is written; ``get``/``list``/``delete`` see them too.
+Launches with a registration delay, and launches that never register, have no Node
+yet: they are kept as instance records in the cluster (``_records``), so they outlive
+the karpy process that launched them, as a real cloud's instances do. The process that
+launched one writes its Node when the delay ends; if that process dies, the boot loop
+that :meth:`KwokCloudProvider.register_controllers` adds to every replica does it.
+``get``/``list``/``delete`` see them too.
+
+Cloud faults (``KwokOptions.fault_rates``) are drawn per call: ``create`` failing before
+it launches (a 5xx-like CreateError or a dropped connection), ``create`` answering
+slowly after it launched, ``delete`` failing transiently, ``get`` answering a stale
+"not found". Each is logged as "kwok: injected fault" with the fault's name.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import random
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from karpy.apis import NodeClaim, NodePool
@@ -31,6 +42,7 @@ from karpy.cloudprovider._nodeclass import node_class_readiness
 from karpy.cloudprovider._registry import ProviderContext
 from karpy.cloudprovider._types import DriftReason, NodeClassKind, RepairPolicy
 from karpy.cloudprovider.errors import (
+    CloudProviderError,
     CreateError,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
@@ -40,7 +52,15 @@ from karpy.cloudprovider.kwok._catalogue import (
     load_catalogue,
     to_instance_types,
 )
-from karpy.cloudprovider.kwok._options import KwokFaults, KwokOptions
+from karpy.cloudprovider.kwok._options import (
+    FAULT_CREATE_ERROR,
+    FAULT_CREATE_SLOW,
+    FAULT_DELETE_ERROR,
+    FAULT_GET_NOT_FOUND,
+    KwokFaults,
+    KwokOptions,
+)
+from karpy.cloudprovider.kwok._records import InstanceRecord, InstanceRecords
 from karpy.cloudprovider.kwok._wellknown import (
     KWOK_NODE_CLASS,
     KWOK_NODE_KEY,
@@ -48,13 +68,13 @@ from karpy.cloudprovider.kwok._wellknown import (
     LABEL_INSTANCE_PRICE,
     PROVIDER_ID_PREFIX,
 )
-from karpy.runtime import Client, Kind
+from karpy.runtime import Client, Kind, Manager
 from karpy.runtime import errors as api_errors
 from karpy.runtime.kinds import NODE
 from karpy.scheduling import InstanceType
 from karpy.scheduling import resources as res
 
-__all__ = ["KwokCloudProvider"]
+__all__ = ["BOOT_PERIOD", "KwokCloudProvider"]
 
 log = logging.getLogger("karpy.cloudprovider.kwok")
 
@@ -66,6 +86,10 @@ _NODE_CLASS_KIND = Kind(
     namespaced=False,
 )
 _NODECLASS_LABEL = nodeclass_label_key(KWOK_NODE_CLASS.group, KWOK_NODE_CLASS.kind)
+
+
+BOOT_PERIOD = 1.0
+"""Seconds between the boot loop's looks at the instance records."""
 
 
 def _node_name(provider_id: str) -> str:
@@ -97,8 +121,12 @@ class KwokCloudProvider:
         self.faults = KwokFaults(
             insufficient_capacity=set(self.options.insufficient_capacity),
             unregistered_launches=self.options.unregistered_launches,
+            rates=dict(self.options.fault_rates),
+            rng=random.Random(self.options.fault_seed),
         )
-        # Launched instances without a Node yet (delayed) or ever (unregistered).
+        self._records = InstanceRecords(client)
+        # Instances this process launched without a Node yet (delayed) or ever
+        # (unregistered); their records in the cluster are what survives a restart.
         self._pending: dict[str, NodeClaim] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._closed = False
@@ -122,6 +150,14 @@ class KwokCloudProvider:
         node_class = await self._node_class(nodeclaim)
         if self.options.launch_delay > timedelta(0):
             await asyncio.sleep(self.options.launch_delay.total_seconds())
+        if self.faults.roll(FAULT_CREATE_ERROR):
+            _injected(FAULT_CREATE_ERROR, nodeclaim.metadata.name)
+            if self.faults.rng.random() < 0.5:
+                raise CreateError(
+                    "kwok: injected fault: the cloud answered 503 Service Unavailable",
+                    reason="ServiceUnavailable",
+                )
+            raise ConnectionResetError("kwok: injected fault: connection reset by the cloud")
         choice = choose_launch(nodeclaim, self._instance_types, refuse=self.faults.refuses)
         node = self._node_for(nodeclaim, choice)
         name = node["metadata"]["name"]
@@ -129,22 +165,30 @@ class KwokCloudProvider:
         launched = launched_nodeclaim(
             nodeclaim, choice, provider_id=provider_id, labels=dict(node["metadata"]["labels"])
         )
-        if self.faults.take_unregistered():
-            log.info("kwok: %s launched but will never register", name)
-            self._pending[provider_id] = launched
-            return launched
+        unregistered = self.faults.take_unregistered()
         delay = self.options.registration_delay + _registration_delay(node_class)
-        if delay > timedelta(0):
-            self._pending[provider_id] = launched
-            self._tasks[provider_id] = asyncio.create_task(
-                self._register_later(provider_id, node, delay), name=f"kwok-register-{name}"
-            )
-            return launched
         try:
-            await self._client.create(NODE, node)
+            if unregistered or delay > timedelta(0):
+                register_at = None if unregistered else datetime.now(UTC) + delay
+                # The record first: from here on the instance exists, whoever runs next.
+                await self._records.create(InstanceRecord(node, register_at))
+                self._pending[provider_id] = launched
+                if unregistered:
+                    log.info("kwok: %s launched but will never register", name)
+                else:
+                    self._tasks[provider_id] = asyncio.create_task(
+                        self._register_later(provider_id, node, delay),
+                        name=f"kwok-register-{name}",
+                    )
+            else:
+                await self._client.create(NODE, node)
         except api_errors.AlreadyExists:
-            # a repeated create for the same NodeClaim: the instance is the existing Node
+            # a repeated create for the same NodeClaim: the instance is the existing one
             return await self.get(provider_id)
+        if self.faults.roll(FAULT_CREATE_SLOW):
+            # Launched already: a karpy killed during this wait finds it on its retry.
+            _injected(FAULT_CREATE_SLOW, name)
+            await asyncio.sleep(self.options.create_slow_duration.total_seconds())
         return launched
 
     async def _register_later(
@@ -154,9 +198,7 @@ class KwokCloudProvider:
         backoff = 0.1
         while provider_id in self._pending:
             try:
-                await self._client.create(NODE, node)
-                break
-            except api_errors.AlreadyExists:
+                await self._boot(node)
                 break
             except api_errors.ClientError as exc:
                 log.warning("kwok: creating node %s failed, retrying: %s", provider_id, exc)
@@ -164,6 +206,33 @@ class KwokCloudProvider:
                 backoff = min(backoff * 2, 5.0)
         self._pending.pop(provider_id, None)
         self._tasks.pop(provider_id, None)
+
+    async def _boot(self, node: Mapping[str, Any]) -> None:
+        """The instance booted: write its Node, then drop its record (both idempotent,
+        so a boot interrupted between the two is finished by the next attempt)."""
+        with contextlib.suppress(api_errors.AlreadyExists):
+            await self._client.create(NODE, node)
+        await self._records.delete(node["metadata"]["name"])
+
+    async def boot_due(self) -> int:
+        """Boot every recorded instance whose registration time has passed and that no
+        task of this process is booting (it was launched by a karpy that is gone).
+        Returns how many were booted."""
+        now = datetime.now(UTC)
+        due = [
+            r for r in await self._records.list()
+            if r.register_at is not None and r.register_at <= now
+            and r.provider_id not in self._tasks
+        ]
+        for record in due:
+            await self._boot(record.node)
+            self._pending.pop(record.provider_id, None)
+        return len(due)
+
+    def register_controllers(self, manager: Manager) -> None:
+        """Run the boot loop (:meth:`boot_due` every second) on every replica: the
+        cloud boots its instances whichever karpy leads, or whether one leads at all."""
+        manager.add(_BootLoop(self), name="kwok.boot", needs_leader_election=False)
 
     async def _node_class(self, nodeclaim: NodeClaim) -> Mapping[str, Any]:
         ref = nodeclaim.spec.node_class_ref
@@ -223,17 +292,27 @@ class KwokCloudProvider:
     # -- reading back ------------------------------------------------------------------
 
     async def get(self, provider_id: str) -> NodeClaim:
-        """The instance as a NodeClaim, read from its Node (live, not from a cache)."""
-        pending = self._pending.get(provider_id)
-        if pending is not None:
-            return pending.model_copy(deep=True)
+        """The instance as a NodeClaim, read from its Node (live, not from a cache) or
+        from its record while it has no Node."""
         if not provider_id.startswith(PROVIDER_ID_PREFIX):
             raise NodeClaimNotFoundError(
                 f"{provider_id!r} is not a kwok provider ID", provider_id=provider_id
             )
+        if self.faults.roll(FAULT_GET_NOT_FOUND):
+            _injected(FAULT_GET_NOT_FOUND, _node_name(provider_id))
+            raise NodeClaimNotFoundError(
+                f"kwok: injected fault: instance {provider_id} not found (stale read)",
+                provider_id=provider_id,
+            )
+        pending = self._pending.get(provider_id)
+        if pending is not None:
+            return pending.model_copy(deep=True)
         try:
             node = await self._client.get(NODE, _node_name(provider_id), live=True)
         except api_errors.NotFound as exc:
+            record = await self._records.get(_node_name(provider_id))
+            if record is not None:
+                return _nodeclaim_from_node(record.node)
             raise NodeClaimNotFoundError(
                 f"node {_node_name(provider_id)} not found", provider_id=provider_id
             ) from exc
@@ -246,8 +325,8 @@ class KwokCloudProvider:
     async def list(self) -> Sequence[NodeClaim]:
         """Every kwok instance this provider launched: Nodes with a ``kwok://`` provider
         ID and the NodeClass label that ``create`` writes, not being deleted, and launches
-        whose Node is not written yet. Nodes made by hand are never listed, so garbage
-        collection cannot mistake them for leaked instances."""
+        whose Node is not written yet (their records). Nodes made by hand are never
+        listed, so garbage collection cannot mistake them for leaked instances."""
         nodes = await self._client.list(NODE)
         found = [
             _nodeclaim_from_node(node)
@@ -257,6 +336,10 @@ class KwokCloudProvider:
             and not _deleting(node)
         ]
         listed = {nc.status.provider_id for nc in found}
+        for record in await self._records.list():
+            if record.provider_id not in listed:
+                listed.add(record.provider_id)
+                found.append(_nodeclaim_from_node(record.node))
         found.extend(
             nc.model_copy(deep=True)
             for pid, nc in self._pending.items()
@@ -272,18 +355,28 @@ class KwokCloudProvider:
     # -- deleting ----------------------------------------------------------------------
 
     async def delete(self, nodeclaim: NodeClaim) -> None:
-        """Delete the Node; raise NodeClaimNotFoundError once it is deleted or gone."""
+        """Delete the Node (and the record of an instance without one); raise
+        NodeClaimNotFoundError once it is deleted or gone."""
         provider_id = nodeclaim.status.provider_id or ""
-        if self._pending.pop(provider_id, None) is not None:
-            task = self._tasks.pop(provider_id, None)
-            if task is not None:
-                task.cancel()
-            return
         if not provider_id.startswith(PROVIDER_ID_PREFIX):
             raise NodeClaimNotFoundError(
                 f"{provider_id!r} is not a kwok provider ID", provider_id=provider_id
             )
         name = _node_name(provider_id)
+        if self.faults.roll(FAULT_DELETE_ERROR):
+            _injected(FAULT_DELETE_ERROR, name)
+            raise CloudProviderError(
+                f"kwok: injected fault: deleting instance {provider_id} failed, try again"
+            )
+        task = self._tasks.pop(provider_id, None)
+        if task is not None:
+            task.cancel()
+        was_pending = self._pending.pop(provider_id, None) is not None
+        if await self._records.delete(name) or was_pending:
+            # Terminated before it booted: the next call sees it gone.
+            with contextlib.suppress(api_errors.NotFound):
+                await self._client.delete(NODE, name)
+            return
         try:
             await self._client.delete(NODE, name)
         except api_errors.NotFound as exc:
@@ -293,7 +386,8 @@ class KwokCloudProvider:
         raise NodeClaimNotFoundError(f"node {name} deleted", provider_id=provider_id)
 
     async def aclose(self) -> None:
-        """Cancel pending registrations (their Nodes are never written)."""
+        """Stop booting from this process; the instance records stay, and the boot loop of
+        whichever karpy runs next boots them."""
         self._closed = True
         tasks = list(self._tasks.values())
         for task in tasks:
@@ -319,6 +413,25 @@ class KwokCloudProvider:
     def supported_node_classes(self) -> Sequence[NodeClassKind]:
         """KWOKNodeClass (karpenter.kwok.sh/v1alpha1)."""
         return (KWOK_NODE_CLASS,)
+
+
+class _BootLoop:
+    """Boots recorded instances whose launching process is gone (every BOOT_PERIOD)."""
+
+    def __init__(self, provider: KwokCloudProvider) -> None:
+        self._provider = provider
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self._provider.boot_due()
+            except (api_errors.ClientError, OSError) as exc:  # the API may be restarting
+                log.warning("kwok: booting recorded instances failed: %s", exc)
+            await asyncio.sleep(BOOT_PERIOD)
+
+
+def _injected(fault: str, name: str | None) -> None:
+    log.warning("kwok: injected fault", extra={"fault": fault, "instance": name or ""})
 
 
 def _deleting(obj: Mapping[str, Any]) -> bool:

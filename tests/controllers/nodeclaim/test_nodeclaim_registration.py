@@ -94,7 +94,31 @@ async def test_the_node_patch_is_guarded_by_its_resource_version(
 
     result = await lifecycle.reconcile(REQUEST)
 
-    assert result.requeue  # conflict: try again with a fresh read
+    # conflict: read the Node live and try again; the concurrent edit is kept
+    labels = kube.peek(NODE, "node-1")["metadata"]["labels"]
+    assert labels["someone"] == "else"
+    assert labels["karpenter.sh/registered"] == "true"
+    assert not result.requeue
+
+
+async def test_a_node_that_keeps_changing_is_left_for_a_rate_limited_retry(
+    kube: FakeClient, lifecycle: LifecycleController, monkeypatch
+) -> None:
+    pid = await launch(kube, lifecycle)
+    await kube.create(NODE, node_manifest("node-1", pid))
+    patch = kube.patch
+    writes = iter(range(1_000_000))
+
+    async def racing(kind, name, body, **kw):  # someone writes the Node before each patch
+        if kind == NODE:
+            await patch(NODE, name, {"metadata": {"annotations": {"n": str(next(writes))}}})
+        return await patch(kind, name, body, **kw)
+
+    monkeypatch.setattr(kube, "patch", racing)
+
+    result = await lifecycle.reconcile(REQUEST)
+
+    assert result.requeue  # two conflicts in a row: back off through the rate limiter
     assert "karpenter.sh/registered" not in kube.peek(NODE, "node-1")["metadata"]["labels"]
     assert condition(kube.peek(NODE_CLAIM, NAME), "Registered")["status"] == "Unknown"
 
@@ -209,3 +233,25 @@ async def test_launch_register_and_initialize_in_one_reconcile(
     assert [r["message"] for r in logs.records if r["message"].endswith(" nodeclaim")] == [
         "launched nodeclaim", "registered nodeclaim", "initialized nodeclaim",
     ]
+
+
+async def test_a_node_changed_since_the_cache_saw_it_registers_in_the_same_reconcile(
+    kube: FakeClient, lifecycle: LifecycleController, monkeypatch
+) -> None:
+    pid = await launch(kube, lifecycle)
+    await kube.create(NODE, node_manifest("node-1", pid, ready=False))
+    stale = kube.peek(NODE, "node-1")
+    # kwok writes the Node's status just after it appears; the cache still has the old one
+    await kube.patch_status(NODE, "node-1", {"status": {"phase": "Running"}})
+    by_index = kube.by_index
+    monkeypatch.setattr(kube, "by_index", lambda kind, index, value: (
+        [stale] if kind == NODE else by_index(kind, index, value)))
+
+    result = await lifecycle.reconcile(REQUEST)
+
+    assert condition(kube.peek(NODE_CLAIM, NAME), "Registered")["status"] == "True"
+    node = kube.peek(NODE, "node-1")
+    assert node["metadata"]["labels"]["karpenter.sh/registered"] == "true"
+    assert not any(t["key"] == "karpenter.sh/unregistered" for t in node["spec"]["taints"])
+    assert node["status"]["phase"] == "Running"  # the concurrent write was not lost
+    assert not result.requeue  # no trip through the rate limiter

@@ -125,15 +125,18 @@ class Registration:
                 f"Missing {TAINT_UNREGISTERED} taint which prevents registration related "
                 "race conditions on Karpenter-managed nodes",
             )
-        sync_node(nodeclaim, node)
-        node["spec"]["taints"] = [
-            t for t in node["spec"].get("taints") or [] if not taint_matches(t, _UNREGISTERED)
-        ]
-        node["metadata"]["labels"][LABEL_REGISTERED] = "true"
         try:
-            await self._patch_node(stored, node)
+            await self._patch_node(stored, _registered(nodeclaim, node))
         except errors.Conflict:
-            return Outcome(requeue=True)
+            # The Node changed since the cache saw it (kwok or the kubelet writes its
+            # status just after it appears). Read it live and try once more: a requeue
+            # goes through the controller's 10/s rate limiter, which a thousand nodes
+            # registering at once would turn into a queue of minutes.
+            try:
+                stored = await self._client.get(NODE, node_name, live=True)
+                await self._patch_node(stored, _registered(nodeclaim, thaw(stored)))
+            except (errors.Conflict, errors.NotFound):
+                return Outcome(requeue=True)
         log.info(
             "registered nodeclaim",
             extra={"provider-id": provider_id or "", "Node": {"name": node_name}},
@@ -161,6 +164,17 @@ class Registration:
             "resourceVersion"
         )
         await self._client.patch(NODE, node["metadata"]["name"], patch)
+
+
+def _registered(nodeclaim: NodeClaim, node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` as registration leaves it: synced with the NodeClaim, without the
+    unregistered taint, labelled registered."""
+    sync_node(nodeclaim, node)
+    node["spec"]["taints"] = [
+        t for t in node["spec"].get("taints") or [] if not taint_matches(t, _UNREGISTERED)
+    ]
+    node["metadata"]["labels"][LABEL_REGISTERED] = "true"
+    return node
 
 
 def sync_node(nodeclaim: NodeClaim, node: dict[str, Any]) -> None:
