@@ -7,7 +7,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from conftest import Events
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nodeclaim_fakes import FakeKube, nodeclaim_manifest
@@ -96,7 +95,7 @@ def conditions_of(kube: FakeKube) -> dict[str, dict[str, Any]]:
 
 
 async def test_consolidatable_turns_true_once_consolidate_after_has_passed(
-    kube: FakeKube, controller: DisruptionConditions, clock: FakeClock, events: Events
+    kube: FakeKube, controller: DisruptionConditions, clock: FakeClock, events: Any
 ) -> None:
     await setup(kube, nodepool("30s"), nodeclaim())
     await clock.step(10)

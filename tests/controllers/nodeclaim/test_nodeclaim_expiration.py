@@ -3,17 +3,19 @@ budgets, and counted as karpenter_nodeclaims_disrupted_total{reason="expired"}."
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from conftest import Logs, Metrics
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nodeclaim_fakes import FakeKube, nodeclaim_manifest
+from opentelemetry.sdk.metrics import MeterProvider
 
 from karpy.cloudprovider.fake import FakeCloudProvider
+from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim.expiration import Expiration
-from karpy.runtime import Request, Result
+from karpy.runtime import Request, Result, kinds
 from karpy.runtime.testing import FakeClock
 from karpy.state.kinds import NODE_CLAIM
 
@@ -29,7 +31,23 @@ def nodeclaim(expire_after: str | None = "1h") -> dict[str, Any]:
     return claim
 
 
-def expiration(kube: FakeKube, metrics: Metrics, clock: FakeClock) -> Expiration:
+def pod(name: str, node: str, **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", **extra.pop("meta", {})}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": extra.pop("phase", "Running")}}
+
+
+async def add_pods(kube: FakeKube) -> None:
+    """One pod that needs a new home on node-a, and three that do not count."""
+    ds = {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d",
+                               "uid": "u"}]}
+    for p in (pod("web", "node-a"), pod("logs", "node-a", meta=ds),
+              pod("done", "node-a", phase="Succeeded"), pod("elsewhere", "node-b")):
+        await kube.create(kinds.POD, p)
+
+
+def expiration(kube: FakeKube, metrics: Any, clock: FakeClock) -> Expiration:
     return Expiration(client=kube, cloud_provider=FakeCloudProvider(),  # type: ignore[arg-type]
                       metrics=metrics.instruments, clock=clock)
 
@@ -39,9 +57,10 @@ def deleting(kube: FakeKube) -> bool:
 
 
 async def test_an_expired_nodeclaim_is_deleted_logged_and_counted(
-    kube: FakeKube, metrics: Metrics, clock: FakeClock, logs: Logs
+    kube: FakeKube, metrics: Any, clock: FakeClock, logs: Any
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim("1h"))
+    await add_pods(kube)
     controller = expiration(kube, metrics, clock)
     await clock.step(1800)
     assert await controller.reconcile(REQUEST) == Result(requeue_after=1800.0)
@@ -51,13 +70,15 @@ async def test_an_expired_nodeclaim_is_deleted_logged_and_counted(
     assert deleting(kube)
     assert metrics.value("karpenter_nodeclaims_disrupted_total", reason="expired",
                          nodepool="default", capacity_type="spot") == 1
+    assert metrics.value("karpenter_pods_disruption_initiated_total", reason="expired",
+                         nodepool="default") == 1
     [line] = logs.messages("deleting expired nodeclaim")
     assert line["NodeClaim"] == {"name": "default-a"}
     assert line["Node"] == {"name": "node-a"}
 
 
 async def test_an_expiry_is_counted_once_even_when_the_cache_lags(
-    kube: FakeKube, metrics: Metrics, clock: FakeClock
+    kube: FakeKube, metrics: Any, clock: FakeClock
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim("1m"))
     controller = expiration(kube, metrics, clock)
@@ -70,7 +91,7 @@ async def test_an_expiry_is_counted_once_even_when_the_cache_lags(
 
 
 async def test_never_and_other_providers_nodeclaims_do_not_expire(
-    kube: FakeKube, metrics: Metrics, clock: FakeClock
+    kube: FakeKube, metrics: Any, clock: FakeClock
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim("Never"))
     foreign = nodeclaim("1s")
@@ -90,7 +111,7 @@ async def test_never_and_other_providers_nodeclaims_do_not_expire(
 async def test_deleted_exactly_when_expire_after_has_passed(expire: int, elapsed: int) -> None:
     clock = FakeClock()
     kube = FakeKube(clock)
-    metrics = Metrics()
+    metrics = SimpleNamespace(instruments=KarpenterMetrics(MeterProvider().get_meter("t")))
     await kube.create(NODE_CLAIM, nodeclaim(f"{expire}s"))
     await clock.step(elapsed)
     result = await expiration(kube, metrics, clock).reconcile(REQUEST)

@@ -9,7 +9,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from conftest import SelectingKube
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from nodeclaim_fakes import nodeclaim_manifest
@@ -71,7 +70,7 @@ def node(
     }
 
 
-async def add_node(kube: SelectingKube, name: str, **kw: Any) -> None:
+async def add_node(kube: Any, name: str, **kw: Any) -> None:
     await kube.create(kinds.NODE, node(name, **kw))
     claim = nodeclaim_manifest(f"claim-{name}", finalizer=True,
                                labels={"karpenter.sh/nodepool": kw.get("pool", "default")})
@@ -85,13 +84,13 @@ def metrics() -> Metrics:
 
 
 @pytest.fixture
-def recorder(kube: SelectingKube, clock: FakeClock) -> EventRecorder:
+def recorder(kube: Any, clock: FakeClock) -> EventRecorder:
     return EventRecorder(kube, component="karpenter", host="t", clock=clock)  # type: ignore[arg-type]
 
 
 @pytest.fixture
 def health(
-    kube: SelectingKube, recorder: EventRecorder, metrics: Metrics, clock: FakeClock
+    kube: Any, recorder: EventRecorder, metrics: Metrics, clock: FakeClock
 ) -> NodeHealth:
     provider = FakeCloudProvider(repair_policies=[
         RepairPolicy("Ready", "False", TOLERATION), RepairPolicy("Ready", "Unknown", TOLERATION)])
@@ -99,16 +98,21 @@ def health(
                       recorder=recorder, metrics=metrics.instruments, clock=clock)
 
 
-def deleting(kube: SelectingKube, name: str) -> bool:
+def deleting(kube: Any, name: str) -> bool:
     return bool(kube.stored(NODE_CLAIM, f"claim-{name}")["metadata"].get("deletionTimestamp"))
 
 
 async def test_an_unhealthy_node_is_replaced_once_its_toleration_has_passed(
-    kube: SelectingKube, health: NodeHealth, clock: FakeClock, metrics: Metrics,
+    kube: Any, health: NodeHealth, clock: FakeClock, metrics: Metrics,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     for i in range(5):
         await add_node(kube, f"n{i}", ready="False" if i == 0 else "True")
+    for name, node_name in (("web", "n0"), ("api", "n0"), ("other", "n1")):
+        await kube.create(kinds.POD, {
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": node_name, "containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": "Running"}})
     await clock.step(300)
     assert await health.reconcile(Request("", "n0")) == Result(requeue_after=300.0)
     assert not deleting(kube, "n0")
@@ -122,6 +126,7 @@ async def test_an_unhealthy_node_is_replaced_once_its_toleration_has_passed(
                          nodepool="default", capacity_type="spot") == 1
     assert metrics.value("karpenter_nodeclaims_unhealthy_disrupted_total", condition="ready",
                          image_id="img-1") == 1
+    assert metrics.value("karpenter_pods_disruption_initiated_total", reason="unhealthy") == 2
     assert "deleting unhealthy node" in caplog.messages
     for i in range(1, 5):
         assert await health.reconcile(Request("", f"n{i}")) == Result()
@@ -129,7 +134,7 @@ async def test_an_unhealthy_node_is_replaced_once_its_toleration_has_passed(
 
 
 async def test_nothing_is_repaired_when_over_a_fifth_of_the_pool_is_unhealthy(
-    kube: SelectingKube, health: NodeHealth, clock: FakeClock, recorder: EventRecorder,
+    kube: Any, health: NodeHealth, clock: FakeClock, recorder: EventRecorder,
 ) -> None:
     for i in range(5):
         await add_node(kube, f"n{i}", ready="Unknown" if i < 2 else "True")
@@ -147,7 +152,7 @@ async def test_nothing_is_repaired_when_over_a_fifth_of_the_pool_is_unhealthy(
 @pytest.mark.parametrize(("nodes", "unhealthy", "repaired"), [
     (3, 1, True), (5, 1, True), (5, 2, False), (10, 2, True), (10, 3, False), (1, 1, True)])
 async def test_the_threshold_rounds_up(
-    kube: SelectingKube, health: NodeHealth, clock: FakeClock, nodes: int, unhealthy: int,
+    kube: Any, health: NodeHealth, clock: FakeClock, nodes: int, unhealthy: int,
     repaired: bool,
 ) -> None:
     for i in range(nodes):
@@ -164,7 +169,7 @@ def test_a_fifth_rounded_up_may_be_unhealthy(total: int) -> None:
 
 
 async def test_an_earlier_termination_time_is_kept_and_healthy_or_foreign_nodes_untouched(
-    kube: SelectingKube, health: NodeHealth, clock: FakeClock,
+    kube: Any, health: NodeHealth, clock: FakeClock,
 ) -> None:
     await add_node(kube, "sick", ready="False")
     kube.stored(NODE_CLAIM, "claim-sick")["metadata"]["annotations"] = {ANNOTATION: T0}
