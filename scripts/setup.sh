@@ -14,8 +14,8 @@ stamp=.venv/.karpy-installed
 deps="pyproject.toml providers/aws/pyproject.toml providers/azure/pyproject.toml"
 if [ ! -f "$stamp" ] || [ -n "$(find $deps -newer "$stamp" 2>/dev/null)" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[dev]" -e providers/aws -e providers/azure -e examples/provider-plugin 2>/dev/null \
-    || .venv/bin/python -m pip install -q -e ".[dev]" -e providers/aws -e providers/azure
+  .venv/bin/python -m pip install -q -e ".[dev]" -e "providers/aws[test]" -e providers/azure -e examples/provider-plugin 2>/dev/null \
+    || .venv/bin/python -m pip install -q -e ".[dev]" -e "providers/aws[test]" -e providers/azure
   touch "$stamp"
 fi
 

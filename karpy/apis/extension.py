@@ -7,9 +7,10 @@ the ``karpy.crds`` entry-point group of its distribution::
     [project.entry-points."karpy.crds"]
     aws = "karpy_aws.apis:EXTENSION"
 
-``karpy crds`` then writes the provider's CRDs next to Karpenter's and adds its
-reserved label domains to the NodePool and NodeClaim CRDs' rules; ``karpy convert``
-uses its converters.
+``karpy crds`` then writes the provider's CRD set: its NodeClass CRDs, and Karpenter's
+NodePool and NodeClaim CRDs with its reserved label domains added to Karpenter's rules
+(only its own: each provider's set is installed alone); ``karpy convert`` uses its
+converters.
 """
 
 from __future__ import annotations

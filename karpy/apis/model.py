@@ -176,6 +176,9 @@ class CRDInfo:
     restricted_labels: tuple[str, ...] = ()
     #: Extra keys for ``metadata.annotations`` of the CRD object itself.
     annotations: dict[str, str] = field(default_factory=dict)
+    #: Older versions still served with the same schema (not stored; the API server
+    #: only rewrites ``apiVersion``), e.g. AKSNodeClass v1alpha2 beside v1beta1.
+    served_versions: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:

@@ -12,18 +12,21 @@ result}``, ``controller_runtime_reconcile_errors_total``,
 ``workqueue_adds_total``, ``workqueue_queue_duration_seconds``,
 ``workqueue_work_duration_seconds``, ``workqueue_retries_total``,
 ``workqueue_unfinished_work_seconds``, ``workqueue_longest_running_processor_seconds``.
+The ``workqueue_*`` series are counted by each queue in plain Python and exported by a
+collector on the same registry (see ``_queue_metrics``: an OTel call per queue
+operation would cost more than the queue itself).
 """
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable, Iterable
-from typing import Protocol
+import contextlib
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
-from opentelemetry.metrics import CallbackOptions, Meter, Observation
+from opentelemetry.metrics import Meter
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
+
+from ._queue_metrics import QueueCollector, QueueRecorder, QueueView
 
 __all__ = ["ControllerMetrics", "Metrics"]
 
@@ -70,14 +73,6 @@ RECONCILE_BUCKETS = (
     50.0,
     60.0,
 )
-# client-go workqueue: ExponentialBuckets(10e-9, 10, 12) → 1e-8 s .. 1e3 s.
-QUEUE_BUCKETS = tuple(1e-8 * 10**i for i in range(12))
-
-
-class _QueueView(Protocol):
-    def __len__(self) -> int: ...
-    def unfinished_work_seconds(self) -> float: ...
-    def longest_running_processor_seconds(self) -> float: ...
 
 
 class Metrics:
@@ -116,47 +111,13 @@ class Metrics:
             "controller_runtime_max_concurrent_reconciles",
             description="Maximum number of concurrent reconciles per controller",
         )
-        self._depth = meter.create_up_down_counter(
-            "workqueue_depth", description="Current depth of workqueue"
-        )
-        self._adds = meter.create_counter(
-            "workqueue_adds_total", description="Total number of adds handled by workqueue"
-        )
-        self._retries = meter.create_counter(
-            "workqueue_retries_total", description="Total number of retries handled by workqueue"
-        )
-        self._queue_duration = meter.create_histogram(
-            "workqueue_queue_duration_seconds",
-            unit="s",
-            description="How long in seconds an item stays in workqueue before being requested",
-            explicit_bucket_boundaries_advisory=QUEUE_BUCKETS,
-        )
-        self._work_duration = meter.create_histogram(
-            "workqueue_work_duration_seconds",
-            unit="s",
-            description="How long in seconds processing an item from workqueue takes",
-            explicit_bucket_boundaries_advisory=QUEUE_BUCKETS,
-        )
         self._leader = meter.create_up_down_counter(
             "leader_election_master_status",
             description="Gauge of if the reporting system is master of the relevant lease, "
             "0 indicates backup, 1 indicates master",
         )
-        self._queues: dict[str, weakref.ref[_QueueView]] = {}
-        meter.create_observable_gauge(
-            "workqueue_unfinished_work_seconds",
-            callbacks=[self._observe(lambda q: q.unfinished_work_seconds())],
-            unit="s",
-            description="How many seconds of work has been done that is in progress and "
-            "hasn't been observed by work_duration",
-        )
-        meter.create_observable_gauge(
-            "workqueue_longest_running_processor_seconds",
-            callbacks=[self._observe(lambda q: q.longest_running_processor_seconds())],
-            unit="s",
-            description="How many seconds has the longest running processor for workqueue "
-            "been running",
-        )
+        self._queues = QueueCollector()
+        self.registry.register(self._queues)
 
     def meter(self, name: str, version: str | None = None) -> Meter:
         """An OpenTelemetry Meter whose instruments appear on this registry's /metrics."""
@@ -167,8 +128,11 @@ class Metrics:
         return generate_latest(self.registry)
 
     def shutdown(self) -> None:
-        """Detach the exporter from the registry. Idempotent enough to call twice."""
+        """Detach the exporter and the queues' collector from the registry. Idempotent
+        enough to call twice."""
         self.provider.shutdown()
+        with contextlib.suppress(KeyError):
+            self.registry.unregister(self._queues)
 
     # -- hooks for controllers and queues ----------------------------------------------
 
@@ -177,53 +141,16 @@ class Metrics:
         self._max_concurrent.add(workers, {"controller": name})
         return ControllerMetrics(self, name)
 
-    def queue(self, name: str, queue: _QueueView) -> QueueMetrics:
-        """The QueueMetrics for a work queue named ``name`` (gauges read ``queue`` lazily)."""
-        self._queues[name] = weakref.ref(queue)
-        return QueueMetrics(self, name)
+    def queue(self, name: str, queue: QueueView) -> QueueRecorder:
+        """The metrics hooks for a work queue named ``name`` (gauges read ``queue`` lazily).
+
+        Asking again for the same name (a restarted controller's new queue) returns the
+        same recorder, so its counters keep counting."""
+        return self._queues.recorder(name, queue)
 
     def leader(self, lease: str, is_leader: bool) -> None:
         """Set leader_election_master_status{name=lease} to 1 or back to 0."""
         self._leader.add(1 if is_leader else -1, {"name": lease})
-
-    def _observe(
-        self, read: Callable[[_QueueView], float]
-    ) -> Callable[[CallbackOptions], Iterable[Observation]]:
-        def callback(options: CallbackOptions) -> Iterable[Observation]:
-            out = []
-            for name, ref in list(self._queues.items()):
-                queue = ref()
-                if queue is None:
-                    del self._queues[name]
-                    continue
-                out.append(Observation(read(queue), {"name": name, "controller": name}))
-            return out
-
-        return callback
-
-
-class QueueMetrics:
-    """Implements the work queue's metrics hooks on a :class:`Metrics` registry."""
-
-    __slots__ = ("_attrs", "_m")
-
-    def __init__(self, metrics: Metrics, name: str) -> None:
-        self._m = metrics
-        self._attrs = {"name": name, "controller": name}
-
-    def added(self) -> None:
-        self._m._depth.add(1, self._attrs)
-        self._m._adds.add(1, self._attrs)
-
-    def taken(self, waited: float) -> None:
-        self._m._depth.add(-1, self._attrs)
-        self._m._queue_duration.record(waited, self._attrs)
-
-    def finished(self, worked: float) -> None:
-        self._m._work_duration.record(worked, self._attrs)
-
-    def retried(self) -> None:
-        self._m._retries.add(1, self._attrs)
 
 
 class ControllerMetrics:

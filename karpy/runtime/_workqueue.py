@@ -106,7 +106,8 @@ class WorkQueue(Generic[T]):
         if item in self._processing:
             return
         self._queue.append(item)
-        self._wake_one()
+        if self._getters:
+            self._wake_one()
 
     def add_after(self, item: T, delay: float) -> None:
         """Queue ``item`` after ``delay`` seconds; an earlier pending time for it wins."""

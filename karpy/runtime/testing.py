@@ -4,28 +4,46 @@
   election and anything else that takes a ``clock=``.
 * :func:`reconcile_once` / :class:`ReconcileDriver` — call a reconciler the way a
   controller would (logging context, outcome classification) without a cluster.
+* :func:`eventually` — wait for a condition with a bounded poll, instead of sleeping a
+  fixed time and hoping the work is done (which flakes on a loaded machine).
+* :class:`FakeClient` — an in-memory API server behind ``Client``'s methods and the
+  cache's ``by_index``: merge patches, resourceVersion preconditions, the status
+  subresource, finalizers, selectors, PDB-aware eviction; every write recorded
+  (:class:`Call`).
 
-What they do **not** do is stated on each; in short: nothing here talks to an API
-server, runs informers or emulates watches. For that, use the local control plane
-(tests/controlplane) — karpy does not ship a fake API server on purpose.
+What they do **not** do is stated on each; in short: nothing here runs informers or
+emulates watches, admission or other controllers. For that — and for every end-to-end
+test — use the local control plane (tests/controlplane).
 """
 
 from __future__ import annotations
 
 import asyncio
 import heapq
+import inspect
 import itertools
-from collections.abc import Callable, Hashable
+import time
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Generic, TypeVar
 
 from ._controller import Controller
+from ._fakeclient import Call, FakeClient
 from ._reconcile import Reconciler, Result
 
-__all__ = ["DriveReport", "FakeClock", "ReconcileDriver", "reconcile_once"]
+__all__ = [
+    "Call",
+    "DriveReport",
+    "FakeClient",
+    "FakeClock",
+    "ReconcileDriver",
+    "eventually",
+    "reconcile_once",
+]
 
 K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
 
 
 class _FakeTimer:
@@ -199,3 +217,39 @@ class ReconcileDriver(Generic[K]):
 async def reconcile_once(reconciler: Reconciler[K], key: K) -> DriveReport[K]:
     """Shorthand for ``await ReconcileDriver(reconciler).drive(key)``."""
     return await ReconcileDriver(reconciler).drive(key)
+
+
+async def eventually(
+    check: Callable[[], T | Awaitable[T]],
+    *,
+    within: float = 30.0,
+    interval: float = 0.005,
+    what: str = "",
+) -> T:
+    """Poll ``check`` until it returns something truthy, and return that; a check may
+    also ``assert`` (an ``AssertionError`` means "not yet"). After ``within`` seconds of
+    real time, raise ``AssertionError`` naming ``what`` (and the check's last failure).
+
+    ``check`` may be a plain or an async function. Between checks the loop runs other
+    tasks for ``interval`` seconds, so the code under test makes progress. ``within`` is
+    a bound for a machine under load, not an expected duration: a passing check returns
+    at once. It does not advance a :class:`FakeClock` — advance it before waiting.
+    """
+    deadline = time.monotonic() + within
+    while True:
+        failure: AssertionError | None = None
+        try:
+            outcome = check()
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+        except AssertionError as exc:
+            failure = exc
+        else:
+            if outcome:
+                return outcome
+        if time.monotonic() >= deadline:
+            detail = f": {failure}" if failure is not None else ""
+            raise AssertionError(
+                f"still not true after {within:g}s: {what or repr(check)}{detail}"
+            ) from failure
+        await asyncio.sleep(interval)

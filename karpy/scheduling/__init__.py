@@ -9,6 +9,7 @@ outputs are :class:`Results`. See docs/scheduling.md.
 
 from karpy.scheduling import resources
 from karpy.scheduling.instancetype import InstanceType, Offering, Overhead
+from karpy.scheduling.lowerbound import CostFloor, cost_floor
 from karpy.scheduling.node import ExistingNode
 from karpy.scheduling.nodepool import NodePoolTemplate
 from karpy.scheduling.pod import AffinityTerm, HostPort, Pod, SpreadConstraint
@@ -20,6 +21,7 @@ from karpy.scheduling.taints import Taint, Toleration
 
 __all__ = [
     "AffinityTerm",
+    "CostFloor",
     "ExistingNode",
     "ExistingNodePlan",
     "HostPort",
@@ -39,6 +41,7 @@ __all__ = [
     "SpreadConstraint",
     "Taint",
     "Toleration",
+    "cost_floor",
     "resources",
     "solve",
 ]

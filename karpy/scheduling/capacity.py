@@ -91,6 +91,7 @@ class Claim:
         "ports",
         "req",
         "reserved",
+        "runs",
         "sig_counts",
         "template",
         "total",
@@ -105,6 +106,8 @@ class Claim:
         self.pods: list[Pod] = []
         self.ports: list[Any] = []
         self.sig_counts: dict[Signature, int] = {}
+        # (signature, request vector, count) per placement, in the order of ``pods``
+        self.runs: list[tuple[Signature, list[int], int]] = []
         self.reserved: dict[str, int] = {}
         self.index = -1
 

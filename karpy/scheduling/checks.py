@@ -218,8 +218,45 @@ class Checker:
         if self.strict_min_values and reqs.has_min_values():
             reason = self._min_values_reason(catalog, reqs, mask)
             if reason is not None:
-                return Reject(reason, False)
+                if count == 1:
+                    return Reject(reason, False)
+                # Fewer pods leave more types: back off to the most pods that still
+                # keep minValues (Karpenter places them on more NodeClaims instead).
+                count, mask = self._most_keeping_min_values(
+                    template, sig, total, vec, count, fitting, reqs
+                )
+                if not count:
+                    return Reject(reason, False)
         return count, reqs, mask
+
+    def _most_keeping_min_values(
+        self,
+        template: Template,
+        sig: Signature,
+        total: list[int],
+        vec: list[int],
+        count: int,
+        fitting: int,
+        reqs: Requirements,
+    ) -> tuple[int, int]:
+        """The largest k < count whose fitting types still satisfy ``minValues``
+        (0 if not even one pod does), and those types. The types that fit k pods only
+        shrink as k grows, so the distinct values do too: bisection is exact."""
+        catalog = template.catalog
+
+        def types_for(k: int) -> int:
+            need = [a + k * b for a, b in zip(total, vec, strict=True)]
+            return fitting & self._fit(template, need, sig)
+
+        low, high, best, best_mask = 1, count - 1, 0, 0
+        while low <= high:
+            middle = (low + high) // 2
+            mask = types_for(middle)
+            if mask and self._min_values_reason(catalog, reqs, mask) is None:
+                low, best, best_mask = middle + 1, middle, mask
+            else:
+                high = middle - 1
+        return best, best_mask
 
     def _min_values_reason(self, catalog: Catalog, reqs: Requirements, mask: int) -> str | None:
         key = (id(catalog), reqs, mask)

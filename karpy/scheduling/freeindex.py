@@ -41,7 +41,10 @@ class FreeIndex:
         tree[i] = tuple(max(v, 0) for v in free)
         i >>= 1
         while i:
-            tree[i] = tuple(map(max, tree[2 * i], tree[2 * i + 1]))
+            merged = tuple(map(max, tree[2 * i], tree[2 * i + 1]))
+            if merged == tree[i]:
+                break  # the maxima above do not change either
+            tree[i] = merged
             i >>= 1
 
     def find(self, need: Sequence[int], start: int = 0) -> int | None:
@@ -54,7 +57,8 @@ class FreeIndex:
         def fits(vector: tuple[int, ...]) -> bool:
             return all(map(ge, vector, need))
 
-        i = start + size
+        # From the start, descend from the root; otherwise walk right from the leaf.
+        i = 1 if start == 0 else start + size
         while True:
             if fits(tree[i]):
                 while i < size:

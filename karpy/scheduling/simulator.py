@@ -17,6 +17,9 @@ How a solve works (docs/scheduling.md has the long version):
 3. A pod that fits nowhere has its preferences relaxed one at a time
    (:mod:`karpy.scheduling.signature`); pods that still fit nowhere are retried after
    the others, as long as that makes progress, and otherwise get a reason.
+4. The cost-improvement stage (:mod:`karpy.scheduling.improve`) moves pods between the
+   new NodeClaims so that they fit cheaper instance types, within a budget of
+   evaluations (``SchedulerOptions.improvement_budget``).
 
 What keeps the cost per pod flat as the batch grows: constraints are computed once per
 signature, instance types are filtered with cached bitmasks, requirement intersections
@@ -48,6 +51,7 @@ from karpy.scheduling.taints import Taint
 __all__ = ["SchedulerOptions", "Simulator", "solve"]
 
 MAX_INSTANCE_TYPES: Final = 600
+IMPROVEMENT_BUDGET: Final = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +63,17 @@ class SchedulerOptions:
     when the compatible instance types cannot satisfy a requirement's ``minValues``.
     ``well_known_labels`` are the labels a NodePool need not define for a pod to ask
     for them (instance types define them); providers add their own.
+    ``improvement_budget`` bounds the cost-improvement stage after first fit
+    (:mod:`karpy.scheduling.improve`): evaluations per pod on a new NodeClaim (plus a
+    fixed 1,000 per solve); 0 turns the stage off. A count of evaluations rather than
+    a clock keeps plans deterministic.
     """
 
     preference_policy: Literal["Respect", "Ignore"] = "Respect"
     min_values_policy: Literal["Strict", "BestEffort"] = "Strict"
     max_instance_types: int = MAX_INSTANCE_TYPES
     well_known_labels: frozenset[str] = WELL_KNOWN_LABELS
+    improvement_budget: int = IMPROVEMENT_BUDGET
 
 
 class Simulator:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from heapq import heapify, heappop, heappush
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis.labels import LABEL_HOSTNAME
 from karpy.scheduling import resources as res
@@ -29,6 +29,7 @@ from karpy.scheduling.capacity import (
 )
 from karpy.scheduling.checks import Checker, taint_reason
 from karpy.scheduling.daemons import daemon_groups
+from karpy.scheduling.improve import Improver
 from karpy.scheduling.node import ExistingNode
 from karpy.scheduling.nodepool import NODES, NodePoolTemplate
 from karpy.scheduling.pod import Pod
@@ -44,6 +45,9 @@ if TYPE_CHECKING:
     from karpy.scheduling.simulator import Simulator
 
 __all__ = ["Solve"]
+
+IMPROVEMENT_FLOOR: Final = 1000
+"""Evaluations the improvement stage may spend on any plan, besides those per pod."""
 
 
 class Solve:
@@ -180,7 +184,22 @@ class Solve:
             if not progress or not failed:
                 break
             queue = failed
+        self._improve()
         return self._results(errors)
+
+    def _improve(self) -> None:
+        """Lower the plan's price by moving pods between its new NodeClaims."""
+        per_pod = self.sim.options.improvement_budget
+        if per_pod <= 0 or len(self.claims) < 2:
+            return
+        Improver(
+            self.claims,
+            requirements=self.requirements,
+            topology=self.topology,
+            strict_min_values=self.checker.strict_min_values,
+            # a fixed allowance on top, so that small plans are improved all the way
+            budget=per_pod * sum(len(c.pods) for c in self.claims) + IMPROVEMENT_FLOOR,
+        ).run()
 
     def _place_run(
         self,
@@ -405,6 +424,7 @@ class Solve:
             if amount:
                 total[i] += amount * count
         claim.pods.extend(pods)
+        claim.runs.append((sig, vec, count))
         if sig.host_ports:
             claim.ports.extend(sig.host_ports)
         claim.sig_counts[sig] = claim.sig_counts.get(sig, 0) + count

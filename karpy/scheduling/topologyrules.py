@@ -54,6 +54,11 @@ def _pod_keys(node: ExistingNode) -> frozenset[str]:
     return frozenset(p.key for p in node.pods)
 
 
+def _anti_affine_pods(node: ExistingNode) -> tuple[Pod, ...]:
+    """The node's running pods with required pod anti-affinity (usually none)."""
+    return tuple(p for p in node.pods if not p.terminal and p.pod_anti_affinity)
+
+
 def _label_sets(
     node: ExistingNode, pending_keys: AbstractSet[str]
 ) -> dict[tuple[str, frozenset[tuple[str, str]]], int]:
@@ -182,10 +187,10 @@ class TopologyRules:
         cached = self._domains_by_key.get(key)
         if cached is None:
             cached = []
-            for node, node_req in self._existing_for_domains:
+            for node in self._nodes:
                 domain = node_domain(node, key)
                 if domain is not None:
-                    cached.append((node, node_req, domain))
+                    cached.append((node, node.requirements, domain))
             self._domains_by_key[key] = cached
         return cached
 
@@ -216,7 +221,6 @@ class TopologyRules:
     def _setup(
         self, pods: Sequence[Pod], nodes: Sequence[ExistingNode], pending_keys: set[str]
     ) -> None:
-        self._existing_for_domains = [(n, n.requirements) for n in nodes]
         self._domains_by_key: dict[str, list[tuple[ExistingNode, Requirements, str]]] = {}
         self._nodes = nodes
         self._pending_keys = pending_keys
@@ -241,8 +245,8 @@ class TopologyRules:
                 self._group(self.term_spec(ANTI_AFFINITY, term, inverse=True))
         # Existing pods' required anti-affinity keeps new pods out of their domains.
         for node in nodes:
-            for pod in node.pods:
-                if pod.terminal or pod.key in pending_keys or not pod.pod_anti_affinity:
+            for pod in node.memo("anti-affine-pods", partial(_anti_affine_pods, node)):
+                if pod.key in pending_keys:
                     continue
                 for term in pod.pod_anti_affinity:
                     group = self._group(self.term_spec(ANTI_AFFINITY, term, inverse=True))

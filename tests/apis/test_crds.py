@@ -1,6 +1,6 @@
-"""The checked-in CRDs are what the generator writes today, and they are structural
-schemas the API server will accept (checked here without a server; the cluster tests
-install them for real)."""
+"""The checked-in CRDs are what the generator writes today, one set per provider, and
+they are structural schemas the API server will accept (checked here without a server;
+the cluster tests install them for real)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,12 @@ REPO = Path(__file__).resolve().parents[2]
 CRDS = REPO / "crds"
 
 
-def load(name: str) -> dict[str, Any]:
-    doc: dict[str, Any] = yaml.safe_load(crdgen.generate()[name].split("---\n", 1)[1])
+def load(name: str, provider: str = "kwok") -> dict[str, Any]:
+    """A generated CRD, by file name (``aws/...`` for another set than kwok's)."""
+    if "/" in name:
+        provider, name = name.split("/", 1)
+    text = crdgen.generate(provider=provider)[name]
+    doc: dict[str, Any] = yaml.safe_load(text.split("---\n", 1)[1])
     return doc
 
 
@@ -40,16 +44,81 @@ def at(schema: dict[str, Any], path: str) -> dict[str, Any]:
 def test_checked_in_crds_are_up_to_date() -> None:
     stale = crdgen.stale(CRDS)
     assert not stale, f"crds/ is stale ({', '.join(stale)}): run `karpy crds`"
-    generated = set(crdgen.generate())
-    on_disk = {p.name for p in CRDS.glob("*.yaml")}
-    assert generated <= on_disk
+    on_disk = {p.relative_to(CRDS).as_posix() for p in CRDS.rglob("*.yaml")}
+    assert on_disk == set(crdgen.generate())
 
 
-def test_every_installed_provider_contributes_its_nodeclass_crd() -> None:
-    names = set(crdgen.generate())
-    assert {"karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml"} <= names
+def test_each_provider_set_holds_the_core_kinds_and_only_its_own_nodeclass() -> None:
+    assert {"aws", "azure", "kwok"} <= set(crdgen.providers())
+    nodeclasses = {}
+    for provider in crdgen.providers():
+        names = set(crdgen.generate(provider=provider))
+        assert {"karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml"} <= names
+        (nodeclasses[provider],) = names - {
+            "karpenter.sh_nodepools.yaml",
+            "karpenter.sh_nodeclaims.yaml",
+        }
+    assert nodeclasses["aws"] == "karpenter.k8s.aws_ec2nodeclasses.yaml"
+    assert nodeclasses["azure"] == "karpenter.azure.com_aksnodeclasses.yaml"
+    assert nodeclasses["kwok"] == "karpenter.kwok.sh_kwoknodeclasses.yaml"
     kinds = {cls.crd.kind for ext in load_extensions() for cls in ext.resources}
     assert {"NodePool", "NodeClaim"} <= kinds
+
+
+def label_messages(provider: str) -> list[str]:
+    spec = at(schema_of(f"{provider}/karpenter.sh_nodepools.yaml"), "spec")
+    rules = at(spec, "template.metadata.labels")["x-kubernetes-validations"]
+    return [r["message"] for r in rules]
+
+
+CORE_MESSAGES = [
+    'label domain "karpenter.sh" is restricted',
+    'label "karpenter.sh/nodepool" is restricted',
+    'label "kubernetes.io/hostname" is restricted',
+]
+
+
+def test_a_provider_set_carries_the_core_rules_and_only_that_providers() -> None:
+    # Karpenter-AWS's and Karpenter-Azure's NodePool CRDs, message for message.
+    assert label_messages("aws") == [
+        *CORE_MESSAGES,
+        'label domain "karpenter.k8s.aws" is restricted',
+    ]
+    assert label_messages("azure") == [
+        *CORE_MESSAGES,
+        'label domain "karpenter.azure.com" is restricted',
+        'label domain "kubernetes.azure.com" is restricted',
+        'label "agentpool" is restricted',
+        'label "storageprofile" is restricted',
+        'label "storagetier" is restricted',
+        'label "accelerator" is restricted',
+    ]
+    assert label_messages("kwok") == [
+        *CORE_MESSAGES,
+        'label domain "karpenter.kwok.sh" is restricted',
+    ]
+
+
+def test_karpy_crds_provider_writes_one_set_or_names_the_installed_ones(tmp_path: Path) -> None:
+    def karpy(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "karpy.cli", *args], capture_output=True, text=True, check=False
+        )
+
+    done = karpy("crds", "--provider", "aws", "--output", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(crdgen.generate(provider="aws"))
+    assert 'label "accelerator"' not in (tmp_path / "karpenter.sh_nodepools.yaml").read_text()
+    stream = karpy("crds", "--provider", "azure", "--output", "-")
+    assert stream.returncode == 0, stream.stderr
+    docs = [d for d in yaml.safe_load_all(stream.stdout) if d]
+    assert sorted(d["spec"]["names"]["kind"] for d in docs) == [
+        "AKSNodeClass", "NodeClaim", "NodePool",
+    ]  # fmt: skip
+    bad = karpy("crds", "--provider", "gce")
+    assert bad.returncode == 2
+    assert "--provider" in bad.stderr and "'gce'" in bad.stderr and "aws" in bad.stderr
+    assert karpy("crds", "--output", "-").returncode == 2
 
 
 def walk(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
@@ -66,7 +135,7 @@ def walk(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
 
 
 @pytest.mark.parametrize("name", sorted(crdgen.generate()))
-def test_schemas_are_structural(name: str) -> None:
+def test_schemas_are_structural(name: str) -> None:  # name: <provider>/<file>
     schema = schema_of(name)
     for path, node in walk(schema):
         where = f"{name}{path}"
@@ -123,7 +192,7 @@ def test_printer_columns_match_kubectl_get_of_karpenter() -> None:
 
 
 def test_nodepool_label_rules_cover_core_and_provider_domains() -> None:
-    spec = at(schema_of("karpenter.sh_nodepools.yaml"), "spec")
+    spec = at(schema_of("aws/karpenter.sh_nodepools.yaml"), "spec")
     key_rules = at(spec, "template.spec.requirements.[].key")["x-kubernetes-validations"]
     messages = [r["message"] for r in key_rules]
     assert messages[:3] == [
@@ -134,7 +203,8 @@ def test_nodepool_label_rules_cover_core_and_provider_domains() -> None:
     label_rules = at(spec, "template.metadata.labels")["x-kubernetes-validations"]
     assert [r["message"] for r in label_rules] == messages
     assert all(r["rule"].startswith("self.all(x, ") for r in label_rules)
-    claim_rules = at(schema_of("karpenter.sh_nodeclaims.yaml"), "spec.requirements.[].key")[
+    assert messages[3:] == ['label domain "karpenter.k8s.aws" is restricted']
+    claim_rules = at(schema_of("aws/karpenter.sh_nodeclaims.yaml"), "spec.requirements.[].key")[
         "x-kubernetes-validations"
     ]
     assert 'label "karpenter.sh/nodepool" is restricted' not in [r["message"] for r in claim_rules]
@@ -155,7 +225,9 @@ def test_karpy_crds_command_writes_and_checks(tmp_path: Path) -> None:
     assert check.returncode == 1 and "out of date" in check.stderr
     done = karpy("crds", "--output", str(tmp_path))
     assert done.returncode == 0, done.stderr
-    assert {Path(p).name for p in done.stdout.split()} == set(crdgen.generate())
+    assert {Path(p).relative_to(tmp_path).as_posix() for p in done.stdout.split()} == set(
+        crdgen.generate()
+    )
     assert karpy("crds", "--check", "--output", str(tmp_path)).returncode == 0
 
 

@@ -4,6 +4,7 @@ CEL rules Karpenter's CRDs have)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 from apis_support import Created, load_example, unique_name
+from controlplane import crdsets
 from controlplane.fixtures import KubectlError
 
 Doc = dict[str, Any]
@@ -45,6 +47,8 @@ class Case:
     change: Callable[[Doc], None]
     field: str
     message: str
+    #: The provider CRD set whose rule this is (crds/<crd_set>/).
+    crd_set: str = crdsets.DEFAULT
 
 
 def setting(path: str, value: Any) -> Callable[[Doc], None]:
@@ -232,6 +236,7 @@ CASES = [
         requirement({"key": "karpenter.k8s.aws/custom", "operator": "Exists"}),
         f"{REQ}[0].key",
         'label domain "karpenter.k8s.aws" is restricted',
+        crd_set="aws",
     ),
     Case(
         "requirement-bad-key",
@@ -254,6 +259,7 @@ CASES = [
         setting("spec.template.metadata.labels", {"kubernetes.azure.com/custom": "x"}),
         "spec.template.metadata.labels",
         'label domain "kubernetes.azure.com" is restricted',
+        crd_set="azure",
     ),
     Case(
         "template-label-legacy-aks",
@@ -261,6 +267,7 @@ CASES = [
         setting("spec.template.metadata.labels", {"agentpool": "x"}),
         "spec.template.metadata.labels",
         'label "agentpool" is restricted',
+        crd_set="azure",
     ),
     Case(
         "template-label-bad-value",
@@ -454,7 +461,12 @@ def test_invalid_manifest_is_rejected_naming_the_field(case: Case, cluster: Any)
     doc = copy.deepcopy(load_example(case.example))
     doc["metadata"]["name"] = unique_name("invalid")
     case.change(doc)
-    with pytest.raises(KubectlError) as err:
+    switch = (
+        crdsets.serving(cluster, case.crd_set)
+        if case.crd_set != crdsets.DEFAULT
+        else contextlib.nullcontext()
+    )
+    with switch, pytest.raises(KubectlError) as err:
         cluster.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(doc))
     assert case.field + ":" in err.value.stderr, err.value.stderr
     assert case.message in err.value.stderr, err.value.stderr

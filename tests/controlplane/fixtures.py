@@ -10,7 +10,8 @@ Registered from tests/conftest.py. Fixtures:
   are built (cached) and a new cluster is started in a temporary directory on free
   loopback ports, so several test sessions can run at once; it is stopped when the
   session ends, and its logs stay in that directory.
-  Every CRD in ``crds/`` is installed and Established before the first test runs.
+  karpy's CRDs (crds/kwok/ and every provider's NodeClass; see ``controlplane.crdsets``)
+  are installed and Established before the first test runs.
 - ``api_client`` (function): a kubernetes_asyncio ``ApiClient`` for the cluster.
 - ``namespace`` (function): the name of a fresh namespace, deleted after the test.
 
@@ -201,8 +202,10 @@ def _dir_of(kubeconfig: str) -> Path | None:
 
 
 def _install_crds(cluster: Cluster) -> None:
-    """Apply every CRD manifest in crds/ and wait until each is Established."""
-    manifests = sorted(CRDS.glob("*.yaml")) if CRDS.is_dir() else []
+    """Apply the test cluster's CRD manifests and wait until each is Established."""
+    from controlplane.crdsets import default_manifests
+
+    manifests = default_manifests()
     if not manifests:
         return
     names: list[str] = []

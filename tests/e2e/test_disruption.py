@@ -4,8 +4,12 @@
    nodes; no pod is left without a home for long; the fleet costs less at the end.
 3. a pod annotated ``karpenter.sh/do-not-disrupt`` and a PDB with maxUnavailable 0
    block voluntary disruption, with a DisruptionBlocked event naming the reason.
+2. a budget of one node rolls drifted nodes one at a time, while a budget of 0 for
+   Underutilized in an active cron window blocks consolidation but not drift.
 5. a replacement that never initializes: the command is rolled back, the candidate
    untainted and kept.
+7. karpy killed mid-command (SIGKILL) and restarted: no node keeps the disrupted taint
+   without a command, and the pod keeps a home.
 
 Each test runs karpy in-process (tests/e2e/harness.py) with its own KWOKNodeClass,
 NodePool (selected by a template label only its pods ask for) and namespace.
@@ -15,11 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import time
 from typing import Any
 
 import pytest
-from harness import RunningKarpy, karpy_operator
+from harness import RunningKarpy, karpy_operator, karpy_process
 from kube import clean_up, connect, deployment, eventually, nodepool, pool_objects, ready_node_class
 
 from karpy.cloudprovider.kwok import KwokCloudProvider
@@ -197,11 +203,15 @@ async def test_do_not_disrupt_and_a_zero_pdb_block_consolidation(
                                         timeout=120, what="4 pods Running")}
             # Down to one pod: the node is far too big, but its pod may not be disrupted.
             await scale(client, namespace, app, 1)
-            [blocked] = await eventually(
-                lambda: events_for(client, first, "DisruptionBlocked"), timeout=60,
-                what="a DisruptionBlocked event on the node")
-            assert blocked["message"].startswith(
-                'Pod has "karpenter.sh/do-not-disrupt" annotation (Pod='), blocked["message"]
+
+            async def annotation_blocked() -> list[Any]:
+                return [e for e in await events_for(client, first, "DisruptionBlocked")
+                        if e["message"].startswith(
+                            'Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=')]
+
+            blocked, *_ = await eventually(annotation_blocked, timeout=60,
+                                           what="a DisruptionBlocked event naming the pod")
+            assert f"(Pod={namespace}/{app}-" in blocked["message"], blocked["message"]
 
             # Same with a PDB that allows no disruption, instead of the annotation.
             await client.patch(kinds.DEPLOYMENT, app, {"spec": {"template": {"metadata": {
@@ -218,8 +228,8 @@ async def test_do_not_disrupt_and_a_zero_pdb_block_consolidation(
                 return [e for e in await events_for(client, node, "DisruptionBlocked")
                         if e["message"].startswith("Pdb prevents pod evictions")]
 
-            [event] = await eventually(pdb_blocked, timeout=90,
-                                       what="a DisruptionBlocked event naming the PDB")
+            event, *_ = await eventually(pdb_blocked, timeout=90,
+                                         what="a DisruptionBlocked event naming the PDB")
             assert f"PodDisruptionBudget=[{namespace}/{app}]" in event["message"]
             assert not op.messages("disrupting node(s)")
         finally:
@@ -268,3 +278,120 @@ async def test_a_replacement_that_never_initializes_rolls_the_command_back(
                              what="the pod still Running")
         finally:
             assert await clean_up(client, namespace, app, [pool], timeout=120) == []
+
+
+def _being_disrupted(node: Any, claim: Any | None) -> bool:
+    taints = (node.get("spec") or {}).get("taints") or []
+    return (any(t["key"] == "karpenter.sh/disrupted" for t in taints)
+            or bool(node["metadata"].get("deletionTimestamp"))
+            or bool(claim is not None and claim["metadata"].get("deletionTimestamp")))
+
+
+async def test_a_budget_of_one_rolls_drifted_nodes_one_at_a_time(
+    cluster: Any, namespace: str, kwok_crd: None
+) -> None:
+    pool, app = "dis-drift", "dis-drift"
+    async with connect(cluster) as client, karpy_operator(cluster, settings=settings()) as op:
+        await ready_node_class(client, NODE_CLASS)
+        spec = consolidating_pool(pool, budgets=[
+            {"nodes": "1"},
+            # Always active: no Underutilized disruption at all, but drift is not limited.
+            {"nodes": "0", "reasons": ["Underutilized"], "schedule": "0 0 * * *",
+             "duration": "24h"},
+        ])
+        await client.create(NODE_POOL, spec)
+        try:
+            # Three 10-CPU pods: one per 16-vCPU node.
+            await client.create(kinds.DEPLOYMENT, deployment(
+                app, node_selector={SELECT: pool}, replicas=3, cpu="10"), namespace=namespace)
+            pods = await eventually(lambda: running(client, namespace, app, 3), timeout=120,
+                                    what="3 pods Running")
+            originals = {p["spec"]["nodeName"] for p in pods}
+            assert len(originals) == 3
+            # Change the template: every node drifts.
+            await client.patch(NODE_POOL, pool, {"spec": {"template": {"metadata": {
+                "labels": {SELECT: pool, "rollout": "v2"}}}}})
+            worst = 0
+            deadline = time.monotonic() + 240
+
+            async def originals_state() -> tuple[int, int]:
+                nodes = {n["metadata"]["name"]: n for n in await client.list(kinds.NODE)}
+                claims = {c["status"].get("nodeName"): c
+                          for c in await pool_objects(client, NODE_CLAIM, [pool])}
+                left = [n for n in originals if n in nodes]
+                busy = sum(_being_disrupted(nodes[n], claims.get(n)) for n in left)
+                return len(left), busy
+
+            while True:
+                left, busy = await originals_state()
+                worst = max(worst, busy)
+                if left == 0:
+                    break
+                assert time.monotonic() < deadline, f"{left} drifted nodes still there"
+                await asyncio.sleep(0.3)
+            assert worst == 1, f"{worst} nodes were being disrupted at once (budget: 1)"
+            drifted = [r for r in op.messages("disrupting node(s)") if r.get("reason") == "Drifted"]
+            assert len(drifted) >= 3
+            await eventually(lambda: running(client, namespace, app, 3), timeout=60,
+                             what="3 pods Running on the new nodes")
+            # Underutilized stays blocked by its 0 budget: the NodePool says so.
+            pool_events = [e for e in await client.list(kinds.EVENT, namespace="default")
+                           if e["involvedObject"].get("name") == pool
+                           and e["reason"] == "DisruptionBlocked"]
+            assert any("disruption reason Underutilized due to blocking budget" in e["message"]
+                       for e in pool_events), [e["message"] for e in pool_events]
+            assert not [r for r in op.messages("disrupting node(s)")
+                        if r.get("reason") == "Underutilized"]
+        finally:
+            assert await clean_up(client, namespace, app, [pool], timeout=120) == []
+
+
+async def test_killing_karpy_mid_command_leaves_no_taint_and_no_pod_homeless(
+    cluster: Any, namespace: str, kwok_crd: None
+) -> None:
+    pool, app = "dis-killed", "dis-killed"
+    flags = ("--disruption-validation-delay", "2s", "--disruption-poll-period", "2s",
+             "--batch-idle-duration", "500ms", "--batch-max-duration", "3s",
+             "--provider-setting", "registrationDelay=8s")
+    async with connect(cluster) as client:
+        await ready_node_class(client, NODE_CLASS)
+        await client.create(NODE_POOL, consolidating_pool(pool))
+        try:
+            async with karpy_process(cluster, *flags) as first:
+                await client.create(kinds.DEPLOYMENT, deployment(
+                    app, node_selector={SELECT: pool}, replicas=12, cpu="1"),
+                    namespace=namespace)
+                [node] = {p["spec"]["nodeName"] for p in await eventually(
+                    lambda: running(client, namespace, app, 12), timeout=120,
+                    what="12 pods Running")}
+                await scale(client, namespace, app, 1)
+                # The replacement takes 8 s to register: kill karpy while it waits.
+                await first.wait_for_log("disrupting node(s)", timeout=90)
+
+                async def tainted_now() -> bool:
+                    return _being_disrupted(await client.get(kinds.NODE, node), None)
+
+                await eventually(tainted_now, timeout=10, every=0.1,
+                                 what="the candidate to be tainted")
+                assert first.pid is not None
+                os.kill(first.pid, signal.SIGKILL)
+                await first.process.wait()  # type: ignore[union-attr]
+            async with karpy_process(cluster, *flags):
+                async def settled() -> bool:
+                    # The candidate is either gone (the new process consolidated it) or
+                    # kept without the taint (the new process rolled the marks back) ...
+                    try:
+                        candidate = await client.get(kinds.NODE, node)
+                    except errors.NotFound:
+                        candidate = None
+                    if candidate is not None and _being_disrupted(candidate, None):
+                        return False
+                    # ... and the pod has a home.
+                    return bool(await running(client, namespace, app, 1))
+
+                await eventually(settled, timeout=120, every=1.0,
+                                 what="the candidate gone or untainted, the pod Running")
+        finally:
+            # Termination needs a running karpy to let the nodes go.
+            async with karpy_process(cluster, *flags):
+                assert await clean_up(client, namespace, app, [pool], timeout=120) == []

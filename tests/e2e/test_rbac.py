@@ -1,4 +1,6 @@
-"""End to end: karpy runs under its own ServiceAccount with only deploy/rbac.yaml's grants.
+"""End to end: karpy runs under its own ServiceAccount with only deploy/rbac.yaml's grants
+(the Helm chart's RBAC, rendered by scripts/render-rbac.sh and kept fresh by
+tests/charts, so this exercises the chart's grants).
 
 The manifests are applied to the cluster, a token of the ``karpy`` ServiceAccount goes
 into a kubeconfig of its own, and ``karpy run`` (leader election on, as deployed) gets

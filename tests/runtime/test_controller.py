@@ -22,7 +22,7 @@ from karpy.runtime import (
     errors,
     singleton_controller,
 )
-from karpy.runtime.testing import FakeClock, ReconcileDriver, reconcile_once
+from karpy.runtime.testing import FakeClock, ReconcileDriver, eventually, reconcile_once
 
 REQ = Request("ns", "obj")
 
@@ -112,6 +112,11 @@ async def _run(controller: Controller[Any]) -> asyncio.Task[None]:
     return task
 
 
+def _idle(controller: Controller[Any]) -> bool:
+    """No key queued or being reconciled (delayed keys may wait on the clock)."""
+    return not len(controller.queue) and not controller.queue.processing()
+
+
 async def _stop(task: asyncio.Task[None]) -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -125,14 +130,14 @@ async def test_workers_survive_exceptions_and_failed_keys_come_back(clock: FakeC
     controller.watch(source)
     task = await _run(controller)
     source.push(REQ)
-    await asyncio.sleep(0.01)
+    # The failure is handled: the key waits out its backoff on the (fake) clock.
+    await eventually(lambda: _idle(controller) and controller.queue.pending_delayed() == 1)
     assert reconciler.calls == [REQ]
     source.push(Request("ns", "other"))  # the worker is alive
-    await asyncio.sleep(0.01)
+    await eventually(lambda: _idle(controller) and len(reconciler.calls) == 2)
     assert reconciler.calls[-1] == Request("ns", "other")
     clock.advance(0.005)  # the failed key's first backoff
-    await asyncio.sleep(0.01)
-    assert reconciler.calls.count(REQ) == 2
+    await eventually(lambda: _idle(controller) and reconciler.calls.count(REQ) == 2)
     assert controller.queue.num_requeues(REQ) == 0  # forgotten after the success
     await _stop(task)
 
@@ -144,13 +149,12 @@ async def test_requeue_after_reconciles_again_on_time(clock: FakeClock) -> None:
     controller.watch(source)
     task = await _run(controller)
     source.push(REQ)
-    await asyncio.sleep(0.01)
-    clock.advance(59)
-    await asyncio.sleep(0.01)
+    await eventually(lambda: _idle(controller) and controller.queue.pending_delayed() == 1)
+    clock.advance(59)  # not due yet: the delayed add stays delayed
+    assert controller.queue.pending_delayed() == 1 and _idle(controller)
     assert len(reconciler.calls) == 1
     clock.advance(1)
-    await asyncio.sleep(0.01)
-    assert len(reconciler.calls) == 2
+    await eventually(lambda: len(reconciler.calls) == 2)
     await _stop(task)
 
 
@@ -178,10 +182,7 @@ async def test_a_key_is_never_reconciled_by_two_workers_at_once() -> None:
     for key in keys:
         source.push(key)
         await asyncio.sleep(0)
-    for _ in range(200):
-        if not len(controller.queue) and not controller.queue.processing():
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: _idle(controller))
     await _stop(task)
     assert overlaps == []
     assert 3 <= done < 300  # parallel across keys, deduplicated per key
@@ -225,7 +226,7 @@ async def test_cancel_cuts_off_reconciles_after_the_drain_timeout() -> None:
     task = await _run(controller)
     source.push(REQ)
     await started.wait()
-    await asyncio.wait_for(_stop(task), 2)
+    await asyncio.wait_for(_stop(task), 10)
     assert cancelled.is_set()
 
 
@@ -240,13 +241,18 @@ async def test_singleton_runs_periodically(clock: FakeClock) -> None:
 
     controller = singleton_controller("tick", Tick(), period=10, clock=clock)
     task = await _run(controller)
-    await asyncio.sleep(0.01)
+
+    def waiting_for_the_next_round() -> bool:
+        return _idle(controller) and controller.queue.pending_delayed() == 1
+
+    await eventually(waiting_for_the_next_round)
     assert rounds == 1
+    clock.advance(9.9)
+    assert waiting_for_the_next_round() and rounds == 1
+    clock.advance(0.1)
+    await eventually(lambda: rounds == 2 and waiting_for_the_next_round())
     clock.advance(10)
-    await asyncio.sleep(0.01)
-    clock.advance(10)
-    await asyncio.sleep(0.01)
-    assert rounds == 3
+    await eventually(lambda: rounds == 3 and waiting_for_the_next_round())
     await _stop(task)
 
 

@@ -13,12 +13,19 @@ from karpy.runtime import Client, Manager, kinds
 DOC = Path(__file__).resolve().parents[2] / "docs" / "runtime.md"
 
 
-def _example() -> dict[str, Any]:
-    block = re.search(r"```python\n(.*?)```", DOC.read_text(), re.S)
-    assert block is not None, "docs/runtime.md lost its example"
+def _example(index: int = 0) -> dict[str, Any]:
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
+    assert len(blocks) > index, "docs/runtime.md lost an example"
     namespace: dict[str, Any] = {"__name__": "docs_runtime_example"}  # not __main__: no run
-    exec(compile(block.group(1), str(DOC), "exec"), namespace)
+    exec(compile(blocks[index], str(DOC), "exec"), namespace)
     return namespace
+
+
+async def test_the_unit_test_example_runs_against_the_fake_client() -> None:
+    """The second example (FakeClient) is a working test of the first's reconciler."""
+    namespace = _example(1)
+    namespace["Labeler"] = _example(0)["Labeler"]
+    await namespace["test_labeler_counts_keys"]()
 
 
 def test_the_example_fits_in_a_page_and_defines_a_controller() -> None:

@@ -4,7 +4,6 @@ indexes and the shared cache."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +21,7 @@ from karpy.runtime import (
     index_by_field,
     kinds,
 )
+from karpy.runtime.testing import eventually
 
 
 class Recorder:
@@ -42,16 +42,6 @@ async def _cm(client: Client, namespace: str, name: str, **data: str) -> Object:
     return await client.create(
         kinds.CONFIG_MAP, {"metadata": {"name": name, "namespace": namespace}, "data": data}
     )
-
-
-async def _eventually(check: Callable[[], Any], within: float = 60.0) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        if await check():
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {within}s")
-        await asyncio.sleep(0.1)
 
 
 async def _converged(client: Client, informer: Informer, namespace: str) -> bool:
@@ -79,7 +69,9 @@ async def test_informer_converges_after_apiserver_restart_mid_watch(
         await rt_client.delete(kinds.CONFIG_MAP, "c0", namespace=namespace)
         await rt_client.patch(kinds.CONFIG_MAP, "c1", {"data": {"v": "2"}}, namespace=namespace)
 
-        await _eventually(lambda: _converged(rt_client, informer, namespace))
+        await eventually(
+            lambda: _converged(rt_client, informer, namespace), within=60, interval=0.1
+        )
         assert informer.store.get(f"{namespace}/c1")["data"] == {"v": "2"}  # type: ignore[index]
         assert ("delete", "c0") in recorder.events
         assert ("add", "after") in recorder.events
@@ -114,7 +106,9 @@ async def test_forced_410_relists_and_delivers_deletions(
 
     async with asyncio.TaskGroup() as tg:
         task = tg.create_task(informer.run(), name="informer")
-        await _eventually(lambda: _converged(rt_client, informer, namespace))
+        await eventually(
+            lambda: _converged(rt_client, informer, namespace), within=60, interval=0.1
+        )
         task.cancel()
     assert informer.relists == 2  # the watch got 410 Gone and the informer listed again
     assert sorted(e for e in recorder.events if e[0] == "delete") == [

@@ -1,17 +1,20 @@
 """Leader election judges expiry on its own monotonic clock, not on the holder's
-timestamps (which come from another machine's wall clock)."""
+timestamps (which come from another machine's wall clock).
+
+The Lease lives on the real API server; the electors' clock is a FakeClock, so "a
+second passes" is a step of that clock, not a real sleep — exact however loaded the
+machine is."""
 
 from __future__ import annotations
-
-import asyncio
 
 import pytest
 
 from karpy.runtime import Client, LeaderElectionConfig, LeaderElector, kinds
+from karpy.runtime.testing import FakeClock
 
 
 async def test_a_stale_looking_lease_is_respected_for_a_full_duration(
-    rt_client: Client, namespace: str
+    rt_client: Client, namespace: str, clock: FakeClock
 ) -> None:
     # Held by another candidate whose clock is years behind ours.
     await rt_client.create(
@@ -36,18 +39,23 @@ async def test_a_stale_looking_lease_is_respected_for_a_full_duration(
             renew_deadline=1.5,
             retry_period=0.2,
         ),
+        clock=clock,
     )
     assert not await elector.try_acquire_or_renew()  # first sight: give it 2 s
-    await asyncio.sleep(1.0)
+    clock.advance(1.0)
     assert not await elector.try_acquire_or_renew()
-    await asyncio.sleep(1.2)
+    clock.advance(0.99)
+    assert not await elector.try_acquire_or_renew()  # still inside the 2 s
+    clock.advance(0.02)
     assert await elector.try_acquire_or_renew()  # unchanged for 2 s on our clock
     lease = await rt_client.get(kinds.LEASE, "skewed", namespace=namespace)
     assert lease["spec"]["holderIdentity"] == "me"
     assert lease["spec"]["leaseTransitions"] == 1
 
 
-async def test_a_renewing_holder_keeps_the_lease(rt_client: Client, namespace: str) -> None:
+async def test_a_renewing_holder_keeps_the_lease(
+    rt_client: Client, namespace: str, clock: FakeClock
+) -> None:
     def config(identity: str) -> LeaderElectionConfig:
         return LeaderElectionConfig(
             name="busy",
@@ -58,13 +66,18 @@ async def test_a_renewing_holder_keeps_the_lease(rt_client: Client, namespace: s
             retry_period=0.1,
         )
 
-    holder = LeaderElector(rt_client, config("holder"))
-    challenger = LeaderElector(rt_client, config("challenger"))
+    holder = LeaderElector(rt_client, config("holder"), clock=clock)
+    challenger = LeaderElector(rt_client, config("challenger"), clock=clock)
     assert await holder.try_acquire_or_renew()
     for _ in range(15):  # 1.5 s: longer than the lease, but it keeps being renewed
-        await asyncio.sleep(0.1)
+        clock.advance(0.1)
         assert await holder.try_acquire_or_renew()
         assert not await challenger.try_acquire_or_renew()
+    # Once the holder stops renewing, the challenger takes over after one lease duration.
+    clock.advance(0.9)
+    assert not await challenger.try_acquire_or_renew()
+    clock.advance(0.2)
+    assert await challenger.try_acquire_or_renew()
 
 
 def test_timings_must_nest() -> None:

@@ -39,7 +39,7 @@ async def test_a_key_being_processed_is_not_handed_out_again_until_done() -> Non
     await asyncio.sleep(0)
     assert not waiter.done()
     q.done(key)  # now it is queued again and handed to the waiting worker
-    assert await asyncio.wait_for(waiter, 1) == "a"
+    assert await asyncio.wait_for(waiter, 10) == "a"
     q.done("a")
     assert q.processing() == 0
 
@@ -158,7 +158,7 @@ async def test_shutdown_wakes_idle_workers() -> None:
     await asyncio.sleep(0)
     q.shutdown()
     with pytest.raises(QueueShutDown):
-        await asyncio.wait_for(waiter, 1)
+        await asyncio.wait_for(waiter, 10)
 
 
 async def test_shutdown_drops_delayed_keys(clock: FakeClock) -> None:
@@ -175,10 +175,11 @@ async def test_shutdown_with_drain_waits_for_keys_in_flight() -> None:
     q.add("a")
     key = await q.get()
     drain = asyncio.create_task(q.shutdown_with_drain())
-    await asyncio.sleep(0.01)
+    for _ in range(3):  # let the drain run until it blocks on the key in flight
+        await asyncio.sleep(0)
     assert not drain.done()
     q.done(key)
-    await asyncio.wait_for(drain, 1)
+    await asyncio.wait_for(drain, 10)
     assert q.shutting_down
 
 
@@ -189,7 +190,7 @@ async def test_a_cancelled_getter_does_not_swallow_a_wakeup() -> None:
     await asyncio.sleep(0)
     q.add("a")  # wakes `first` ...
     first.cancel()  # ... which is cancelled before it runs
-    assert await asyncio.wait_for(second, 1) == "a"
+    assert await asyncio.wait_for(second, 10) == "a"
 
 
 async def test_metrics_hooks_see_adds_takes_and_work(clock: FakeClock) -> None:

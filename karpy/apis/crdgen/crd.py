@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -105,6 +106,10 @@ def build_crd(cls: type[Resource], extensions: Sequence[APIExtension]) -> dict[s
         subresources["status"] = {}
     if subresources:
         version["subresources"] = subresources
+    versions = [version]
+    for served in info.served_versions:
+        # same schema, served but not stored: no conversion webhook is needed
+        versions.append({**copy.deepcopy(version), "name": served, "storage": False})
     metadata: dict[str, Any] = {"name": info.name}
     if info.annotations:
         metadata = {"annotations": dict(info.annotations), **metadata}
@@ -116,6 +121,6 @@ def build_crd(cls: type[Resource], extensions: Sequence[APIExtension]) -> dict[s
             "group": info.group,
             "names": names,
             "scope": info.scope,
-            "versions": [version],
+            "versions": versions,
         },
     }

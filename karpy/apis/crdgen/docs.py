@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from karpy.apis.crdgen.crd import build_crd
-from karpy.apis.extension import APIExtension, load_extensions
+from karpy.apis.extension import CORE, APIExtension, load_extensions
 
 __all__ = ["api_reference"]
 
@@ -19,6 +19,11 @@ karpy serves Karpenter's API: the same groups, kinds, fields, defaults and valid
 so manifests written for Karpenter apply unchanged. This page is generated from the
 models in `karpy.apis` and the installed providers (`karpy crds --docs docs/api.md`);
 the CRDs in `crds/` come from the same source.
+
+CRDs are installed per provider (`crds/aws/`, `crds/azure/`, `crds/kwok/`, or
+`karpy crds --provider NAME`), as Karpenter ships them: NodePool and NodeClaim carry
+Karpenter's core label rules, listed below, plus the rules of that one provider, listed
+under [Well-known labels](#well-known-labels); a label another provider reserves is free.
 
 Field paths are dotted; `[]` is an item of a list and `{}` a value of a map. A field
 marked *required* must be set when its parent is. Rules are the API server's CEL
@@ -181,15 +186,17 @@ def _well_known(exts: Sequence[APIExtension]) -> list[str]:
         "",
         "Labels karpy sets on nodes and that NodePool requirements and pod scheduling "
         "constraints may use, by the package that defines them. Other keys in a reserved "
-        "domain are rejected in NodePool requirements and template labels.",
+        "domain, and the restricted labels, are rejected in NodePool requirements and "
+        "template labels when that package's CRD set is installed (karpenter's always).",
         "",
-        "| Package | Reserved domains | Labels |",
-        "| --- | --- | --- |",
+        "| Package | Reserved domains | Restricted labels | Labels |",
+        "| --- | --- | --- | --- |",
     ]
     for ext in exts:
         domains = ", ".join(f"`{d}`" for d in ext.restricted_label_domains)
+        restricted = ", ".join(f"`{k}`" for k in ext.restricted_labels)
         keys = ", ".join(f"`{k}`" for k in ext.well_known_labels)
-        out.append(f"| {ext.name} | {domains} | {keys} |")
+        out.append(f"| {ext.name} | {domains} | {restricted} | {keys} |")
     return [*out, ""]
 
 
@@ -207,8 +214,11 @@ def api_reference(extensions: Sequence[APIExtension] | None = None) -> str:
         + "."
     )
     lines.append("")
-    for cls in kinds:
-        lines += _section(build_crd(cls, exts))
+    for ext in exts:
+        # The core kinds with the core rules only; a provider's kinds with its set's.
+        scope = [CORE] if ext is CORE else [CORE, ext]
+        for cls in ext.resources:
+            lines += _section(build_crd(cls, scope))
     lines += _well_known(exts)
     lines.append(_CONVERT)
     return "\n".join(lines).rstrip() + "\n"

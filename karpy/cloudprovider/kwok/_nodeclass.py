@@ -1,5 +1,5 @@
 """KWOKNodeClass (karpenter.kwok.sh/v1alpha1), the NodeClass the kwok provider serves,
-and the API extension that puts its CRD in ``crds/`` through ``karpy crds``.
+and the API extension that puts its CRD set in ``crds/kwok/`` through ``karpy crds``.
 
 Same group, kind and fields as Karpenter's kwok provider, so NodePools written for it
 work unchanged. A new object reads back with ``Ready=True`` (a schema default, as in

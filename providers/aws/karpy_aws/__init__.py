@@ -1,2 +1,27 @@
-"""The AWS cloud provider for karpy (EC2 through aioboto3) and the
-``karpenter.k8s.aws/v1`` EC2NodeClass model."""
+"""The AWS cloud provider for karpy: EC2 through aioboto3, the ``karpenter.k8s.aws/v1``
+EC2NodeClass, and the controllers the provider contributes (EC2NodeClass status,
+interruption queue, launch-template garbage collection).
+
+The ``aws`` entry point of ``karpy.cloudproviders`` names :class:`AWSCloudProvider`;
+its settings are in :mod:`karpy_aws._settings` (and docs/providers/aws.md).
+"""
+
+from karpy_aws._provider import (
+    EC2_NODE_CLASS,
+    EC2_NODE_CLASS_KIND,
+    AWSCloudProvider,
+    NodeClassGetter,
+    node_class_hash,
+)
+from karpy_aws._settings import SETTINGS, AWSSettings, AWSSettingsError
+
+__all__ = [
+    "EC2_NODE_CLASS",
+    "EC2_NODE_CLASS_KIND",
+    "SETTINGS",
+    "AWSCloudProvider",
+    "AWSSettings",
+    "AWSSettingsError",
+    "NodeClassGetter",
+    "node_class_hash",
+]

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 
 import pytest
 from controllers.termination import factories as f
-from controllers.termination.fakekube import FakeKube
 
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.metrics import (
@@ -19,7 +18,7 @@ from karpy.controllers.metrics import (
     PodMetrics,
 )
 from karpy.runtime import Metrics, Request, kinds
-from karpy.runtime.testing import FakeClock
+from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.cluster import Cluster
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
@@ -30,8 +29,8 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def kube(clock: FakeClock) -> FakeKube:
-    return FakeKube(clock)
+def kube(clock: FakeClock) -> FakeClient:
+    return FakeClient(clock=clock)
 
 
 @pytest.fixture
@@ -52,7 +51,7 @@ def store(registry: Metrics) -> GaugeStore:
 
 
 async def test_nodepool_usage_and_limit_in_karpenters_units(
-    kube: FakeKube, registry: Metrics
+    kube: FakeClient, registry: Metrics
 ) -> None:
     gauges = store(registry)
     pool = {"metadata": {"name": "default"}, "spec": {"limits": {"cpu": "1000", "memory": "1Ti"}},
@@ -71,13 +70,13 @@ async def test_nodepool_usage_and_limit_in_karpenters_units(
         'karpenter_nodepools_limit{nodepool="default",resource_type="cpu"} 1000.0',
         'karpenter_nodepools_limit{nodepool="default",resource_type="memory"} 1.099511627776e+12',
     ]
-    kube.store[NODE_POOL].clear()  # the NodePool is deleted: its series go too
+    kube.clear(NODE_POOL)  # the NodePool is deleted: its series go too
     await controller.reconcile(Request("", "default"))
     assert lines(registry, "karpenter_nodepools_usage") == []
 
 
 async def test_pod_state_and_startup_recorded_once_per_pod_seen_pending(
-    kube: FakeKube, registry: Metrics, clock: FakeClock
+    kube: FakeClient, registry: Metrics, clock: FakeClock
 ) -> None:
     gauges = store(registry)
     kube.add(kinds.NODE, f.node("node-a", provider_id="fake://a"))
@@ -111,14 +110,14 @@ async def test_pod_state_and_startup_recorded_once_per_pod_seen_pending(
     assert lines(registry, "karpenter_pods_startup_duration_seconds_sum") == [
         "karpenter_pods_startup_duration_seconds_sum 42.0"]
 
-    kube.store[kinds.POD].clear()
+    kube.clear(kinds.POD)
     await controller.reconcile(Request("default", "web-1"))
     await controller.reconcile(Request("default", "old-1"))
     assert lines(registry, "karpenter_pods_state") == []
 
 
 async def test_node_gauges_and_cluster_state_node_count(
-    kube: FakeKube, registry: Metrics, clock: FakeClock
+    kube: FakeClient, registry: Metrics, clock: FakeClock
 ) -> None:
     gauges = store(registry)
     cluster = Cluster(clock=clock)

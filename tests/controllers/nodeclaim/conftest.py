@@ -1,6 +1,7 @@
 """Fixtures for the NodeClaim controller tests: a fake clock, the in-memory API
-(nodeclaim_fakes.FakeKube), the fake cloud provider, a real EventRecorder writing Events
-into the fake API, Karpenter's metrics read back in memory, and JSON log capture."""
+(karpy.runtime.testing.FakeClient with the provider-ID index), the fake cloud provider,
+a real EventRecorder writing Events into the fake API, Karpenter's metrics read back in
+memory, and JSON log capture."""
 
 from __future__ import annotations
 
@@ -10,17 +11,22 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from nodeclaim_fakes import FakeKube
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from karpy.cloudprovider.fake import FakeCloudProvider
+from karpy.controllers.indexes import (
+    INDEX_PROVIDER_ID,
+    index_node_provider_id,
+    index_nodeclaim_provider_id,
+)
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim import GarbageCollector, LifecycleController
 from karpy.controllers.settings import Settings
 from karpy.runtime import EventRecorder, JsonFormatter
-from karpy.runtime.kinds import EVENT
-from karpy.runtime.testing import FakeClock
+from karpy.runtime.kinds import EVENT, NODE
+from karpy.runtime.testing import FakeClient, FakeClock
+from karpy.state.kinds import NODE_CLAIM
 from karpy.state.unavailable_offerings import UnavailableOfferings
 
 
@@ -66,13 +72,13 @@ class Logs(logging.Handler):
 class Events:
     """The Events the recorder wrote into the fake API."""
 
-    def __init__(self, recorder: EventRecorder, kube: FakeKube) -> None:
+    def __init__(self, recorder: EventRecorder, kube: FakeClient) -> None:
         self.recorder = recorder
         self.kube = kube
 
     async def all(self) -> list[dict[str, Any]]:
         await self.recorder.flush()
-        return self.kube.all(EVENT)
+        return self.kube.objects(EVENT)
 
     async def reasons(self, name: str | None = None) -> list[str]:
         return [
@@ -93,8 +99,11 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def kube(clock: FakeClock) -> FakeKube:
-    return FakeKube(clock)
+def kube(clock: FakeClock) -> FakeClient:
+    return FakeClient(clock=clock, indexers={
+        (NODE_CLAIM, INDEX_PROVIDER_ID): index_nodeclaim_provider_id,
+        (NODE, INDEX_PROVIDER_ID): index_node_provider_id,
+    })
 
 
 @pytest.fixture
@@ -118,12 +127,12 @@ def unavailable(clock: FakeClock) -> UnavailableOfferings:
 
 
 @pytest.fixture
-def recorder(kube: FakeKube, clock: FakeClock) -> EventRecorder:
+def recorder(kube: FakeClient, clock: FakeClock) -> EventRecorder:
     return EventRecorder(kube, component="karpenter", host="test", clock=clock)  # type: ignore[arg-type]
 
 
 @pytest.fixture
-def events(recorder: EventRecorder, kube: FakeKube) -> Events:
+def events(recorder: EventRecorder, kube: FakeClient) -> Events:
     return Events(recorder, kube)
 
 
@@ -143,7 +152,7 @@ def logs() -> Iterator[Logs]:
 
 @pytest.fixture
 def lifecycle(
-    kube: FakeKube, provider: FakeCloudProvider, recorder: EventRecorder,
+    kube: FakeClient, provider: FakeCloudProvider, recorder: EventRecorder,
     unavailable: UnavailableOfferings, settings: Settings, metrics: Metrics, clock: FakeClock,
 ) -> LifecycleController:
     return LifecycleController(
@@ -155,7 +164,7 @@ def lifecycle(
 
 @pytest.fixture
 def collector(
-    kube: FakeKube, provider: FakeCloudProvider, settings: Settings, metrics: Metrics,
+    kube: FakeClient, provider: FakeCloudProvider, settings: Settings, metrics: Metrics,
     clock: FakeClock,
 ) -> GarbageCollector:
     return GarbageCollector(

@@ -7,9 +7,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from conftest import Events
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from nodeclaim_fakes import FakeKube, nodeclaim_manifest
+from nodeclaim_factories import nodeclaim_manifest
 
 from karpy.apis.annotations import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL_HASH_VERSION
 from karpy.cloudprovider import DriftReason, NodeClaimNotFoundError
@@ -21,7 +22,7 @@ from karpy.controllers.nodeclaim.disruptionconditions.drift import (
     instance_type_not_found,
 )
 from karpy.runtime import EventRecorder, Request, Result
-from karpy.runtime.testing import FakeClock
+from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 T0 = "2024-01-01T00:00:00Z"
@@ -75,19 +76,19 @@ def nodeclaim(
 
 @pytest.fixture
 def controller(
-    kube: FakeKube, provider: FakeCloudProvider, recorder: EventRecorder, clock: FakeClock
+    kube: FakeClient, provider: FakeCloudProvider, recorder: EventRecorder, clock: FakeClock
 ) -> DisruptionConditions:
     return DisruptionConditions(client=kube, cloud_provider=provider,  # type: ignore[arg-type]
                                 recorder=recorder, clock=clock)
 
 
-async def setup(kube: FakeKube, pool: dict[str, Any], claim: dict[str, Any]) -> None:
+async def setup(kube: FakeClient, pool: dict[str, Any], claim: dict[str, Any]) -> None:
     await kube.create(NODE_POOL, pool)
     await kube.create(NODE_CLAIM, claim)
 
 
-def conditions_of(kube: FakeKube) -> dict[str, dict[str, Any]]:
-    stored = kube.stored(NODE_CLAIM, "default-a")
+def conditions_of(kube: FakeClient) -> dict[str, dict[str, Any]]:
+    stored = kube.peek(NODE_CLAIM, "default-a")
     return {c["type"]: c for c in stored["status"]["conditions"]}
 
 
@@ -95,7 +96,7 @@ def conditions_of(kube: FakeKube) -> dict[str, dict[str, Any]]:
 
 
 async def test_consolidatable_turns_true_once_consolidate_after_has_passed(
-    kube: FakeKube, controller: DisruptionConditions, clock: FakeClock, events: Any
+    kube: FakeClient, controller: DisruptionConditions, clock: FakeClock, events: Events
 ) -> None:
     await setup(kube, nodepool("30s"), nodeclaim())
     await clock.step(10)
@@ -110,7 +111,7 @@ async def test_consolidatable_turns_true_once_consolidate_after_has_passed(
 
 
 async def test_consolidate_after_counts_from_the_later_of_initialization_and_a_pod_event(
-    kube: FakeKube, controller: DisruptionConditions, clock: FakeClock
+    kube: FakeClient, controller: DisruptionConditions, clock: FakeClock
 ) -> None:
     await setup(kube, nodepool("1m"), nodeclaim(last_pod_event="2024-01-01T00:00:40Z"))
     await clock.step(60)
@@ -120,13 +121,13 @@ async def test_consolidate_after_counts_from_the_later_of_initialization_and_a_p
 
 
 async def test_a_pod_event_takes_consolidatable_away_again(
-    kube: FakeKube, controller: DisruptionConditions, clock: FakeClock
+    kube: FakeClient, controller: DisruptionConditions, clock: FakeClock
 ) -> None:
     await setup(kube, nodepool("30s"), nodeclaim())
     await clock.step(31)
     await controller.reconcile(REQUEST)
     assert conditions_of(kube)["Consolidatable"]["status"] == "True"
-    kube.stored(NODE_CLAIM, "default-a")["status"]["lastPodEventTime"] = "2024-01-01T00:00:31Z"
+    kube.peek(NODE_CLAIM, "default-a")["status"]["lastPodEventTime"] = "2024-01-01T00:00:31Z"
     result = await controller.reconcile(REQUEST)
     assert "Consolidatable" not in conditions_of(kube)
     assert result.requeue_after == pytest.approx(30.0)
@@ -135,7 +136,7 @@ async def test_a_pod_event_takes_consolidatable_away_again(
 @pytest.mark.parametrize(("after", "initialized", "present"), [
     ("Never", True, False), ("30s", False, False), ("0s", True, True)])
 async def test_never_and_uninitialized_have_no_condition_and_zero_is_at_once(
-    kube: FakeKube, controller: DisruptionConditions, after: str, initialized: bool,
+    kube: FakeClient, controller: DisruptionConditions, after: str, initialized: bool,
     present: bool,
 ) -> None:
     claim = nodeclaim(initialized=initialized)
@@ -152,7 +153,7 @@ async def test_consolidatable_exactly_when_the_window_has_passed(
     init: int, pod: int | None, after: int, now: int
 ) -> None:
     clock = FakeClock()
-    kube = FakeKube(clock)
+    kube = FakeClient(clock=clock)
     provider = FakeCloudProvider()
     recorder = EventRecorder(kube, component="karpenter", host="t", clock=clock)  # type: ignore[arg-type]
     controller = DisruptionConditions(client=kube, cloud_provider=provider,  # type: ignore[arg-type]
@@ -175,7 +176,7 @@ async def test_consolidatable_exactly_when_the_window_has_passed(
 
 
 async def test_a_nodeclaim_not_launched_has_no_drifted_condition(
-    kube: FakeKube, controller: DisruptionConditions, provider: FakeCloudProvider
+    kube: FakeClient, controller: DisruptionConditions, provider: FakeCloudProvider
 ) -> None:
     provider.drifted = DriftReason("AMIDrift")
     claim = nodeclaim(launched=False, initialized=False)
@@ -188,7 +189,7 @@ async def test_a_nodeclaim_not_launched_has_no_drifted_condition(
 @pytest.mark.parametrize(("pool_version", "claim_hash", "drifted"), [
     ("v3", "111", "NodePoolDrifted"), ("v3", "222", None), ("v2", "111", None)])
 async def test_static_drift_compares_hashes_only_under_one_version(
-    kube: FakeKube, controller: DisruptionConditions, pool_version: str, claim_hash: str,
+    kube: FakeClient, controller: DisruptionConditions, pool_version: str, claim_hash: str,
     drifted: str | None,
 ) -> None:
     pool = nodepool(annotations={ANNOTATION_NODEPOOL_HASH: "222",
@@ -215,7 +216,7 @@ async def test_static_drift_compares_hashes_only_under_one_version(
     ({"key": "kubernetes.io/arch", "operator": "NotIn", "values": ["amd64"]}, True),
 ])
 async def test_requirements_drift_against_the_nodeclaims_labels(
-    kube: FakeKube, controller: DisruptionConditions, requirement: dict[str, Any],
+    kube: FakeClient, controller: DisruptionConditions, requirement: dict[str, Any],
     drifted: bool,
 ) -> None:
     await setup(kube, nodepool(requirements=[requirement]), nodeclaim())
@@ -225,7 +226,7 @@ async def test_requirements_drift_against_the_nodeclaims_labels(
 
 
 async def test_an_instance_type_gone_from_the_catalogue_drifts_after_the_first_hour(
-    kube: FakeKube, controller: DisruptionConditions, provider: FakeCloudProvider,
+    kube: FakeClient, controller: DisruptionConditions, provider: FakeCloudProvider,
     clock: FakeClock,
 ) -> None:
     calls = 0
@@ -254,7 +255,7 @@ async def test_an_instance_type_gone_from_the_catalogue_drifts_after_the_first_h
 
 
 async def test_provider_drift_comes_last_and_a_vanished_instance_is_not_an_error(
-    kube: FakeKube, controller: DisruptionConditions, provider: FakeCloudProvider,
+    kube: FakeClient, controller: DisruptionConditions, provider: FakeCloudProvider,
 ) -> None:
     await setup(kube, nodepool(), nodeclaim())
     provider.drifted = DriftReason("AMIDrift")
@@ -286,23 +287,24 @@ def test_a_reserved_nodeclaim_still_matches_its_types_on_demand_offering() -> No
 
 
 async def test_both_conditions_go_out_in_one_locked_status_patch(
-    kube: FakeKube, controller: DisruptionConditions, provider: FakeCloudProvider,
+    kube: FakeClient, controller: DisruptionConditions, provider: FakeCloudProvider,
     clock: FakeClock,
 ) -> None:
     provider.drifted = DriftReason("AMIDrift")
     await setup(kube, nodepool("0s"), nodeclaim())
-    version = kube.stored(NODE_CLAIM, "default-a")["metadata"]["resourceVersion"]
+    version = kube.peek(NODE_CLAIM, "default-a")["metadata"]["resourceVersion"]
     await controller.reconcile(REQUEST)
-    [(_, _, sub, patch)] = [p for p in kube.patches if p[0] == str(NODE_CLAIM)]
+    [(sub, patch)] = [(c.subresource, c.body) for c in kube.calls
+                      if c.verb == "patch" and c.kind == NODE_CLAIM]
     assert sub == "status"
     assert patch["metadata"]["resourceVersion"] == version
     assert {c["type"] for c in patch["status"]["conditions"]} >= {"Drifted", "Consolidatable"}
     await controller.reconcile(REQUEST)  # nothing changed: nothing written
-    assert len([p for p in kube.patches if p[0] == str(NODE_CLAIM)]) == 1
+    assert len([c for c in kube.calls if c.verb == "patch" and c.kind == NODE_CLAIM]) == 1
 
 
 async def test_a_concurrent_write_is_not_overwritten_but_retried(
-    kube: FakeKube, controller: DisruptionConditions, provider: FakeCloudProvider,
+    kube: FakeClient, controller: DisruptionConditions, provider: FakeCloudProvider,
 ) -> None:
     provider.drifted = DriftReason("AMIDrift")
     await setup(kube, nodepool(), nodeclaim())
@@ -320,7 +322,7 @@ async def test_a_concurrent_write_is_not_overwritten_but_retried(
 
 
 async def test_deleting_foreign_and_poolless_nodeclaims_are_left_alone(
-    kube: FakeKube, controller: DisruptionConditions, provider: FakeCloudProvider,
+    kube: FakeClient, controller: DisruptionConditions, provider: FakeCloudProvider,
 ) -> None:
     provider.drifted = DriftReason("AMIDrift")
     await kube.create(NODE_POOL, nodepool())
@@ -336,7 +338,7 @@ async def test_deleting_foreign_and_poolless_nodeclaims_are_left_alone(
         edit(claim)
         await kube.create(NODE_CLAIM, claim)
         assert await controller.reconcile(Request("", name)) == Result()
-    assert not [p for p in kube.patches if p[0] == str(NODE_CLAIM)]
+    assert not [c for c in kube.calls if c.verb == "patch" and c.kind == NODE_CLAIM]
 
 
 def test_only_a_nodepools_spec_or_annotations_wake_its_nodeclaims() -> None:

@@ -3,20 +3,18 @@ budgets, and counted as karpenter_nodeclaims_disrupted_total{reason="expired"}."
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from conftest import Logs, Metrics
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from nodeclaim_fakes import FakeKube, nodeclaim_manifest
-from opentelemetry.sdk.metrics import MeterProvider
+from nodeclaim_factories import nodeclaim_manifest
 
 from karpy.cloudprovider.fake import FakeCloudProvider
-from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim.expiration import Expiration
 from karpy.runtime import Request, Result, kinds
-from karpy.runtime.testing import FakeClock
+from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.kinds import NODE_CLAIM
 
 REQUEST = Request("", "default-a")
@@ -38,7 +36,7 @@ def pod(name: str, node: str, **extra: Any) -> dict[str, Any]:
             "status": {"phase": extra.pop("phase", "Running")}}
 
 
-async def add_pods(kube: FakeKube) -> None:
+async def add_pods(kube: FakeClient) -> None:
     """One pod that needs a new home on node-a, and three that do not count."""
     ds = {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d",
                                "uid": "u"}]}
@@ -47,17 +45,17 @@ async def add_pods(kube: FakeKube) -> None:
         await kube.create(kinds.POD, p)
 
 
-def expiration(kube: FakeKube, metrics: Any, clock: FakeClock) -> Expiration:
+def expiration(kube: FakeClient, metrics: Metrics, clock: FakeClock) -> Expiration:
     return Expiration(client=kube, cloud_provider=FakeCloudProvider(),  # type: ignore[arg-type]
                       metrics=metrics.instruments, clock=clock)
 
 
-def deleting(kube: FakeKube) -> bool:
-    return bool(kube.stored(NODE_CLAIM, "default-a")["metadata"].get("deletionTimestamp"))
+def deleting(kube: FakeClient) -> bool:
+    return bool(kube.peek(NODE_CLAIM, "default-a")["metadata"].get("deletionTimestamp"))
 
 
 async def test_an_expired_nodeclaim_is_deleted_logged_and_counted(
-    kube: FakeKube, metrics: Any, clock: FakeClock, logs: Any
+    kube: FakeClient, metrics: Metrics, clock: FakeClock, logs: Logs
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim("1h"))
     await add_pods(kube)
@@ -78,20 +76,21 @@ async def test_an_expired_nodeclaim_is_deleted_logged_and_counted(
 
 
 async def test_an_expiry_is_counted_once_even_when_the_cache_lags(
-    kube: FakeKube, metrics: Any, clock: FakeClock
+    kube: FakeClient, metrics: Metrics, clock: FakeClock
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim("1m"))
     controller = expiration(kube, metrics, clock)
     await clock.step(61)
     await controller.reconcile(REQUEST)
-    kube.stored(NODE_CLAIM, "default-a")["metadata"].pop("deletionTimestamp")  # stale read
+    kube.peek(NODE_CLAIM, "default-a")["metadata"].pop("deletionTimestamp")  # stale read
     await controller.reconcile(REQUEST)
     assert metrics.value("karpenter_nodeclaims_disrupted_total", reason="expired") == 1
-    assert kube.deletes == [(str(NODE_CLAIM), "default-a")]
+    assert [(c.kind, c.name) for c in kube.calls if c.verb == "delete"] == [
+        (NODE_CLAIM, "default-a")]
 
 
 async def test_never_and_other_providers_nodeclaims_do_not_expire(
-    kube: FakeKube, metrics: Any, clock: FakeClock
+    kube: FakeClient, metrics: Metrics, clock: FakeClock
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim("Never"))
     foreign = nodeclaim("1s")
@@ -103,15 +102,15 @@ async def test_never_and_other_providers_nodeclaims_do_not_expire(
     assert await controller.reconcile(REQUEST) == Result()
     assert await controller.reconcile(Request("", "foreign")) == Result()
     assert await controller.reconcile(Request("", "missing")) == Result()
-    assert kube.deletes == []
+    assert [c for c in kube.calls if c.verb == "delete"] == []
 
 
 @settings(max_examples=50, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(1, 10_000), st.integers(0, 20_000))
 async def test_deleted_exactly_when_expire_after_has_passed(expire: int, elapsed: int) -> None:
     clock = FakeClock()
-    kube = FakeKube(clock)
-    metrics = SimpleNamespace(instruments=KarpenterMetrics(MeterProvider().get_meter("t")))
+    kube = FakeClient(clock=clock)
+    metrics = Metrics()
     await kube.create(NODE_CLAIM, nodeclaim(f"{expire}s"))
     await clock.step(elapsed)
     result = await expiration(kube, metrics, clock).reconcile(REQUEST)

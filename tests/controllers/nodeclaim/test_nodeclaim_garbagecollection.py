@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nodeclaim_fakes import FakeKube, node_manifest, nodeclaim_manifest
+from nodeclaim_factories import node_manifest, nodeclaim_manifest
 
 from karpy.apis import NodeClaim
 from karpy.cloudprovider.fake import FakeCloudProvider
@@ -10,7 +10,7 @@ from karpy.controllers.nodeclaim import GarbageCollector, LifecycleController
 from karpy.controllers.settings import Settings
 from karpy.runtime import Request
 from karpy.runtime.kinds import NODE
-from karpy.runtime.testing import FakeClock
+from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.kinds import NODE_CLAIM
 
 
@@ -21,7 +21,7 @@ async def leak(provider: FakeCloudProvider, name: str = "leaked") -> str:
 
 
 async def test_a_leaked_machine_is_deleted_after_the_grace_period(
-    kube: FakeKube, provider: FakeCloudProvider, collector: GarbageCollector,
+    kube: FakeClient, provider: FakeCloudProvider, collector: GarbageCollector,
     clock: FakeClock, settings: Settings, logs,
 ) -> None:
     pid = await leak(provider)
@@ -36,14 +36,14 @@ async def test_a_leaked_machine_is_deleted_after_the_grace_period(
 
     assert pid not in provider.instances
     assert [nc.status.provider_id for nc in provider.delete_calls] == [pid]
-    assert not kube.exists(NODE, "leaked-node")
+    assert kube.peek(NODE, "leaked-node") is None
     [line] = logs.messages("garbage collected cloudprovider instance")
     assert line["provider-id"] == pid
     assert logs.messages("garbage collected node")[0]["Node"] == {"name": "leaked-node"}
 
 
 async def test_a_machine_claimed_meanwhile_is_not_deleted(
-    kube: FakeKube, provider: FakeCloudProvider, collector: GarbageCollector,
+    kube: FakeClient, provider: FakeCloudProvider, collector: GarbageCollector,
     lifecycle: LifecycleController, clock: FakeClock, settings: Settings,
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim_manifest("default-abcde"))
@@ -56,7 +56,7 @@ async def test_a_machine_claimed_meanwhile_is_not_deleted(
 
 
 async def test_the_live_list_saves_a_machine_the_cache_has_not_seen_claimed(
-    kube: FakeKube, provider: FakeCloudProvider, collector: GarbageCollector,
+    kube: FakeClient, provider: FakeCloudProvider, collector: GarbageCollector,
     clock: FakeClock, settings: Settings,
 ) -> None:
     pid = await leak(provider, "default-abcde")
@@ -66,31 +66,34 @@ async def test_the_live_list_saves_a_machine_the_cache_has_not_seen_claimed(
     claim["status"] = {"providerID": pid}
     await kube.create(NODE_CLAIM, claim)
     real_list = kube.list
+    live_lists = 0
 
     async def cache_lags(kind, *, live=False, **kw):
+        nonlocal live_lists
+        live_lists += live
         found = await real_list(kind, live=live, **kw)
         return found if live or kind != NODE_CLAIM else []
 
     kube.list = cache_lags  # type: ignore[method-assign]
     await collector.reconcile()
     assert provider.delete_calls == []
-    assert kube.live_lists == 1
+    assert live_lists == 1
 
 
 async def test_a_nodeclaim_whose_machine_vanished_is_deleted(
-    kube: FakeKube, provider: FakeCloudProvider, collector: GarbageCollector,
+    kube: FakeClient, provider: FakeCloudProvider, collector: GarbageCollector,
     lifecycle: LifecycleController, logs, metrics,
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim_manifest("default-abcde"))
     await lifecycle.reconcile(Request("", "default-abcde"))
-    pid = kube.stored(NODE_CLAIM, "default-abcde")["status"]["providerID"]
+    pid = kube.peek(NODE_CLAIM, "default-abcde")["status"]["providerID"]
     await kube.create(NODE, node_manifest("node-1", pid, ready=False))
     await lifecycle.reconcile(Request("", "default-abcde"))
     provider.instances.clear()  # the machine was terminated behind karpy's back
 
     await collector.reconcile()
 
-    assert kube.stored(NODE_CLAIM, "default-abcde")["metadata"].get("deletionTimestamp")
+    assert kube.peek(NODE_CLAIM, "default-abcde")["metadata"].get("deletionTimestamp")
     [line] = logs.messages("garbage collecting nodeclaim with no cloudprovider representation")
     assert line["NodeClaim"] == {"name": "default-abcde"}
     assert line["Node"] == {"name": "node-1"}
@@ -99,20 +102,20 @@ async def test_a_nodeclaim_whose_machine_vanished_is_deleted(
 
 
 async def test_a_ready_node_keeps_its_nodeclaim_even_if_the_cloud_forgot_it(
-    kube: FakeKube, provider: FakeCloudProvider, collector: GarbageCollector,
+    kube: FakeClient, provider: FakeCloudProvider, collector: GarbageCollector,
     lifecycle: LifecycleController,
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim_manifest("default-abcde"))
     await lifecycle.reconcile(Request("", "default-abcde"))
-    pid = kube.stored(NODE_CLAIM, "default-abcde")["status"]["providerID"]
+    pid = kube.peek(NODE_CLAIM, "default-abcde")["status"]["providerID"]
     await kube.create(NODE, node_manifest("node-1", pid, ready=True))
     provider.instances.clear()
     await collector.reconcile()
-    assert not kube.stored(NODE_CLAIM, "default-abcde")["metadata"].get("deletionTimestamp")
+    assert not kube.peek(NODE_CLAIM, "default-abcde")["metadata"].get("deletionTimestamp")
 
 
 async def test_a_machine_listed_late_but_found_by_get_keeps_its_nodeclaim(
-    kube: FakeKube, provider: FakeCloudProvider, collector: GarbageCollector,
+    kube: FakeClient, provider: FakeCloudProvider, collector: GarbageCollector,
     lifecycle: LifecycleController,
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim_manifest("default-abcde"))
@@ -125,5 +128,5 @@ async def test_a_machine_listed_late_but_found_by_get_keeps_its_nodeclaim(
     provider.list = eventually_consistent  # type: ignore[method-assign]
     await collector.reconcile()
     provider.list = real_list  # type: ignore[method-assign]
-    assert not kube.stored(NODE_CLAIM, "default-abcde")["metadata"].get("deletionTimestamp")
+    assert not kube.peek(NODE_CLAIM, "default-abcde")["metadata"].get("deletionTimestamp")
     assert provider.get_calls  # it asked before deciding

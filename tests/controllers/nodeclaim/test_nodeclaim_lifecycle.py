@@ -3,7 +3,7 @@ Events, reading its own writes, and which Node events wake which NodeClaims."""
 
 from __future__ import annotations
 
-from nodeclaim_fakes import FakeKube, node_manifest, nodeclaim_manifest
+from nodeclaim_factories import node_manifest, nodeclaim_manifest
 
 from karpy.apis.annotations import FINALIZER_TERMINATION
 from karpy.apis.v1.nodeclaim import NodeClaimCondition
@@ -13,52 +13,57 @@ from karpy.controllers.nodeclaim._mergepatch import merge_patch
 from karpy.controllers.nodeclaim.conditionevents import condition_transitions
 from karpy.runtime import Request
 from karpy.runtime.kinds import NODE
-from karpy.runtime.testing import FakeClock
+from karpy.runtime.testing import Call, FakeClient, FakeClock
 from karpy.state.kinds import NODE_CLAIM
 
 NAME = "default-abcde"
 REQUEST = Request("", NAME)
 
 
+def patches(kube: FakeClient) -> list[Call]:
+    """The patches the fake received, in order (the controllers write by merge patch)."""
+    return [c for c in kube.calls if c.verb == "patch"]
+
+
 async def test_the_finalizer_is_added_with_a_lock_before_launching(
-    kube: FakeKube, lifecycle: LifecycleController
+    kube: FakeClient, lifecycle: LifecycleController
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim_manifest(NAME))
     await lifecycle.reconcile(REQUEST)
-    first = kube.patches[0]
-    assert first[3]["metadata"]["finalizers"] == [FINALIZER_TERMINATION]
-    assert first[3]["metadata"]["resourceVersion"]  # optimistic lock on the list
+    first = patches(kube)[0]
+    assert first.body["metadata"]["finalizers"] == [FINALIZER_TERMINATION]
+    assert first.body["metadata"]["resourceVersion"]  # optimistic lock on the list
 
 
 async def test_one_reconcile_writes_metadata_and_status_once_each(
-    kube: FakeKube, lifecycle: LifecycleController
+    kube: FakeClient, lifecycle: LifecycleController
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim_manifest(NAME, finalizer=True))
     await lifecycle.reconcile(REQUEST)
-    writes = [(kind, sub) for kind, _, sub, _ in kube.patches]
-    assert writes == [("nodeclaims.karpenter.sh", ""), ("nodeclaims.karpenter.sh", "status")]
-    metadata_patch = kube.patches[0][3]
+    writes = [(c.kind, c.subresource) for c in patches(kube)]
+    assert writes == [(NODE_CLAIM, ""), (NODE_CLAIM, "status")]
+    metadata_patch = patches(kube)[0].body
     assert set(metadata_patch) == {"metadata"}
     assert set(metadata_patch["metadata"]) == {"labels"}  # only what changed
 
 
 async def test_nothing_is_written_when_nothing_changed(
-    kube: FakeKube, lifecycle: LifecycleController
+    kube: FakeClient, lifecycle: LifecycleController
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim_manifest(NAME, finalizer=True))
     await lifecycle.reconcile(REQUEST)
     await lifecycle.reconcile(REQUEST)  # waiting for the Node: a poll, no write
-    before = len(kube.patches)
+    before = len(patches(kube))
     await lifecycle.reconcile(REQUEST)
-    assert len(kube.patches) == before
+    assert len(patches(kube)) == before
 
 
 async def test_every_condition_transition_records_karpenters_event(
-    kube: FakeKube, lifecycle: LifecycleController, provider: FakeCloudProvider, events
+    kube: FakeClient, lifecycle: LifecycleController, provider: FakeCloudProvider, events
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim_manifest(NAME))
     await lifecycle.reconcile(REQUEST)
-    pid = kube.stored(NODE_CLAIM, NAME)["status"]["providerID"]
+    pid = kube.peek(NODE_CLAIM, NAME)["status"]["providerID"]
     await kube.create(NODE, node_manifest("node-1", pid))
     await lifecycle.reconcile(REQUEST)
 
@@ -80,12 +85,12 @@ async def test_every_condition_transition_records_karpenters_event(
 
 
 async def test_a_stale_cached_nodeclaim_is_not_acted_on(
-    kube: FakeKube, lifecycle: LifecycleController, provider: FakeCloudProvider, logs
+    kube: FakeClient, lifecycle: LifecycleController, provider: FakeCloudProvider, logs
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim_manifest(NAME, finalizer=True))
     stale = await kube.get(NODE_CLAIM, NAME)
     await lifecycle.reconcile(REQUEST)
-    pid = kube.stored(NODE_CLAIM, NAME)["status"]["providerID"]
+    pid = kube.peek(NODE_CLAIM, NAME)["status"]["providerID"]
     await kube.create(NODE, node_manifest("node-1", pid))
     real_get = kube.get
 
@@ -104,11 +109,11 @@ async def test_a_stale_cached_nodeclaim_is_not_acted_on(
 
 
 async def test_node_events_wake_the_nodeclaim_with_its_provider_id_until_initialized(
-    kube: FakeKube, lifecycle: LifecycleController
+    kube: FakeClient, lifecycle: LifecycleController
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim_manifest(NAME))
     await lifecycle.reconcile(REQUEST)
-    pid = kube.stored(NODE_CLAIM, NAME)["status"]["providerID"]
+    pid = kube.peek(NODE_CLAIM, NAME)["status"]["providerID"]
     node = node_manifest("node-1", pid)
     assert list(lifecycle.nodeclaims_for_node(node)) == [REQUEST]
     assert list(lifecycle.nodeclaims_for_node(node_manifest("other", "fake://other"))) == []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nodeclaim_fakes import FakeKube, node_manifest, nodeclaim_manifest
+from nodeclaim_factories import node_manifest, nodeclaim_manifest
 
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.nodeclaim import LifecycleController
@@ -10,19 +10,19 @@ from karpy.controllers.nodeclaim.lifecycle._base import go_duration
 from karpy.controllers.settings import Settings
 from karpy.runtime import Request
 from karpy.runtime.kinds import NODE
-from karpy.runtime.testing import FakeClock, ReconcileDriver
+from karpy.runtime.testing import FakeClient, FakeClock, ReconcileDriver
 from karpy.state.kinds import NODE_CLAIM
 
 NAME = "default-abcde"
 REQUEST = Request("", NAME)
 
 
-def deleting(kube: FakeKube) -> bool:
-    return bool(kube.stored(NODE_CLAIM, NAME)["metadata"].get("deletionTimestamp"))
+def deleting(kube: FakeClient) -> bool:
+    return bool(kube.peek(NODE_CLAIM, NAME)["metadata"].get("deletionTimestamp"))
 
 
 async def test_an_unregistered_nodeclaim_is_deleted_after_the_registration_ttl(
-    kube: FakeKube, lifecycle: LifecycleController, clock: FakeClock, settings: Settings,
+    kube: FakeClient, lifecycle: LifecycleController, clock: FakeClock, settings: Settings,
     events, logs, metrics,
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim_manifest(NAME))
@@ -49,7 +49,7 @@ async def test_an_unregistered_nodeclaim_is_deleted_after_the_registration_ttl(
 
 
 async def test_a_nodeclaim_that_never_launches_is_deleted_after_the_launch_ttl(
-    kube: FakeKube, provider: FakeCloudProvider, lifecycle: LifecycleController,
+    kube: FakeClient, provider: FakeCloudProvider, lifecycle: LifecycleController,
     clock: FakeClock, settings: Settings, logs,
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim_manifest(NAME))
@@ -67,11 +67,11 @@ async def test_a_nodeclaim_that_never_launches_is_deleted_after_the_launch_ttl(
 
 
 async def test_a_registered_nodeclaim_is_never_timed_out(
-    kube: FakeKube, lifecycle: LifecycleController, clock: FakeClock, settings: Settings
+    kube: FakeClient, lifecycle: LifecycleController, clock: FakeClock, settings: Settings
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim_manifest(NAME))
     await lifecycle.reconcile(REQUEST)
-    pid = kube.stored(NODE_CLAIM, NAME)["status"]["providerID"]
+    pid = kube.peek(NODE_CLAIM, NAME)["status"]["providerID"]
     await kube.create(NODE, node_manifest("node-1", pid))
     await lifecycle.reconcile(REQUEST)
     clock.advance(settings.registration_ttl * 10)
@@ -81,7 +81,7 @@ async def test_a_registered_nodeclaim_is_never_timed_out(
 
 
 async def test_the_ttls_come_from_settings(
-    kube: FakeKube, provider, recorder, unavailable, metrics, clock: FakeClock, logs
+    kube: FakeClient, provider, recorder, unavailable, metrics, clock: FakeClock, logs
 ) -> None:
     short = Settings(registration_ttl=20.0)
     lifecycle = LifecycleController(

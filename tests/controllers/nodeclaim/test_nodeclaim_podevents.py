@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from nodeclaim_fakes import FakeKube, node_manifest, nodeclaim_manifest
+from nodeclaim_factories import node_manifest, nodeclaim_manifest
 
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.nodeclaim.podevents import POD_EVENTS, PodEvents, is_pod_event
 from karpy.runtime import Request, kinds
-from karpy.runtime.testing import FakeClock
+from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.kinds import NODE_CLAIM
 
 PROVIDER_ID = "fake://node-a"
@@ -32,7 +32,7 @@ def pod(
 
 
 @pytest.fixture
-async def world(kube: FakeKube) -> FakeKube:
+async def world(kube: FakeClient) -> FakeClient:
     claim = nodeclaim_manifest("default-a")
     claim["status"] = {"providerID": PROVIDER_ID, "nodeName": "node-a"}
     await kube.create(NODE_CLAIM, claim)
@@ -41,21 +41,22 @@ async def world(kube: FakeKube) -> FakeKube:
 
 
 @pytest.fixture
-def podevents(kube: FakeKube, provider: FakeCloudProvider, clock: FakeClock) -> PodEvents:
+def podevents(kube: FakeClient, provider: FakeCloudProvider, clock: FakeClock) -> PodEvents:
     return PodEvents(client=kube, index=kube, cloud_provider=provider, clock=clock)  # type: ignore[arg-type]
 
 
-def last_pod_event(kube: FakeKube) -> str | None:
-    status = kube.stored(NODE_CLAIM, "default-a").get("status") or {}
+def last_pod_event(kube: FakeClient) -> str | None:
+    status = kube.peek(NODE_CLAIM, "default-a").get("status") or {}
     return status.get("lastPodEventTime")  # type: ignore[no-any-return]
 
 
-def status_writes(kube: FakeKube) -> int:
-    return sum(1 for kind, _, sub, _ in kube.patches if kind == str(NODE_CLAIM) and sub == "status")
+def status_writes(kube: FakeClient) -> int:
+    return sum(1 for c in kube.calls
+               if c.verb == "patch" and c.kind == NODE_CLAIM and c.subresource == "status")
 
 
 async def test_a_pod_event_stamps_the_nodes_nodeclaim(
-    world: FakeKube, podevents: PodEvents, clock: FakeClock
+    world: FakeClient, podevents: PodEvents, clock: FakeClock
 ) -> None:
     await world.create(kinds.POD, pod("web"))
     await podevents.reconcile(Request("default", "web"))
@@ -63,7 +64,7 @@ async def test_a_pod_event_stamps_the_nodes_nodeclaim(
 
 
 async def test_events_within_ten_seconds_write_once_then_the_next_one_writes_again(
-    world: FakeKube, podevents: PodEvents, clock: FakeClock
+    world: FakeClient, podevents: PodEvents, clock: FakeClock
 ) -> None:
     for i in range(20):
         await world.create(kinds.POD, pod(f"web-{i}"))
@@ -77,19 +78,19 @@ async def test_events_within_ten_seconds_write_once_then_the_next_one_writes_aga
 
 
 async def test_its_own_write_dedupes_even_before_the_cache_shows_it(
-    world: FakeKube, podevents: PodEvents, clock: FakeClock
+    world: FakeClient, podevents: PodEvents, clock: FakeClock
 ) -> None:
     await world.create(kinds.POD, pod("web"))
     await podevents.reconcile(Request("default", "web"))
     # The cache still holds the NodeClaim from before the write.
-    world.stored(NODE_CLAIM, "default-a")["status"].pop("lastPodEventTime")
+    world.peek(NODE_CLAIM, "default-a")["status"].pop("lastPodEventTime")
     await clock.step(2.0)
     await podevents.reconcile(Request("default", "web"))
     assert status_writes(world) == 1
 
 
 async def test_daemonset_pods_and_foreign_nodes_are_ignored(
-    world: FakeKube, podevents: PodEvents, provider: FakeCloudProvider
+    world: FakeClient, podevents: PodEvents, provider: FakeCloudProvider
 ) -> None:
     await world.create(kinds.POD, pod("logs", daemonset=True))
     await world.create(kinds.NODE, node_manifest("node-b", "other://b"))
@@ -101,9 +102,9 @@ async def test_daemonset_pods_and_foreign_nodes_are_ignored(
 
 
 async def test_a_nodeclaim_of_another_providers_nodeclass_is_left_alone(
-    world: FakeKube, podevents: PodEvents
+    world: FakeClient, podevents: PodEvents
 ) -> None:
-    world.stored(NODE_CLAIM, "default-a")["spec"]["nodeClassRef"]["kind"] = "OtherNodeClass"
+    world.peek(NODE_CLAIM, "default-a")["spec"]["nodeClassRef"]["kind"] = "OtherNodeClass"
     await world.create(kinds.POD, pod("web"))
     await podevents.reconcile(Request("default", "web"))
     assert status_writes(world) == 0

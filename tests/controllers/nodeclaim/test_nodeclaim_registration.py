@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from nodeclaim_fakes import FakeKube, node_manifest, nodeclaim_manifest
+from nodeclaim_factories import node_manifest, nodeclaim_manifest
 
 from karpy.apis.annotations import FINALIZER_TERMINATION
 from karpy.controllers.nodeclaim import LifecycleController
 from karpy.runtime import Request
 from karpy.runtime.kinds import NODE
+from karpy.runtime.testing import FakeClient
 from karpy.state.kinds import NODE_CLAIM
 
 NAME = "default-abcde"
@@ -20,26 +21,26 @@ def condition(obj: dict, type_: str) -> dict:
     return next(c for c in obj["status"]["conditions"] if c["type"] == type_)
 
 
-async def launch(kube: FakeKube, lifecycle: LifecycleController, **manifest) -> str:
+async def launch(kube: FakeClient, lifecycle: LifecycleController, **manifest) -> str:
     """Create and launch the NodeClaim; return its providerID."""
     await kube.create(NODE_CLAIM, nodeclaim_manifest(NAME, **manifest))
     await lifecycle.reconcile(REQUEST)
-    return str(kube.stored(NODE_CLAIM, NAME)["status"]["providerID"])
+    return str(kube.peek(NODE_CLAIM, NAME)["status"]["providerID"])
 
 
 async def test_without_a_node_registered_waits_and_polls(
-    kube: FakeKube, lifecycle: LifecycleController
+    kube: FakeClient, lifecycle: LifecycleController
 ) -> None:
     await launch(kube, lifecycle)
     result = await lifecycle.reconcile(REQUEST)
-    registered = condition(kube.stored(NODE_CLAIM, NAME), "Registered")
+    registered = condition(kube.peek(NODE_CLAIM, NAME), "Registered")
     assert (registered["status"], registered["reason"]) == ("Unknown", "NodeNotFound")
     assert registered["message"] == "Node not registered with cluster"
     assert 0 < result.requeue_after <= 15
 
 
 async def test_registration_syncs_the_nodeclaim_onto_its_node(
-    kube: FakeKube, lifecycle: LifecycleController, logs, metrics
+    kube: FakeClient, lifecycle: LifecycleController, logs, metrics
 ) -> None:
     pid = await launch(
         kube, lifecycle, labels={"team": "a"}, annotations={"example.com/owner": "me"},
@@ -49,7 +50,7 @@ async def test_registration_syncs_the_nodeclaim_onto_its_node(
 
     await lifecycle.reconcile(REQUEST)
 
-    node = kube.stored(NODE, "node-1")
+    node = kube.peek(NODE, "node-1")
     meta = node["metadata"]
     assert meta["labels"]["karpenter.sh/registered"] == "true"
     assert meta["labels"]["team"] == "a"
@@ -58,7 +59,7 @@ async def test_registration_syncs_the_nodeclaim_onto_its_node(
     assert meta["annotations"]["example.com/owner"] == "me"
     assert meta["finalizers"] == [FINALIZER_TERMINATION]
     [owner] = meta["ownerReferences"]
-    claim = kube.stored(NODE_CLAIM, NAME)
+    claim = kube.peek(NODE_CLAIM, NAME)
     assert owner == {
         "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": NAME,
         "uid": claim["metadata"]["uid"], "blockOwnerDeletion": True,
@@ -80,7 +81,7 @@ async def test_registration_syncs_the_nodeclaim_onto_its_node(
 
 
 async def test_the_node_patch_is_guarded_by_its_resource_version(
-    kube: FakeKube, lifecycle: LifecycleController
+    kube: FakeClient, lifecycle: LifecycleController
 ) -> None:
     pid = await launch(kube, lifecycle)
     await kube.create(NODE, node_manifest("node-1", pid))
@@ -94,25 +95,25 @@ async def test_the_node_patch_is_guarded_by_its_resource_version(
     result = await lifecycle.reconcile(REQUEST)
 
     assert result.requeue  # conflict: try again with a fresh read
-    assert "karpenter.sh/registered" not in kube.stored(NODE, "node-1")["metadata"]["labels"]
-    assert condition(kube.stored(NODE_CLAIM, NAME), "Registered")["status"] == "Unknown"
+    assert "karpenter.sh/registered" not in kube.peek(NODE, "node-1")["metadata"]["labels"]
+    assert condition(kube.peek(NODE_CLAIM, NAME), "Registered")["status"] == "Unknown"
 
 
 async def test_do_not_sync_taints_leaves_the_node_taints_alone(
-    kube: FakeKube, lifecycle: LifecycleController
+    kube: FakeClient, lifecycle: LifecycleController
 ) -> None:
     pid = await launch(kube, lifecycle, taints=[GPU_TAINT])
     await kube.create(
         NODE, node_manifest("node-1", pid, labels={"karpenter.sh/do-not-sync-taints": "true"})
     )
     await lifecycle.reconcile(REQUEST)
-    node = kube.stored(NODE, "node-1")
+    node = kube.peek(NODE, "node-1")
     assert node["spec"]["taints"] == []  # the unregistered taint went, nothing was added
     assert node["metadata"]["labels"]["karpenter.sh/registered"] == "true"
 
 
 async def test_a_node_without_the_unregistered_taint_is_reported(
-    kube: FakeKube, lifecycle: LifecycleController, events, logs
+    kube: FakeClient, lifecycle: LifecycleController, events, logs
 ) -> None:
     pid = await launch(kube, lifecycle)
     await kube.create(NODE, node_manifest("node-1", pid, unregistered_taint=False))
@@ -120,23 +121,23 @@ async def test_a_node_without_the_unregistered_taint_is_reported(
     assert "UnregisteredTaintMissing" in await events.reasons(NAME)
     [line] = logs.messages("node claim registration error")
     assert line["taint"] == "karpenter.sh/unregistered"
-    assert condition(kube.stored(NODE_CLAIM, NAME), "Registered")["status"] == "True"
+    assert condition(kube.peek(NODE_CLAIM, NAME), "Registered")["status"] == "True"
 
 
 async def test_two_nodes_with_one_provider_id_fail_registration(
-    kube: FakeKube, lifecycle: LifecycleController
+    kube: FakeClient, lifecycle: LifecycleController
 ) -> None:
     pid = await launch(kube, lifecycle)
     await kube.create(NODE, node_manifest("node-1", pid))
     await kube.create(NODE, node_manifest("node-2", pid))
     await lifecycle.reconcile(REQUEST)
-    registered = condition(kube.stored(NODE_CLAIM, NAME), "Registered")
+    registered = condition(kube.peek(NODE_CLAIM, NAME), "Registered")
     assert (registered["status"], registered["reason"]) == ("False", "MultipleNodesFound")
-    assert condition(kube.stored(NODE_CLAIM, NAME), "Ready")["status"] == "False"
+    assert condition(kube.peek(NODE_CLAIM, NAME), "Ready")["status"] == "False"
 
 
 async def test_initialization_waits_for_ready_startup_taints_and_resources(
-    kube: FakeKube, lifecycle: LifecycleController, logs, metrics
+    kube: FakeClient, lifecycle: LifecycleController, logs, metrics
 ) -> None:
     pid = await launch(
         kube, lifecycle, requests={"cpu": "1", "nvidia.com/gpu": "1"},
@@ -148,12 +149,12 @@ async def test_initialization_waits_for_ready_startup_taints_and_resources(
     ))
 
     def initialized() -> dict:
-        return condition(kube.stored(NODE_CLAIM, NAME), "Initialized")
+        return condition(kube.peek(NODE_CLAIM, NAME), "Initialized")
 
     await lifecycle.reconcile(REQUEST)
     assert initialized()["reason"] == "NodeNotReady"
 
-    node = kube.stored(NODE, "node-1")
+    node = kube.peek(NODE, "node-1")
     node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
     await lifecycle.reconcile(REQUEST)
     assert initialized()["reason"] == "StartupTaintsExist"
@@ -174,11 +175,11 @@ async def test_initialization_waits_for_ready_startup_taints_and_resources(
     node["status"]["allocatable"]["nvidia.com/gpu"] = "2"
     await lifecycle.reconcile(REQUEST)
 
-    claim = kube.stored(NODE_CLAIM, NAME)
+    claim = kube.peek(NODE_CLAIM, NAME)
     assert initialized()["status"] == "True"
     ready = condition(claim, "Ready")
     assert (ready["status"], ready["reason"]) == ("True", "Ready")
-    assert kube.stored(NODE, "node-1")["metadata"]["labels"]["karpenter.sh/initialized"] == "true"
+    assert kube.peek(NODE, "node-1")["metadata"]["labels"]["karpenter.sh/initialized"] == "true"
     [line] = logs.messages("initialized nodeclaim")
     assert line["NodeClaim"] == {"name": NAME}
     assert line["provider-id"] == pid
@@ -188,7 +189,7 @@ async def test_initialization_waits_for_ready_startup_taints_and_resources(
 
 
 async def test_launch_register_and_initialize_in_one_reconcile(
-    kube: FakeKube, lifecycle: LifecycleController, provider, logs
+    kube: FakeClient, lifecycle: LifecycleController, provider, logs
 ) -> None:
     """A provider whose Node exists when create returns (kwok's) goes all the way."""
     real_create = provider.create
@@ -203,7 +204,7 @@ async def test_launch_register_and_initialize_in_one_reconcile(
 
     await lifecycle.reconcile(REQUEST)
 
-    claim = kube.stored(NODE_CLAIM, NAME)
+    claim = kube.peek(NODE_CLAIM, NAME)
     assert all(c["status"] == "True" for c in claim["status"]["conditions"])
     assert [r["message"] for r in logs.records if r["message"].endswith(" nodeclaim")] == [
         "launched nodeclaim", "registered nodeclaim", "initialized nodeclaim",

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from nodeclaim_fakes import nodeclaim_manifest
+from nodeclaim_factories import nodeclaim_manifest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
@@ -28,7 +28,7 @@ from karpy.controllers.nodehealth.repair import (
 from karpy.controllers.settings import FeatureGates, Settings
 from karpy.runtime import EventRecorder, Request, Result, kinds
 from karpy.runtime.kinds import EVENT
-from karpy.runtime.testing import FakeClock
+from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.kinds import NODE_CLAIM
 
 T0 = "2024-01-01T00:00:00Z"
@@ -70,7 +70,7 @@ def node(
     }
 
 
-async def add_node(kube: Any, name: str, **kw: Any) -> None:
+async def add_node(kube: FakeClient, name: str, **kw: Any) -> None:
     await kube.create(kinds.NODE, node(name, **kw))
     claim = nodeclaim_manifest(f"claim-{name}", finalizer=True,
                                labels={"karpenter.sh/nodepool": kw.get("pool", "default")})
@@ -84,13 +84,13 @@ def metrics() -> Metrics:
 
 
 @pytest.fixture
-def recorder(kube: Any, clock: FakeClock) -> EventRecorder:
+def recorder(kube: FakeClient, clock: FakeClock) -> EventRecorder:
     return EventRecorder(kube, component="karpenter", host="t", clock=clock)  # type: ignore[arg-type]
 
 
 @pytest.fixture
 def health(
-    kube: Any, recorder: EventRecorder, metrics: Metrics, clock: FakeClock
+    kube: FakeClient, recorder: EventRecorder, metrics: Metrics, clock: FakeClock
 ) -> NodeHealth:
     provider = FakeCloudProvider(repair_policies=[
         RepairPolicy("Ready", "False", TOLERATION), RepairPolicy("Ready", "Unknown", TOLERATION)])
@@ -98,12 +98,12 @@ def health(
                       recorder=recorder, metrics=metrics.instruments, clock=clock)
 
 
-def deleting(kube: Any, name: str) -> bool:
-    return bool(kube.stored(NODE_CLAIM, f"claim-{name}")["metadata"].get("deletionTimestamp"))
+def deleting(kube: FakeClient, name: str) -> bool:
+    return bool(kube.peek(NODE_CLAIM, f"claim-{name}")["metadata"].get("deletionTimestamp"))
 
 
 async def test_an_unhealthy_node_is_replaced_once_its_toleration_has_passed(
-    kube: Any, health: NodeHealth, clock: FakeClock, metrics: Metrics,
+    kube: FakeClient, health: NodeHealth, clock: FakeClock, metrics: Metrics,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     for i in range(5):
@@ -120,7 +120,7 @@ async def test_an_unhealthy_node_is_replaced_once_its_toleration_has_passed(
     caplog.set_level(logging.INFO)
     assert await health.reconcile(Request("", "n0")) == Result()
     assert deleting(kube, "n0")
-    annotations = kube.stored(NODE_CLAIM, "claim-n0")["metadata"]["annotations"]
+    annotations = kube.peek(NODE_CLAIM, "claim-n0")["metadata"]["annotations"]
     assert annotations[ANNOTATION] == "2024-01-01T00:10:00Z"  # forced out at once
     assert metrics.value("karpenter_nodeclaims_disrupted_total", reason="unhealthy",
                          nodepool="default", capacity_type="spot") == 1
@@ -134,7 +134,7 @@ async def test_an_unhealthy_node_is_replaced_once_its_toleration_has_passed(
 
 
 async def test_nothing_is_repaired_when_over_a_fifth_of_the_pool_is_unhealthy(
-    kube: Any, health: NodeHealth, clock: FakeClock, recorder: EventRecorder,
+    kube: FakeClient, health: NodeHealth, clock: FakeClock, recorder: EventRecorder,
 ) -> None:
     for i in range(5):
         await add_node(kube, f"n{i}", ready="Unknown" if i < 2 else "True")
@@ -144,7 +144,7 @@ async def test_nothing_is_repaired_when_over_a_fifth_of_the_pool_is_unhealthy(
     assert await health.reconcile(Request("", "n0")) == Result(requeue_after=300.0)
     assert not deleting(kube, "n0") and not deleting(kube, "n1")
     await recorder.flush()
-    blocked = [e for e in kube.all(EVENT) if e["reason"] == "NodeRepairBlocked"]
+    blocked = [e for e in kube.objects(EVENT) if e["reason"] == "NodeRepairBlocked"]
     assert [(e["involvedObject"]["name"], e["type"], e["message"]) for e in blocked] == [
         ("n0", "Warning", "more than 20% nodes are unhealthy in the nodepool")]
 
@@ -152,7 +152,7 @@ async def test_nothing_is_repaired_when_over_a_fifth_of_the_pool_is_unhealthy(
 @pytest.mark.parametrize(("nodes", "unhealthy", "repaired"), [
     (3, 1, True), (5, 1, True), (5, 2, False), (10, 2, True), (10, 3, False), (1, 1, True)])
 async def test_the_threshold_rounds_up(
-    kube: Any, health: NodeHealth, clock: FakeClock, nodes: int, unhealthy: int,
+    kube: FakeClient, health: NodeHealth, clock: FakeClock, nodes: int, unhealthy: int,
     repaired: bool,
 ) -> None:
     for i in range(nodes):
@@ -169,10 +169,10 @@ def test_a_fifth_rounded_up_may_be_unhealthy(total: int) -> None:
 
 
 async def test_an_earlier_termination_time_is_kept_and_healthy_or_foreign_nodes_untouched(
-    kube: Any, health: NodeHealth, clock: FakeClock,
+    kube: FakeClient, health: NodeHealth, clock: FakeClock,
 ) -> None:
     await add_node(kube, "sick", ready="False")
-    kube.stored(NODE_CLAIM, "claim-sick")["metadata"]["annotations"] = {ANNOTATION: T0}
+    kube.peek(NODE_CLAIM, "claim-sick")["metadata"]["annotations"] = {ANNOTATION: T0}
     await add_node(kube, "fine")
     await kube.create(kinds.NODE, {**node("foreign", ready="False"),
                                    "spec": {"providerID": "other://x"}})
@@ -180,7 +180,7 @@ async def test_an_earlier_termination_time_is_kept_and_healthy_or_foreign_nodes_
         await add_node(kube, f"filler-{_}")
     await clock.step(3600)
     await health.reconcile(Request("", "sick"))
-    assert kube.stored(NODE_CLAIM, "claim-sick")["metadata"]["annotations"][ANNOTATION] == T0
+    assert kube.peek(NODE_CLAIM, "claim-sick")["metadata"]["annotations"][ANNOTATION] == T0
     assert deleting(kube, "sick")
     for name in ("fine", "foreign", "missing"):
         assert await health.reconcile(Request("", name)) == Result()

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from controllers.termination import factories as f
-from controllers.termination.fakekube import FakeKube
 
 from karpy.apis import NodePool
 from karpy.apis.annotations import (
@@ -29,7 +28,7 @@ from karpy.controllers.nodepool._objects import (
     kind_of,
 )
 from karpy.runtime import Request, Result, kinds
-from karpy.runtime.testing import FakeClock
+from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.cluster import Cluster
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
@@ -57,18 +56,18 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def kube(clock: FakeClock) -> FakeKube:
-    return FakeKube(clock, indexers={(NODE_CLAIM, INDEX_NODEPOOL): index_nodepool_label})
+def kube(clock: FakeClock) -> FakeClient:
+    return FakeClient(clock=clock, indexers={(NODE_CLAIM, INDEX_NODEPOOL): index_nodepool_label})
 
 
-def conditions(kube: FakeKube, name: str = "default") -> dict[str, tuple[str, str]]:
+def conditions(kube: FakeClient, name: str = "default") -> dict[str, tuple[str, str]]:
     stored = kube.peek(NODE_POOL, name)
     assert stored is not None
     return {c["type"]: (c["status"], c["reason"]) for c in stored["status"]["conditions"]}
 
 
 async def test_status_counts_the_pools_machines_but_not_those_going_away(
-    kube: FakeKube, clock: FakeClock
+    kube: FakeClient, clock: FakeClock
 ) -> None:
     kube.add(NODE_POOL, nodepool())
     cluster = Cluster(clock=clock)
@@ -105,7 +104,7 @@ async def test_status_counts_the_pools_machines_but_not_those_going_away(
 
 
 async def test_ready_needs_a_ready_nodeclass_and_a_valid_nodepool(
-    kube: FakeKube, clock: FakeClock
+    kube: FakeClient, clock: FakeClock
 ) -> None:
     provider = FakeCloudProvider()
     kube.add(NODE_POOL, nodepool())
@@ -133,7 +132,7 @@ async def test_ready_needs_a_ready_nodeclass_and_a_valid_nodepool(
 
 
 async def test_a_restricted_template_label_fails_validation(
-    kube: FakeKube, clock: FakeClock
+    kube: FakeClient, clock: FakeClock
 ) -> None:
     kube.add(NODE_POOL, nodepool(labels={"karpenter.sh/nodepool": "x", "team": "a"}))
     validation = NodePoolValidation(client=kube, cloud_provider=FakeCloudProvider(),  # type: ignore[arg-type]
@@ -146,7 +145,7 @@ async def test_a_restricted_template_label_fails_validation(
     assert '"karpenter.sh/nodepool" in labels, restricted' in failed["message"]
 
 
-async def test_another_providers_nodepool_is_left_alone(kube: FakeKube, clock: FakeClock) -> None:
+async def test_another_providers_nodepool_is_left_alone(kube: FakeClient, clock: FakeClock) -> None:
     kube.add(NODE_POOL, nodepool(group="karpenter.k8s.aws"))
     provider = FakeCloudProvider()
     for controller in (
@@ -159,7 +158,7 @@ async def test_another_providers_nodepool_is_left_alone(kube: FakeKube, clock: F
 
 
 async def test_the_hash_is_stamped_and_a_new_version_restamps_undrifted_nodeclaims(
-    kube: FakeKube,
+    kube: FakeClient,
 ) -> None:
     pool = nodepool()
     # Stamped by an older karpy, whose hash was its own ("karpy-v1").
@@ -188,4 +187,4 @@ async def test_the_hash_is_stamped_and_a_new_version_restamps_undrifted_nodeclai
     # Already judged drifted: keeps its old hash so it stays drifted.
     assert drifted_now == {ANNOTATION_NODEPOOL_HASH: "1",
                            ANNOTATION_NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION}
-    assert kinds.NODE not in kube.store
+    assert kube.objects(kinds.NODE) == []

@@ -148,3 +148,14 @@ def pod(
                             "lastTransitionTime": T0}],
         },
     }
+
+
+def pdb(name: str, labels: dict[str, str], *, min_available: int,
+        namespace: str = "default") -> dict[str, Any]:
+    """A PodDisruptionBudget keeping ``min_available`` of the pods labelled ``labels``."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"minAvailable": min_available, "selector": {"matchLabels": dict(labels)}},
+    }

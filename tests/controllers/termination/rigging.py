@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from controllers.termination.fakekube import FakeKube, FakeRecorder
+from controllers.termination.recorder import FakeRecorder
 
 from karpy.apis import NodeClaim
 from karpy.cloudprovider.fake import FakeCloudProvider
@@ -29,7 +29,7 @@ from karpy.controllers.termination._objects import (
     index_va_node_name,
 )
 from karpy.runtime import Metrics, Request, Result, kinds
-from karpy.runtime.testing import FakeClock
+from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.kinds import NODE_CLAIM
 
 EVICTION_RETRY = 5.0
@@ -40,7 +40,7 @@ class Rig:
     """Termination's reconcilers over one fake world."""
 
     clock: FakeClock
-    kube: FakeKube
+    kube: FakeClient
     recorder: FakeRecorder
     provider: FakeCloudProvider
     registry: Metrics
@@ -73,7 +73,7 @@ class Rig:
 def make_rig() -> Rig:
     """A fresh world at 2024-01-01T00:00:00Z."""
     clock = FakeClock(start=datetime(2024, 1, 1, tzinfo=UTC))
-    kube = FakeKube(clock, indexers={
+    kube = FakeClient(clock=clock, indexers={
         (kinds.POD, INDEX_NODE_NAME): index_by_node_name,
         (kinds.NODE, INDEX_PROVIDER_ID): index_node_provider_id,
         (NODE_CLAIM, INDEX_PROVIDER_ID): index_nodeclaim_provider_id,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from controllers.termination import factories as f
-from controllers.termination.fakekube import PDB
 from controllers.termination.rigging import Rig
 
 from karpy.runtime import Request, Result, kinds
@@ -31,7 +30,7 @@ async def test_evicted_pods_are_reported_with_the_nodeclaims_disruption_reason(r
 async def test_a_pod_recreated_under_the_same_name_is_not_evicted(rig: Rig) -> None:
     old = rig.kube.add(kinds.POD, f.pod("web-0", node_name="a"))
     rig.queue.add([old], None, "a")
-    rig.kube.store[kinds.POD].clear()
+    rig.kube.clear(kinds.POD)
     rig.kube.add(kinds.POD, f.pod("web-0", node_name="b"))  # a StatefulSet's new pod
     assert await rig.queue.reconcile(Request("default", "web-0")) == Result()
     assert not [c for c in rig.kube.calls if c.verb == "evict"]
@@ -41,7 +40,7 @@ async def test_a_pod_recreated_under_the_same_name_is_not_evicted(rig: Rig) -> N
 async def test_a_vanished_pod_leaves_the_queue(rig: Rig) -> None:
     pod = rig.kube.add(kinds.POD, f.pod("web", node_name="a"))
     rig.queue.add([pod], None, "a")
-    rig.kube.store[kinds.POD].clear()
+    rig.kube.clear(kinds.POD)
     assert await rig.queue.reconcile(Request("default", "web")) == Result()
     assert len(rig.queue) == 0
 
@@ -49,7 +48,8 @@ async def test_a_vanished_pod_leaves_the_queue(rig: Rig) -> None:
 async def test_two_pdbs_on_one_pod_are_reported_and_retried(rig: Rig) -> None:
     rig.kube.add(kinds.NODE, f.node("a", provider_id="fake://a"))
     pod = rig.kube.add(kinds.POD, f.pod("web", node_name="a", labels={"app": "web"}))
-    rig.kube.pdbs += [PDB("default", {"app": "web"}, 0), PDB("default", {}, 0)]
+    rig.kube.add(kinds.POD_DISRUPTION_BUDGET, f.pdb("web", {"app": "web"}, min_available=0))
+    rig.kube.add(kinds.POD_DISRUPTION_BUDGET, f.pdb("all", {}, min_available=0))
     rig.queue.add([pod], None, "a")
     assert await rig.queue.reconcile(Request("default", "web")) == Result(requeue_after=5.0)
     assert rig.recorder.events[-1].message == (

@@ -7,7 +7,6 @@ import logging
 
 import pytest
 from controllers.termination import factories as f
-from controllers.termination.fakekube import PDB
 from controllers.termination.rigging import Rig
 
 from karpy.apis.annotations import ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
@@ -115,7 +114,7 @@ async def test_a_pdb_holds_back_the_last_pod_until_its_replacement_runs(rig: Rig
     kube = rig.kube
     for name in ("web-1", "web-2"):
         kube.add(kinds.POD, f.pod(name, node_name="node-a", labels={"app": "web"}))
-    kube.pdbs.append(PDB("default", {"app": "web"}, min_available=1))
+    kube.add(kinds.POD_DISRUPTION_BUDGET, f.pdb("web", {"app": "web"}, min_available=1))
     await kube.delete(kinds.NODE, "node-a")
 
     await rig.node.reconcile(Request("", "node-a"))
@@ -197,7 +196,7 @@ async def test_do_not_disrupt_holds_until_the_grace_period_forces_deletion(rig: 
         requeue_after=1.0)
     await rig.clock.step(2.0)  # 00:00:31: deleting now lets the pod finish by 00:01:00
     assert await rig.queue.reconcile(Request("default", "batch-1")) == Result()
-    delete = [c for c in kube.calls if c.verb == "delete" and c.kind == "Pod"]
+    delete = [c for c in kube.calls if c.verb == "delete" and c.kind == kinds.POD]
     assert delete[0].options["grace_period_seconds"] == 29
     assert rig.recorder.reasons("batch-1") == ["Disrupted"]
     assert "bypasses the PDB of the pod and the do-not-disrupt annotation" in (

@@ -6,7 +6,6 @@ already past, as node repair and expiration with a short period make it."""
 from __future__ import annotations
 
 from controllers.termination import factories as f
-from controllers.termination.fakekube import PDB
 from controllers.termination.rigging import Rig
 
 from karpy.apis.annotations import ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
@@ -27,7 +26,7 @@ def seed(rig: Rig, *, tgp: str | None = None, annotations: dict[str, str] | None
     # A PDB that never allows a disruption, and a pod that asks not to be disrupted.
     rig.kube.add(kinds.POD, f.pod("web-1", node_name="node-a", labels={"app": "web"},
                                   grace_seconds=10))
-    rig.kube.pdbs.append(PDB("default", {"app": "web"}, min_available=1))
+    rig.kube.add(kinds.POD_DISRUPTION_BUDGET, f.pdb("web", {"app": "web"}, min_available=1))
     rig.kube.add(kinds.POD, f.pod("batch-1", node_name="node-a", do_not_disrupt="true",
                                   grace_seconds=20))
 
@@ -78,7 +77,7 @@ async def test_blocking_pods_give_way_at_the_deadline_and_the_node_terminates(ri
     await finish(rig)
     assert pods_left(rig) == set()
     deletes = {c.name: c.options["grace_period_seconds"] for c in rig.kube.calls
-               if c.verb == "delete" and c.kind == "Pod"}
+               if c.verb == "delete" and c.kind == kinds.POD}
     # Each pod got what was left of the node's 60 s, so both end by 00:01:00.
     assert deletes["batch-1"] <= 20 and deletes["web-1"] <= 10
     assert rig.kube.peek(kinds.NODE, "node-a") is None
@@ -102,7 +101,7 @@ async def test_a_deadline_already_past_forces_every_pod_out_at_once(rig: Rig) ->
     assert pods_left(rig) == set()
     assert not [c for c in rig.kube.calls if c.verb == "evict"]
     deletes = [c.options["grace_period_seconds"] for c in rig.kube.calls
-               if c.verb == "delete" and c.kind == "Pod"]
+               if c.verb == "delete" and c.kind == kinds.POD]
     assert deletes == [1, 1]  # never 0: the pod must not vanish before it stopped
     await finish(rig)
     assert rig.kube.peek(kinds.NODE, "node-a") is None

@@ -50,7 +50,7 @@ async def test_termination_waits_for_volumes_to_detach(rig: Rig) -> None:
         "Awaiting deletion of bound volumeattachments (csi-1)")
     assert rig.provider.delete_calls == []  # the instance stays until volumes are off
 
-    rig.kube.store[kinds.VOLUME_ATTACHMENT].clear()  # the attach-detach controller did it
+    rig.kube.clear(kinds.VOLUME_ATTACHMENT)  # the attach-detach controller did it
     assert await rig.node.reconcile(Request("", "node-a")) == Result(requeue_after=5.0)
     assert conditions(rig)["VolumesDetached"][0] == "True"
     assert len(rig.provider.delete_calls) == 1

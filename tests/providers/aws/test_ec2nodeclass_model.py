@@ -126,9 +126,12 @@ def test_labels_are_karpenters() -> None:
 
 
 def test_extension_contributes_the_crd_and_the_label_rules() -> None:
-    crds = generate()
+    crds = generate(provider="aws")
     assert "karpenter.k8s.aws_ec2nodeclasses.yaml" in crds
     assert 'label domain "karpenter.k8s.aws" is restricted' in crds["karpenter.sh_nodepools.yaml"]
+    # Only AWS's rules: Azure reserves `accelerator`, which AWS users label nodes with.
+    assert "karpenter.azure.com" not in crds["karpenter.sh_nodepools.yaml"]
+    assert '"accelerator"' not in crds["karpenter.sh_nodepools.yaml"]
     assert EXTENSION.name == "aws"
     assert {(c.api_version, c.kind) for c in EXTENSION.converters} == {
         ("karpenter.k8s.aws/v1beta1", "EC2NodeClass"),

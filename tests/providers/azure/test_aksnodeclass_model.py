@@ -74,8 +74,9 @@ def test_labels_are_karpenters() -> None:
 
 
 def test_extension_contributes_the_crd_and_the_label_rules() -> None:
-    crds = generate()
+    crds = generate(provider="azure")
     assert "karpenter.azure.com_aksnodeclasses.yaml" in crds
+    assert 'label domain "karpenter.k8s.aws"' not in crds["karpenter.sh_nodepools.yaml"]
     pools = crds["karpenter.sh_nodepools.yaml"]
     assert 'label domain "karpenter.azure.com" is restricted' in pools
     assert 'label domain "kubernetes.azure.com" is restricted' in pools

@@ -238,6 +238,8 @@ class AKSNodeClass(Resource):
         singular="aksnodeclass",
         categories=("karpenter", "nap"),
         short_names=("aksnc", "aksncs"),
+        # Azure's published examples still use v1alpha2; it is served, v1beta1 stored
+        served_versions=("v1alpha2",),
         printer_columns=(
             PrinterColumn("Ready", ".status.conditions[?(@.type=='Ready')].status"),
             PrinterColumn("Age", ".metadata.creationTimestamp", "date"),

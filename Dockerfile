@@ -1,0 +1,36 @@
+# syntax=docker/dockerfile:1
+# karpy's controller image: karpy with the kwok, AWS and Azure providers, running
+# `karpy run` as a non-root user. Every setting comes from the environment under
+# Karpenter's names (the Helm chart in charts/karpy sets them).
+#
+#   docker build -t karpy:0.1.0 .        (or: podman build / buildah bud)
+
+ARG PYTHON_VERSION=3.12
+
+# -- build: wheels for karpy, the providers and every dependency, installed into a venv.
+FROM python:${PYTHON_VERSION}-slim AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+WORKDIR /src
+COPY pyproject.toml README.md LICENSE ./
+COPY karpy ./karpy
+COPY providers/aws ./providers/aws
+COPY providers/azure ./providers/azure
+RUN python -m venv /opt/karpy \
+ && /opt/karpy/bin/pip install ".[speed]" ./providers/aws ./providers/azure \
+ && /opt/karpy/bin/python -m compileall -q /opt/karpy/lib
+
+# -- run: the venv on a clean slim base; nothing from the build stage but /opt/karpy.
+FROM python:${PYTHON_VERSION}-slim
+LABEL org.opencontainers.image.title="karpy" \
+      org.opencontainers.image.description="A Kubernetes node autoscaler that speaks Karpenter's v1 API" \
+      org.opencontainers.image.licenses="Apache-2.0"
+COPY --from=build /opt/karpy /opt/karpy
+ENV PATH=/opt/karpy/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+# The chart runs it with readOnlyRootFilesystem; karpy writes nothing to disk.
+USER 65532:65532
+EXPOSE 8080 8081
+ENTRYPOINT ["karpy", "run"]

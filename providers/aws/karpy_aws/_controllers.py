@@ -1,0 +1,62 @@
+"""The controllers the AWS provider contributes through ``register_controllers``, built
+on karpy.runtime only:
+
+* ``nodeclass`` — EC2NodeClass status and finalizer (:mod:`karpy_aws._nodeclass_status`);
+* ``launchtemplate.garbagecollection`` — every 5 minutes, deletes this cluster's launch
+  templates no launch has used for 10 minutes (Karpenter AWS's template cache TTL);
+* ``interruption`` — the SQS interruption queue (:mod:`karpy_aws._interruption`), only
+  when the ``interruptionQueue`` setting names one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from karpy.runtime import Manager, Result
+from karpy_aws._interruption import InterruptionController
+from karpy_aws._kinds import EC2_NODE_CLASS_KIND
+from karpy_aws._launchtemplates import LaunchTemplates
+from karpy_aws._nodeclass_status import NodeClassStatusController
+
+if TYPE_CHECKING:
+    from karpy_aws._provider import AWSCloudProvider
+
+__all__ = ["LaunchTemplateGC", "register_controllers"]
+
+GC_PERIOD: Final = 300.0
+UNUSED_FOR: Final = 600.0
+
+
+class LaunchTemplateGC:
+    """Deletes launch templates nobody launched with for ``unused_for`` seconds."""
+
+    def __init__(self, templates: LaunchTemplates, *, unused_for: float = UNUSED_FOR) -> None:
+        self._templates = templates
+        self._unused_for = unused_for
+
+    async def reconcile(self) -> Result:
+        await self._templates.garbage_collect(unused_for=self._unused_for)
+        return Result(requeue_after=GC_PERIOD)
+
+
+def register_controllers(provider: AWSCloudProvider, manager: Manager) -> None:
+    """Add the provider's controllers to ``manager`` (see the module docstring)."""
+    status = NodeClassStatusController(
+        provider, manager.client, manager.event_recorder("karpenter")
+    )
+    manager.controller(status.name).for_(EC2_NODE_CLASS_KIND).complete(status)
+    manager.singleton(
+        "launchtemplate.garbagecollection",
+        LaunchTemplateGC(provider.launch_templates),
+        period=GC_PERIOD,
+    )
+    if provider.settings.interruption_queue:
+        manager.add(
+            InterruptionController(
+                provider,
+                manager.client,
+                manager.event_recorder("karpenter"),
+                meter=manager.meter("karpenter"),
+            ),
+            name="interruption",
+        )

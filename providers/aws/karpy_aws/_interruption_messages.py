@@ -1,0 +1,128 @@
+"""Parsing the EventBridge messages Karpenter's interruption queue receives (pure).
+
+The queue gets, through EventBridge rules (see docs/providers/aws.md):
+
+=============================================  ===========  =========================
+detail-type (source)                           kind         what karpy does
+=============================================  ===========  =========================
+EC2 Spot Instance Interruption Warning (ec2)   spot_interrupted   delete the NodeClaim,
+                                                                  mark the offering
+EC2 Instance Rebalance Recommendation (ec2)    rebalance_recommendation  event only
+EC2 Instance State-change Notification (ec2)   instance_stopped /  delete the NodeClaim
+  state stopping, stopped / shutting-down,     instance_terminated
+  terminated
+AWS Health Event (health), EC2 scheduledChange scheduled_change   delete the NodeClaim
+anything else                                  no_op        nothing
+=============================================  ===========  =========================
+
+A body that is not JSON, or a known detail-type missing its instance IDs, raises
+:class:`MalformedMessageError`; the controller logs it and deletes the message.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+__all__ = [
+    "INSTANCE_STOPPED",
+    "INSTANCE_TERMINATED",
+    "NO_OP",
+    "REBALANCE_RECOMMENDATION",
+    "SCHEDULED_CHANGE",
+    "SPOT_INTERRUPTED",
+    "InterruptionMessage",
+    "MalformedMessageError",
+    "parse_message",
+]
+
+SPOT_INTERRUPTED: Final = "spot_interrupted"
+REBALANCE_RECOMMENDATION: Final = "rebalance_recommendation"
+SCHEDULED_CHANGE: Final = "scheduled_change"
+INSTANCE_STOPPED: Final = "instance_stopped"
+INSTANCE_TERMINATED: Final = "instance_terminated"
+NO_OP: Final = "no_op"
+
+
+class MalformedMessageError(ValueError):
+    """A queue message karpy cannot read; the text says what is wrong with it."""
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptionMessage:
+    """One parsed message: its kind, the instances it is about, and when it was sent."""
+
+    kind: str
+    instance_ids: tuple[str, ...]
+    time: datetime | None
+    id: str = ""
+    detail_type: str = ""
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _instance(detail: dict[str, Any], detail_type: str) -> tuple[str, ...]:
+    found = detail.get("instance-id")
+    if not isinstance(found, str) or not found.startswith("i-"):
+        raise MalformedMessageError(f"{detail_type!r} message has no detail.instance-id")
+    return (found,)
+
+
+def parse_message(body: str) -> InterruptionMessage:
+    """Parse an SQS message body; raises MalformedMessageError."""
+    if not body:
+        return InterruptionMessage(NO_OP, (), None)
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise MalformedMessageError(f"message body is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise MalformedMessageError("message body is not a JSON object")
+    detail_type = str(data.get("detail-type", ""))
+    source = str(data.get("source", ""))
+    detail = data.get("detail")
+    sent = _time(data.get("time"))
+    ident = str(data.get("id", ""))
+
+    def message(kind: str, ids: tuple[str, ...]) -> InterruptionMessage:
+        return InterruptionMessage(kind, ids, sent, ident, detail_type)
+
+    if source not in ("aws.ec2", "aws.health"):
+        return message(NO_OP, ())
+    if not isinstance(detail, dict):
+        raise MalformedMessageError(f"{detail_type!r} message has no detail object")
+    if source == "aws.ec2" and detail_type == "EC2 Spot Instance Interruption Warning":
+        return message(SPOT_INTERRUPTED, _instance(detail, detail_type))
+    if source == "aws.ec2" and detail_type == "EC2 Instance Rebalance Recommendation":
+        return message(REBALANCE_RECOMMENDATION, _instance(detail, detail_type))
+    if source == "aws.ec2" and detail_type == "EC2 Instance State-change Notification":
+        state = str(detail.get("state", ""))
+        ids = _instance(detail, detail_type)
+        if state in ("stopping", "stopped"):
+            return message(INSTANCE_STOPPED, ids)
+        if state in ("shutting-down", "terminated"):
+            return message(INSTANCE_TERMINATED, ids)
+        return message(NO_OP, ids)
+    if source == "aws.health" and detail_type == "AWS Health Event":
+        if detail.get("service") != "EC2" or detail.get("eventTypeCategory") != "scheduledChange":
+            return message(NO_OP, ())
+        entities = detail.get("affectedEntities")
+        if not isinstance(entities, list):
+            raise MalformedMessageError("AWS Health Event has no detail.affectedEntities list")
+        ids = tuple(
+            str(e["entityValue"])
+            for e in entities
+            if isinstance(e, dict) and str(e.get("entityValue", "")).startswith("i-")
+        )
+        return message(SCHEDULED_CHANGE, ids)
+    return message(NO_OP, ())

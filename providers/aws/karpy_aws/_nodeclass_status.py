@@ -1,0 +1,150 @@
+"""The EC2NodeClass status controller (``nodeclass``): resolves selectors into
+``status`` and the Ready conditions, and owns the ``karpenter.k8s.aws/termination``
+finalizer.
+
+Each reconcile resolves subnets, security groups, AMIs and the instance profile
+(:func:`karpy_aws._resolve.resolve_status`), then writes the status once, only when it
+changed, and comes back after a minute (Karpenter's AMI/subnet refresh interval), so a
+new AMI release or a retagged subnet shows up without an event. On deletion it waits
+until no NodeClaim refers to the class, then deletes the instance profile it created
+and this class's launch templates, and releases the finalizer.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+from karpy.runtime import Client, EventRecorder, Request, Result, thaw
+from karpy.runtime import errors as kerrors
+from karpy_aws._kinds import EC2_NODE_CLASS_KIND, NODE_CLAIM_KIND
+from karpy_aws._resolve import delete_instance_profile, resolve_status
+from karpy_aws.apis import labels as aws
+from karpy_aws.apis.ec2nodeclass import EC2NodeClass
+
+if TYPE_CHECKING:
+    from karpy_aws._provider import AWSCloudProvider
+
+__all__ = ["NodeClassStatusController", "kubernetes_minor_version"]
+
+log = logging.getLogger("karpy.aws.nodeclass")
+
+REFRESH_INTERVAL: Final = 60.0
+
+
+async def kubernetes_minor_version(client: Client) -> str:
+    """The API server's ``major.minor`` (e.g. ``1.31``), which picks the EKS AMIs."""
+    from kubernetes_asyncio.client import VersionApi
+
+    info = await VersionApi(client.api_client).get_code()
+    minor = "".join(ch for ch in str(info.minor) if ch.isdigit())
+    return f"{info.major}.{minor}"
+
+
+class NodeClassStatusController:
+    """Reconciles one EC2NodeClass (see the module docstring)."""
+
+    name = "nodeclass"
+
+    def __init__(
+        self,
+        provider: AWSCloudProvider,
+        client: Client,
+        recorder: EventRecorder | None = None,
+        *,
+        k8s_version: str | None = None,
+    ) -> None:
+        self._provider = provider
+        self._client = client
+        self._recorder = recorder
+        self._k8s_version = k8s_version
+
+    async def _version(self) -> str:
+        if self._k8s_version is None:
+            self._k8s_version = await kubernetes_minor_version(self._client)
+        return self._k8s_version
+
+    async def reconcile(self, request: Request) -> Result:
+        try:
+            found = await self._client.get(EC2_NODE_CLASS_KIND, request.name)
+        except kerrors.NotFound:
+            return Result()
+        raw: dict[str, Any] = thaw(found)
+        node_class = EC2NodeClass.model_validate(raw)
+        finalizers = list(raw.get("metadata", {}).get("finalizers") or [])
+        if node_class.metadata.deletion_timestamp is not None:
+            return await self._finalize(node_class, finalizers)
+        if aws.TERMINATION_FINALIZER not in finalizers:
+            await self._client.patch(
+                EC2_NODE_CLASS_KIND,
+                request.name,
+                {
+                    "metadata": {
+                        "finalizers": [*finalizers, aws.TERMINATION_FINALIZER],
+                        "resourceVersion": raw["metadata"].get("resourceVersion"),
+                    }
+                },
+            )
+        settings = self._provider.settings
+        resolution = await resolve_status(
+            self._provider.clients,
+            node_class,
+            cluster_name=settings.cluster_name,
+            region=settings.region,
+            k8s_version=await self._version(),
+        )
+        before = node_class.status.to_dict()
+        conditions = node_class.status_conditions()
+        node_class.status.subnets = resolution.status.subnets
+        node_class.status.security_groups = resolution.status.security_groups
+        node_class.status.amis = resolution.status.amis
+        node_class.status.instance_profile = resolution.status.instance_profile
+        for kind, (ok, reason, message) in resolution.conditions.items():
+            if ok:
+                conditions.set_true(kind)
+            else:
+                conditions.set_false(kind, reason, message)
+        node_class.status.conditions = list(conditions.list())
+        after = node_class.status.to_dict()
+        if after != before:
+            await self._client.patch_status(EC2_NODE_CLASS_KIND, request.name, {"status": after})
+            if not resolution.ready and self._recorder is not None:
+                failed = [
+                    f"{kind}: {message}"
+                    for kind, (ok, _, message) in resolution.conditions.items()
+                    if not ok
+                ]
+                self._recorder.warning(raw, "NodeClassNotReady", "; ".join(failed))
+        return Result(requeue_after=REFRESH_INTERVAL)
+
+    async def _finalize(self, node_class: EC2NodeClass, finalizers: list[str]) -> Result:
+        if aws.TERMINATION_FINALIZER not in finalizers:
+            return Result()
+        name = node_class.metadata.name or ""
+        claims = await self._client.list(NODE_CLAIM_KIND)
+        waiting = [
+            c["metadata"]["name"]
+            for c in claims
+            if ((c.get("spec") or {}).get("nodeClassRef") or {}).get("name") == name
+            and ((c.get("spec") or {}).get("nodeClassRef") or {}).get("kind") == "EC2NodeClass"
+        ]
+        if waiting:
+            log.info(
+                "waiting on nodeclaim termination",
+                extra={"nodeclaims": ", ".join(sorted(waiting)[:5])},
+            )
+            return Result(requeue_after=10.0)
+        settings = self._provider.settings
+        await delete_instance_profile(
+            self._provider.clients,
+            node_class,
+            cluster_name=settings.cluster_name,
+            region=settings.region,
+        )
+        await self._provider.launch_templates.delete_for_node_class(name)
+        await self._client.patch(
+            EC2_NODE_CLASS_KIND,
+            name,
+            {"metadata": {"finalizers": [f for f in finalizers if f != aws.TERMINATION_FINALIZER]}},
+        )
+        return Result()

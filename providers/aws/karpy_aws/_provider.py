@@ -1,0 +1,521 @@
+"""The AWS CloudProvider: karpy's protocol on EC2 (aioboto3), following Karpenter AWS's
+pkg/cloudprovider/cloudprovider.go.
+
+``create`` reads the NodeClaim's EC2NodeClass (it must be Ready: subnets, security
+groups, AMIs and instance profile resolved by the status controller), builds the
+instance types for it, and launches through CreateFleet (:mod:`karpy_aws._fleet`).
+``get``/``list``/``delete`` work on instances found by tag; ``delete`` is two-phase:
+the first call terminates, later calls raise NodeClaimNotFoundError once EC2 reports
+the instance ``terminated``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import timedelta
+from typing import Any, Final
+
+import aioboto3
+from botocore.exceptions import ClientError
+
+from karpy.apis import NodeClaim, NodePool
+from karpy.cloudprovider import (
+    CreateError,
+    DriftReason,
+    InstanceType,
+    LaunchChoice,
+    NodeClaimNotFoundError,
+    NodeClassKind,
+    NodeClassNotReadyError,
+    ProviderContext,
+    RepairPolicy,
+    launched_nodeclaim,
+)
+from karpy.runtime import Client, Manager, thaw
+from karpy.runtime import errors as kerrors
+from karpy.scheduling import resources as res
+from karpy_aws._catalog import Catalog
+from karpy_aws._clients import AWSClients
+from karpy_aws._controllers import register_controllers
+from karpy_aws._errors import is_launch_template_not_found, is_not_found, reason_message
+from karpy_aws._fleet import FleetPlan, fleet_outcome, fleet_request, plan_fleet
+from karpy_aws._instances import (
+    LIVE_STATES,
+    instance_id,
+    launch_tags,
+    nodeclaim_from_instance,
+    provider_id,
+)
+from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_type
+from karpy_aws._kinds import EC2_NODE_CLASS, EC2_NODE_CLASS_KIND
+from karpy_aws._launchtemplates import LaunchTemplates
+from karpy_aws._pricing import PricingProvider
+from karpy_aws._settings import AWSSettings
+from karpy_aws._unavailable import UnavailableOfferings
+from karpy_aws._userdata import BootstrapOptions, user_data
+from karpy_aws.apis import labels as aws
+from karpy_aws.apis.ec2nodeclass import EC2NodeClass
+
+__all__ = [
+    "EC2_NODE_CLASS",
+    "EC2_NODE_CLASS_KIND",
+    "AWSCloudProvider",
+    "NodeClassGetter",
+    "node_class_hash",
+]
+
+log = logging.getLogger("karpy.aws")
+
+HASH_VERSION: Final = "karpy-v1"
+
+NodeClassGetter = Callable[[str], Awaitable[EC2NodeClass | None]]
+"""``get(name)`` -> the EC2NodeClass of that name, or None if there is none."""
+
+_REPAIR_POLICIES: Final = (
+    RepairPolicy("Ready", "False", timedelta(minutes=30)),
+    RepairPolicy("Ready", "Unknown", timedelta(minutes=30)),
+    RepairPolicy("AcceleratedHardwareReady", "False", timedelta(minutes=10)),
+    RepairPolicy("StorageReady", "False", timedelta(minutes=30)),
+    RepairPolicy("NetworkingReady", "False", timedelta(minutes=30)),
+    RepairPolicy("KernelReady", "False", timedelta(minutes=30)),
+    RepairPolicy("ContainerRuntimeReady", "False", timedelta(minutes=30)),
+)
+_DEFAULT_BLOCK_DEVICES: Final[Mapping[str, list[dict[str, Any]]]] = {
+    aws.AMI_FAMILY_BOTTLEROCKET: [
+        {
+            "DeviceName": "/dev/xvda",
+            "Ebs": {"VolumeSize": 4, "VolumeType": "gp3", "Encrypted": True},
+        },
+        {
+            "DeviceName": "/dev/xvdb",
+            "Ebs": {"VolumeSize": 20, "VolumeType": "gp3", "Encrypted": True},
+        },
+    ],
+}
+_DEFAULT_ROOT: Final = [
+    {"DeviceName": "/dev/xvda", "Ebs": {"VolumeSize": 20, "VolumeType": "gp3", "Encrypted": True}}
+]
+#: spec fields whose change means instances must be replaced (Karpenter's hashed fields)
+_HASHED_FIELDS: Final = (
+    "userData",
+    "tags",
+    "blockDeviceMappings",
+    "detailedMonitoring",
+    "metadataOptions",
+    "associatePublicIPAddress",
+    "instanceStorePolicy",
+    "kubelet",
+    "amiFamily",
+)
+
+
+def node_class_hash(node_class: EC2NodeClass) -> str:
+    """A hash of the EC2NodeClass fields whose change drifts its nodes (not the
+    selectors: their drift is detected against the resolved status)."""
+    spec = node_class.spec.to_dict()
+    static = {k: spec.get(k) for k in _HASHED_FIELDS}
+    return str(
+        int(hashlib.sha256(json.dumps(static, sort_keys=True).encode()).hexdigest()[:15], 16)
+    )
+
+
+def _ready(node_class: EC2NodeClass) -> tuple[bool, str]:
+    ready = next((c for c in node_class.status.conditions if c.type == "Ready"), None)
+    if ready is None:
+        return (
+            False,
+            "its Ready condition is not set yet (the status controller has not resolved it)",
+        )
+    if ready.status != "True":
+        return False, f"Ready={ready.status} ({ready.reason}: {ready.message})"
+    return True, ""
+
+
+def _volume_gib(size: str | None) -> int | None:
+    if not size:
+        return None
+    return max(1, -(-res.to_canonical(res.EPHEMERAL_STORAGE, size) // 2**30))
+
+
+def _block_devices(node_class: EC2NodeClass) -> list[dict[str, Any]]:
+    family = node_class.spec.ami_family_resolved()
+    if not node_class.spec.block_device_mappings:
+        return (
+            _DEFAULT_BLOCK_DEVICES.get(family, _DEFAULT_ROOT)
+            if family != aws.AMI_FAMILY_CUSTOM
+            else []
+        )
+    out = []
+    for mapping in node_class.spec.block_device_mappings:
+        ebs: dict[str, Any] = {}
+        if mapping.ebs is not None:
+            e = mapping.ebs
+            for key, value in (
+                ("DeleteOnTermination", e.delete_on_termination),
+                ("Encrypted", e.encrypted),
+                ("Iops", e.iops),
+                ("KmsKeyId", e.kms_key_id),
+                ("SnapshotId", e.snapshot_id),
+                ("Throughput", e.throughput),
+                ("VolumeSize", _volume_gib(e.volume_size)),
+                ("VolumeType", e.volume_type),
+            ):
+                if value is not None:
+                    ebs[key] = value
+        out.append({"DeviceName": mapping.device_name, "Ebs": ebs})
+    return out
+
+
+def _node_labels(nodeclaim: NodeClaim) -> dict[str, str]:
+    """Labels the kubelet may set on itself (not the kubernetes.io/k8s.io domains)."""
+    return {
+        k: v
+        for k, v in nodeclaim.metadata.labels.items()
+        if not (k.split("/")[0].endswith("kubernetes.io") or k.split("/")[0].endswith("k8s.io"))
+        or "/" not in k
+    }
+
+
+class AWSCloudProvider:
+    """karpy's CloudProvider for EC2 (entry point ``aws``)."""
+
+    def __init__(
+        self,
+        *,
+        settings: AWSSettings,
+        clients: AWSClients,
+        node_classes: NodeClassGetter,
+        client: Client | None = None,
+        unavailable: UnavailableOfferings | None = None,
+        owns_clients: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.clients = clients
+        self.unavailable = unavailable or UnavailableOfferings()
+        self.pricing = PricingProvider(
+            clients, region=settings.region, isolated_vpc=settings.isolated_vpc
+        )
+        self.catalog = Catalog(clients, settings, self.pricing, self.unavailable)
+        self.launch_templates = LaunchTemplates(clients, cluster_name=settings.cluster_name)
+        self._node_classes = node_classes
+        self._client = client
+        self._owns_clients = owns_clients
+
+    @classmethod
+    async def from_context(cls, context: ProviderContext) -> AWSCloudProvider:
+        """The factory the ``aws`` entry point names: parse the settings (see
+        :mod:`karpy_aws._settings`), open the AWS clients, read EC2NodeClasses through
+        the operator's client."""
+        session = aioboto3.Session()
+        settings = AWSSettings.from_settings(
+            context.settings,
+            cluster_name=context.cluster_name,
+            environ=os.environ,
+            default_region=session.region_name,
+        )
+        clients = await AWSClients.open(settings, session=session)
+        return cls(
+            settings=settings,
+            clients=clients,
+            node_classes=node_classes_from(context.client),
+            client=context.client,
+        )
+
+    @property
+    def name(self) -> str:
+        return "aws"
+
+    async def aclose(self) -> None:
+        """Close the AWS clients (when this provider opened them)."""
+        if self._owns_clients:
+            await self.clients.aclose()
+
+    # -- NodeClass ---------------------------------------------------------------------
+
+    async def _ready_node_class(self, nodeclaim: NodeClaim) -> EC2NodeClass:
+        ref = nodeclaim.spec.node_class_ref
+        node_class = await self._node_classes(ref.name)
+        if node_class is None:
+            raise NodeClassNotReadyError(
+                f"nodeclaim {nodeclaim.metadata.name}: EC2NodeClass {ref.name!r} does not exist"
+            )
+        if node_class.metadata.deletion_timestamp is not None:
+            raise NodeClassNotReadyError(f"EC2NodeClass {ref.name!r} is terminating")
+        ok, why = _ready(node_class)
+        if not ok:
+            raise NodeClassNotReadyError(f"EC2NodeClass {ref.name!r} is not ready: {why}")
+        return node_class
+
+    # -- instance types ----------------------------------------------------------------
+
+    async def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]:
+        node_class = await self._node_classes(nodepool.spec.template.spec.node_class_ref.name)
+        if node_class is None or not node_class.status.subnets:
+            return []
+        return await self.catalog.instance_types(NodeClassShape.of(node_class))
+
+    # -- create ------------------------------------------------------------------------
+
+    def _launch_template_data(
+        self, node_class: EC2NodeClass, image_id: str, nodeclaim: NodeClaim
+    ) -> dict[str, Any]:
+        spec = node_class.spec
+        family = spec.ami_family_resolved()
+        taints = [t.to_dict() for t in (*nodeclaim.spec.taints, *nodeclaim.spec.startup_taints)]
+        taints.append({"key": "karpenter.sh/unregistered", "effect": "NoExecute"})
+        kubelet = spec.kubelet.to_dict() if spec.kubelet else {}
+        options = BootstrapOptions(
+            cluster_name=self.settings.cluster_name,
+            cluster_endpoint=self.settings.cluster_endpoint,
+            ca_bundle=self.settings.cluster_ca_bundle,
+            kubelet=kubelet,
+            labels=_node_labels(nodeclaim),
+            taints=taints,
+            custom_user_data=spec.user_data,
+        )
+        meta = spec.metadata_options
+        data: dict[str, Any] = {
+            "ImageId": image_id,
+            "UserData": user_data(family, options),
+            "SecurityGroupIds": [g.id for g in node_class.status.security_groups],
+            "MetadataOptions": {
+                "HttpEndpoint": meta.http_endpoint,
+                "HttpProtocolIpv6": meta.http_protocol_ipv6,
+                "HttpPutResponseHopLimit": meta.http_put_response_hop_limit,
+                "HttpTokens": meta.http_tokens,
+            },
+            "Monitoring": {"Enabled": bool(spec.detailed_monitoring)},
+        }
+        if node_class.status.instance_profile:
+            data["IamInstanceProfile"] = {"Name": node_class.status.instance_profile}
+        devices = _block_devices(node_class)
+        if devices:
+            data["BlockDeviceMappings"] = devices
+        return data
+
+    async def _templates(
+        self, plan: FleetPlan, node_class: EC2NodeClass, nodeclaim: NodeClaim
+    ) -> dict[str, str]:
+        tags = {**node_class.spec.tags, aws.TAG_NODECLASS: node_class.metadata.name or ""}
+        return {
+            image: await self.launch_templates.ensure(
+                self._launch_template_data(node_class, image, nodeclaim), tags=tags
+            )
+            for image in plan.images()
+        }
+
+    async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
+        node_class = await self._ready_node_class(nodeclaim)
+        instance_types = await self.catalog.instance_types(NodeClassShape.of(node_class))
+        plan = plan_fleet(nodeclaim, node_class, instance_types, self.unavailable)
+        tags = launch_tags(
+            self.settings.cluster_name,
+            nodeclaim,
+            node_class.metadata.name or "",
+            node_class.spec.tags,
+        )
+        response: Mapping[str, Any] | None = None
+        for attempt in range(2):
+            templates = await self._templates(plan, node_class, nodeclaim)
+            try:
+                response = await self.clients.ec2.create_fleet(
+                    **fleet_request(plan, templates, tags)
+                )
+                break
+            except Exception as exc:
+                if is_launch_template_not_found(exc) and attempt == 0:
+                    # GC (or a user) deleted a template we had cached: make it again, once
+                    for name in templates.values():
+                        self.launch_templates.invalidate(name)
+                    continue
+                if is_launch_template_not_found(exc) or _is_client_error(exc):
+                    reason, message = reason_message(exc)
+                    raise CreateError(f"creating fleet request: {message}", reason=reason) from exc
+                raise
+        assert response is not None
+        outcome = fleet_outcome(nodeclaim, plan, response, self.unavailable)
+        o = outcome.override
+        launched = launched_nodeclaim(
+            nodeclaim,
+            LaunchChoice(o.instance_type, o.offering),
+            provider_id=provider_id(o.offering.zone, outcome.instance_id),
+            image_id=o.image_id,
+        )
+        launched.metadata.labels[aws.LABEL_NODECLASS] = node_class.metadata.name or ""
+        launched.metadata.annotations = {
+            **launched.metadata.annotations,
+            aws.ANNOTATION_EC2NODECLASS_HASH: node_class_hash(node_class),
+            aws.ANNOTATION_EC2NODECLASS_HASH_VERSION: HASH_VERSION,
+        }
+        log.info(
+            "launched instance",
+            extra={
+                "id": outcome.instance_id,
+                "hostname": "",
+                "instance-type": o.instance_type.name,
+                "zone": o.offering.zone,
+                "capacity-type": o.offering.capacity_type,
+                "capacity": dict(launched.status.capacity),
+            },
+        )
+        return launched
+
+    # -- get / list / delete -----------------------------------------------------------
+
+    async def _describe(self, iid: str) -> Mapping[str, Any] | None:
+        try:
+            answer = await self.clients.ec2.describe_instances(
+                InstanceIds=[iid],
+                Filters=[{"Name": "instance-state-name", "Values": list(LIVE_STATES)}],
+            )
+        except Exception as exc:
+            if is_not_found(exc):
+                return None
+            raise
+        for reservation in answer.get("Reservations", []):
+            for instance in reservation.get("Instances", []):
+                if instance["InstanceId"] == iid and instance["State"]["Name"] in LIVE_STATES:
+                    return dict(instance)
+        return None
+
+    def _instance_type_for(self, instance: Mapping[str, Any]) -> InstanceType | None:
+        info = self.catalog.infos.get(str(instance.get("InstanceType")))
+        if info is None:
+            return None
+        zone = instance.get("Placement", {}).get("AvailabilityZone", "")
+        return build_instance_type(
+            info,
+            region=self.settings.region,
+            offered_zones=(zone,),
+            shape=NodeClassShape(zones=(SubnetZone(zone),)),
+            price=self.pricing.price,
+            unavailable=lambda _: False,
+            reserved_enis=self.settings.reserved_enis,
+            vm_memory_overhead_percent=self.settings.vm_memory_overhead_percent,
+        )
+
+    async def get(self, provider_id: str) -> NodeClaim:
+        instance = await self._describe(instance_id(provider_id))
+        if instance is None:
+            raise NodeClaimNotFoundError(
+                f"instance {provider_id} not found", provider_id=provider_id
+            )
+        await self.catalog.refresh()
+        return nodeclaim_from_instance(
+            instance, self._instance_type_for(instance), region=self.settings.region
+        )
+
+    async def list(self) -> Sequence[NodeClaim]:
+        await self.catalog.refresh()
+        found: list[NodeClaim] = []
+        paginator = self.clients.ec2.get_paginator("describe_instances")
+        async for page in paginator.paginate(
+            Filters=[
+                {"Name": "tag-key", "Values": [aws.TAG_NODEPOOL]},
+                {"Name": "tag-key", "Values": [aws.TAG_NODECLASS]},
+                {"Name": f"tag:{aws.TAG_EKS_CLUSTER_NAME}", "Values": [self.settings.cluster_name]},
+                {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+            ]
+        ):
+            for reservation in page.get("Reservations", []):
+                for instance in reservation.get("Instances", []):
+                    if instance["State"]["Name"] in LIVE_STATES:
+                        found.append(
+                            nodeclaim_from_instance(
+                                instance,
+                                self._instance_type_for(instance),
+                                region=self.settings.region,
+                            )
+                        )
+        return found
+
+    async def delete(self, nodeclaim: NodeClaim) -> None:
+        pid = nodeclaim.status.provider_id or ""
+        iid = instance_id(pid)
+        instance = await self._describe(iid)
+        if instance is None:
+            raise NodeClaimNotFoundError(f"instance {pid} is terminated", provider_id=pid)
+        if instance["State"]["Name"] == "shutting-down":
+            return
+        try:
+            await self.clients.ec2.terminate_instances(InstanceIds=[iid])
+        except Exception as exc:
+            if is_not_found(exc):
+                raise NodeClaimNotFoundError(f"instance {pid} not found", provider_id=pid) from exc
+            raise
+        log.info("terminating instance", extra={"id": iid, "nodeclaim": nodeclaim.metadata.name})
+
+    # -- drift, repair, kinds ----------------------------------------------------------
+
+    async def is_drifted(self, nodeclaim: NodeClaim) -> DriftReason | None:
+        node_class = await self._node_classes(nodeclaim.spec.node_class_ref.name)
+        if node_class is None:
+            return None
+        stored = nodeclaim.metadata.annotations.get(aws.ANNOTATION_EC2NODECLASS_HASH)
+        if (
+            stored is not None
+            and nodeclaim.metadata.annotations.get(aws.ANNOTATION_EC2NODECLASS_HASH_VERSION)
+            == HASH_VERSION
+            and stored != node_class_hash(node_class)
+        ):
+            return DriftReason("NodeClassDrift")
+        if not nodeclaim.status.provider_id:
+            return None
+        instance = await self._describe(instance_id(nodeclaim.status.provider_id))
+        if instance is None:
+            return None
+        amis = {a.id for a in node_class.status.amis}
+        if amis and instance.get("ImageId") not in amis:
+            return DriftReason("AMIDrift")
+        subnets = {s.id for s in node_class.status.subnets}
+        if subnets and instance.get("SubnetId") not in subnets:
+            return DriftReason("SubnetDrift")
+        groups = {g["GroupId"] for g in instance.get("SecurityGroups", [])}
+        wanted = {g.id for g in node_class.status.security_groups}
+        if groups and wanted and groups != wanted:
+            return DriftReason("SecurityGroupDrift")
+        return None
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        return _REPAIR_POLICIES
+
+    def supported_node_classes(self) -> Sequence[NodeClassKind]:
+        return (EC2_NODE_CLASS,)
+
+    # -- controllers -------------------------------------------------------------------
+
+    def register_controllers(self, manager: Manager) -> None:
+        """Add the EC2NodeClass status controller (``nodeclass``), launch-template
+        garbage collection, and the interruption controller when ``interruptionQueue``
+        is set (see :mod:`karpy_aws._controllers`)."""
+        register_controllers(self, manager)
+
+
+def _is_client_error(exc: BaseException) -> bool:
+    if not isinstance(exc, ClientError):
+        return False
+    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    code = str(exc.response.get("Error", {}).get("Code", ""))
+    # throttling and 5xx have been retried by botocore already; let the core retry them
+    return 400 <= status < 500 and code not in (
+        "RequestLimitExceeded",
+        "Throttling",
+        "ThrottlingException",
+    )
+
+
+def node_classes_from(client: Client) -> NodeClassGetter:
+    """A NodeClassGetter reading EC2NodeClasses through ``client``."""
+
+    async def get(name: str) -> EC2NodeClass | None:
+        try:
+            found = await client.get(EC2_NODE_CLASS_KIND, name)
+        except kerrors.NotFound:
+            return None
+        return EC2NodeClass.model_validate(thaw(found))
+
+    return get

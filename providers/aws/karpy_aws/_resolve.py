@@ -1,0 +1,438 @@
+"""Resolving an EC2NodeClass's selectors against AWS: subnets, security groups, AMIs and
+the instance profile, into ``status`` and its conditions.
+
+One function per concern, each returning what it found and, when nothing was found,
+the condition reason and a message saying which selector matched nothing (Karpenter's
+reasons: SubnetsNotFound, SecurityGroupsNotFound, AMINotFound, UnsupportedAlias,
+InstanceProfileNotFound). The status controller calls :func:`resolve_status`; tests
+call it too, against moto, without a cluster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy.apis.core import NodeSelectorRequirement
+from karpy_aws._clients import AWSClients
+from karpy_aws._errors import is_already_exists, is_not_found
+from karpy_aws.apis import labels as aws
+from karpy_aws.apis.ec2nodeclass import (
+    AMI,
+    CONDITION_AMIS_READY,
+    CONDITION_INSTANCE_PROFILE_READY,
+    CONDITION_SECURITY_GROUPS_READY,
+    CONDITION_SUBNETS_READY,
+    CONDITION_VALIDATION_SUCCEEDED,
+    AMISelectorTerm,
+    EC2NodeClass,
+    EC2NodeClassStatus,
+    SecurityGroup,
+    Subnet,
+)
+
+__all__ = [
+    "Resolution",
+    "alias_parameters",
+    "instance_profile_name",
+    "resolve_amis",
+    "resolve_instance_profile",
+    "resolve_security_groups",
+    "resolve_status",
+    "resolve_subnets",
+]
+
+log = logging.getLogger("karpy.aws.nodeclass")
+
+_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+
+
+@dataclass
+class Resolution:
+    """What one resolution pass found: the new status and each condition's outcome
+    (``(True, "", "")`` or ``(False, reason, message)``)."""
+
+    status: EC2NodeClassStatus
+    conditions: dict[str, tuple[bool, str, str]] = field(default_factory=dict)
+
+    @property
+    def ready(self) -> bool:
+        """Whether every condition is True."""
+        return all(ok for ok, _, _ in self.conditions.values())
+
+
+def _filters_for_tags(tags: Mapping[str, str]) -> list[dict[str, Any]]:
+    return [
+        {"Name": "tag-key", "Values": [k]} if v == "*" else {"Name": f"tag:{k}", "Values": [v]}
+        for k, v in tags.items()
+    ]
+
+
+async def _describe_matching(
+    clients: AWSClients, operation: str, key: str, id_key: str, filter_sets: list[list[Any]]
+) -> dict[str, dict[str, Any]]:
+    """Every resource any filter set matches (the terms are ORed), by ID."""
+    found: dict[str, dict[str, Any]] = {}
+    for filters in filter_sets:
+        paginator = clients.ec2.get_paginator(operation)
+        async for page in paginator.paginate(Filters=filters):
+            for item in page.get(key, []):
+                found[item[id_key]] = item
+    return found
+
+
+async def resolve_subnets(clients: AWSClients, node_class: EC2NodeClass) -> list[Subnet]:
+    """The subnets matching any term, most free addresses first."""
+    found = await _describe_matching(
+        clients,
+        "describe_subnets",
+        "Subnets",
+        "SubnetId",
+        [
+            [{"Name": "subnet-id", "Values": [t.id]}] if t.id else _filters_for_tags(t.tags)
+            for t in node_class.spec.subnet_selector_terms
+        ],
+    )
+    ordered = sorted(
+        found.values(),
+        key=lambda s: (-int(s.get("AvailableIpAddressCount", 0)), s["SubnetId"]),
+    )
+    return [
+        Subnet(id=s["SubnetId"], zone=s["AvailabilityZone"], zone_id=s.get("AvailabilityZoneId"))
+        for s in ordered
+    ]
+
+
+async def resolve_security_groups(
+    clients: AWSClients, node_class: EC2NodeClass
+) -> list[SecurityGroup]:
+    """The security groups matching any term (by id, by group name, or by tags)."""
+    filter_sets = []
+    for term in node_class.spec.security_group_selector_terms:
+        if term.id:
+            filter_sets.append([{"Name": "group-id", "Values": [term.id]}])
+        elif term.name:
+            filter_sets.append([{"Name": "group-name", "Values": [term.name]}])
+        else:
+            filter_sets.append(_filters_for_tags(term.tags))
+    found = await _describe_matching(
+        clients, "describe_security_groups", "SecurityGroups", "GroupId", filter_sets
+    )
+    return [
+        SecurityGroup(id=g["GroupId"], name=g.get("GroupName"))
+        for g in sorted(found.values(), key=lambda g: g["GroupId"])
+    ]
+
+
+def alias_parameters(alias: str, k8s_version: str) -> dict[str, tuple[str, str]]:
+    """SSM public parameter -> (architecture, variant) for an AMI alias.
+
+    Raises ValueError for an alias whose family karpy cannot resolve.
+    """
+    family, _, version = alias.partition("@")
+    latest = version == "latest"
+    if family == "al2023":
+        out = {}
+        for arch, variants in (
+            ("x86_64", ("standard", "nvidia", "neuron")),
+            ("arm64", ("standard", "nvidia")),
+        ):
+            for variant in variants:
+                name = (
+                    "recommended"
+                    if latest
+                    else (f"amazon-eks-node-al2023-{arch}-{variant}-{k8s_version}-{version}")
+                )
+                path = (
+                    f"/aws/service/eks/optimized-ami/{k8s_version}/amazon-linux-2023/"
+                    f"{arch}/{variant}/{name}/image_id"
+                )
+                out[path] = (arch, variant)
+        return out
+    if family == "bottlerocket":
+        trimmed = version if latest else version.lstrip("v")
+        return {
+            f"/aws/service/bottlerocket/aws-k8s-{k8s_version}/x86_64/{trimmed}/image_id": (
+                "x86_64",
+                "standard",
+            ),
+            f"/aws/service/bottlerocket/aws-k8s-{k8s_version}/arm64/{trimmed}/image_id": (
+                "arm64",
+                "standard",
+            ),
+            f"/aws/service/bottlerocket/aws-k8s-{k8s_version}-nvidia/x86_64/{trimmed}/image_id": (
+                "x86_64",
+                "nvidia",
+            ),
+            f"/aws/service/bottlerocket/aws-k8s-{k8s_version}-nvidia/arm64/{trimmed}/image_id": (
+                "arm64",
+                "nvidia",
+            ),
+        }
+    if family == "al2":
+        eks = f"/aws/service/eks/optimized-ami/{k8s_version}"
+
+        def pinned(prefix: str) -> str:
+            return "recommended" if latest else f"{prefix}-{k8s_version}-{version}"
+
+        return {
+            f"{eks}/amazon-linux-2/{pinned('amazon-eks-node')}/image_id": ("x86_64", "standard"),
+            f"{eks}/amazon-linux-2-arm64/{pinned('amazon-eks-arm64-node')}/image_id": (
+                "arm64",
+                "standard",
+            ),
+            f"{eks}/amazon-linux-2-gpu/{pinned('amazon-eks-gpu-node')}/image_id": (
+                "x86_64",
+                "nvidia",
+            ),
+        }
+    raise ValueError(f"alias {alias!r}: karpy resolves al2023, al2 and bottlerocket aliases only")
+
+
+def _variant_requirements(arch: str, variant: str) -> list[NodeSelectorRequirement]:
+    reqs = [
+        NodeSelectorRequirement(
+            key="kubernetes.io/arch", operator="In", values=[_ARCH.get(arch, arch)]
+        )
+    ]
+    if variant == "nvidia":
+        reqs.append(NodeSelectorRequirement(key=aws.LABEL_INSTANCE_GPU_COUNT, operator="Exists"))
+    elif variant == "neuron":
+        reqs.append(
+            NodeSelectorRequirement(key=aws.LABEL_INSTANCE_ACCELERATOR_COUNT, operator="Exists")
+        )
+    else:
+        reqs.append(
+            NodeSelectorRequirement(key=aws.LABEL_INSTANCE_GPU_COUNT, operator="DoesNotExist")
+        )
+        reqs.append(
+            NodeSelectorRequirement(
+                key=aws.LABEL_INSTANCE_ACCELERATOR_COUNT, operator="DoesNotExist"
+            )
+        )
+    return reqs
+
+
+async def _describe_images(clients: AWSClients, **kwargs: Any) -> list[dict[str, Any]]:
+    images: list[dict[str, Any]] = []
+    paginator = clients.ec2.get_paginator("describe_images")
+    async for page in paginator.paginate(**kwargs):
+        images.extend(page.get("Images", []))
+    return images
+
+
+async def resolve_amis(
+    clients: AWSClients, terms: Sequence[AMISelectorTerm], *, k8s_version: str
+) -> list[AMI]:
+    """The AMIs the terms select, newest first per architecture and variant.
+
+    Raises ValueError for an unsupported alias (reason UnsupportedAlias).
+    """
+    amis: dict[str, AMI] = {}
+    for term in terms:
+        if term.alias:
+            ids: dict[str, tuple[str, str]] = {}
+            for path, (arch, variant) in alias_parameters(term.alias, k8s_version).items():
+                try:
+                    answer = await clients.ssm.get_parameter(Name=path)
+                except Exception as exc:
+                    if is_not_found(exc):
+                        continue
+                    raise
+                ids[answer["Parameter"]["Value"]] = (arch, variant)
+            if not ids:
+                continue
+            for image in await _describe_images(clients, ImageIds=sorted(ids)):
+                arch, variant = ids[image["ImageId"]]
+                amis[image["ImageId"]] = AMI(
+                    id=image["ImageId"],
+                    name=image.get("Name"),
+                    requirements=_variant_requirements(arch, variant),
+                )
+            continue
+        kwargs: dict[str, Any] = {}
+        if term.id:
+            kwargs["ImageIds"] = [term.id]
+        else:
+            filters = _filters_for_tags(term.tags)
+            if term.name:
+                filters.append({"Name": "name", "Values": [term.name]})
+            kwargs["Filters"] = filters
+            if term.owner:
+                kwargs["Owners"] = [term.owner]
+            elif term.name:  # a name alone: Karpenter looks in self and amazon
+                kwargs["Owners"] = ["self", "amazon"]
+        images = sorted(
+            await _describe_images(clients, **kwargs),
+            key=lambda i: (i.get("CreationDate", ""), i["ImageId"]),
+            reverse=True,
+        )
+        newest_per_arch: dict[str, dict[str, Any]] = {}
+        for image in images:
+            newest_per_arch.setdefault(image.get("Architecture", "x86_64"), image)
+        for arch, image in newest_per_arch.items():
+            amis[image["ImageId"]] = AMI(
+                id=image["ImageId"],
+                name=image.get("Name"),
+                deprecated=bool(image.get("DeprecationTime")) or None,
+                requirements=[
+                    NodeSelectorRequirement(
+                        key="kubernetes.io/arch", operator="In", values=[_ARCH.get(arch, arch)]
+                    )
+                ],
+            )
+    return sorted(amis.values(), key=lambda a: a.id)
+
+
+def instance_profile_name(cluster_name: str, region: str, node_class_name: str) -> str:
+    """The instance profile karpy manages for a NodeClass's role:
+    ``<cluster>_<stable hash of region and NodeClass>`` (at most 128 characters)."""
+    digest = int.from_bytes(
+        hashlib.sha256(f"{region}{node_class_name}".encode()).digest()[:8], "big"
+    )
+    return f"{cluster_name[:100]}_{digest}"
+
+
+async def resolve_instance_profile(
+    clients: AWSClients, node_class: EC2NodeClass, *, cluster_name: str, region: str
+) -> str:
+    """The instance profile to launch with: ``spec.instanceProfile`` (checked to exist),
+    or one created/adopted for ``spec.role`` with that role in it."""
+    if node_class.spec.instance_profile:
+        await clients.iam.get_instance_profile(InstanceProfileName=node_class.spec.instance_profile)
+        return node_class.spec.instance_profile
+    role = node_class.spec.role or ""
+    name = instance_profile_name(cluster_name, region, node_class.metadata.name or "")
+    tags = [
+        {"Key": f"kubernetes.io/cluster/{cluster_name}", "Value": "owned"},
+        {"Key": aws.TAG_NODECLASS, "Value": node_class.metadata.name or ""},
+        {"Key": "topology.kubernetes.io/region", "Value": region},
+    ]
+    try:
+        profile = (await clients.iam.get_instance_profile(InstanceProfileName=name))[
+            "InstanceProfile"
+        ]
+    except Exception as exc:
+        if not is_not_found(exc):
+            raise
+        try:
+            profile = (
+                await clients.iam.create_instance_profile(InstanceProfileName=name, Tags=tags)
+            )["InstanceProfile"]
+        except Exception as again:
+            if not is_already_exists(again):
+                raise
+            profile = (await clients.iam.get_instance_profile(InstanceProfileName=name))[
+                "InstanceProfile"
+            ]
+    roles = [r["RoleName"] for r in profile.get("Roles", [])]
+    if role not in roles:
+        for other in roles:  # the NodeClass's role changed: swap it
+            await clients.iam.remove_role_from_instance_profile(
+                InstanceProfileName=name, RoleName=other
+            )
+        await clients.iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=role)
+    return name
+
+
+async def delete_instance_profile(
+    clients: AWSClients, node_class: EC2NodeClass, *, cluster_name: str, region: str
+) -> None:
+    """Remove the instance profile karpy created for ``node_class`` (idempotent; a
+    user-supplied ``spec.instanceProfile`` is never touched)."""
+    if node_class.spec.instance_profile:
+        return
+    name = instance_profile_name(cluster_name, region, node_class.metadata.name or "")
+    try:
+        profile = (await clients.iam.get_instance_profile(InstanceProfileName=name))[
+            "InstanceProfile"
+        ]
+    except Exception as exc:
+        if is_not_found(exc):
+            return
+        raise
+    for role in profile.get("Roles", []):
+        await clients.iam.remove_role_from_instance_profile(
+            InstanceProfileName=name, RoleName=role["RoleName"]
+        )
+    try:
+        await clients.iam.delete_instance_profile(InstanceProfileName=name)
+    except Exception as exc:
+        if not is_not_found(exc):
+            raise
+
+
+def _describe_terms(terms: Iterable[Any]) -> str:
+    return "; ".join(str(t.to_dict()) if hasattr(t, "to_dict") else str(t) for t in terms)
+
+
+async def resolve_status(
+    clients: AWSClients,
+    node_class: EC2NodeClass,
+    *,
+    cluster_name: str,
+    region: str,
+    k8s_version: str,
+) -> Resolution:
+    """Resolve every selector of ``node_class``; a failure of one concern is reported in
+    its condition and does not stop the others."""
+    status = EC2NodeClassStatus()
+    out = Resolution(status=status)
+    spec = node_class.spec
+
+    status.subnets = await resolve_subnets(clients, node_class)
+    out.conditions[CONDITION_SUBNETS_READY] = (
+        (True, "", "")
+        if status.subnets
+        else (
+            False,
+            "SubnetsNotFound",
+            "SubnetSelector did not match any Subnets "
+            f"({_describe_terms(spec.subnet_selector_terms)})",
+        )
+    )
+    status.security_groups = await resolve_security_groups(clients, node_class)
+    out.conditions[CONDITION_SECURITY_GROUPS_READY] = (
+        (True, "", "")
+        if status.security_groups
+        else (
+            False,
+            "SecurityGroupsNotFound",
+            "SecurityGroupSelector did not match any SecurityGroups "
+            f"({_describe_terms(spec.security_group_selector_terms)})",
+        )
+    )
+    try:
+        status.amis = await resolve_amis(clients, spec.ami_selector_terms, k8s_version=k8s_version)
+        out.conditions[CONDITION_AMIS_READY] = (
+            (True, "", "")
+            if status.amis
+            else (
+                False,
+                "AMINotFound",
+                "AMISelector did not match any AMIs "
+                f"({_describe_terms(spec.ami_selector_terms)}, Kubernetes {k8s_version})",
+            )
+        )
+    except ValueError as exc:
+        out.conditions[CONDITION_AMIS_READY] = (False, "UnsupportedAlias", str(exc))
+    try:
+        status.instance_profile = await resolve_instance_profile(
+            clients, node_class, cluster_name=cluster_name, region=region
+        )
+        out.conditions[CONDITION_INSTANCE_PROFILE_READY] = (True, "", "")
+    except Exception as exc:
+        if not is_not_found(exc):
+            raise
+        which = spec.instance_profile or spec.role
+        out.conditions[CONDITION_INSTANCE_PROFILE_READY] = (
+            False,
+            "InstanceProfileNotFound" if spec.instance_profile else "RoleNotFound",
+            f"{'instanceProfile' if spec.instance_profile else 'role'} {which!r} "
+            "was not found in IAM",
+        )
+    out.conditions[CONDITION_VALIDATION_SUCCEEDED] = (True, "", "")
+    return out

@@ -1,0 +1,163 @@
+"""Settings of the AWS provider: Karpenter AWS's options, under the same names.
+
+Each setting comes from ``karpy run --provider-setting KEY=VALUE`` (the key in the
+first column) or, when that is not given, from Karpenter's environment variable (the
+second column), so a Karpenter deployment's environment works unchanged:
+
+=========================  ============================  =====================================
+setting                    environment                   meaning
+=========================  ============================  =====================================
+(core ``--cluster-name``)  ``CLUSTER_NAME``              required; tags and discovery
+``clusterEndpoint``        ``CLUSTER_ENDPOINT``          API server URL the nodes join
+``clusterCABundle``        ``CLUSTER_CA_BUNDLE``         base64 CA bundle written to user data
+``interruptionQueue``      ``INTERRUPTION_QUEUE``        SQS queue name; empty disables it
+``reservedENIs``           ``RESERVED_ENIS``             ENIs kept out of max-pods (int >= 0)
+``vmMemoryOverheadPercent`` ``VM_MEMORY_OVERHEAD_PERCENT`` memory lost to the hypervisor
+                                                         (0 <= x < 1, default 0.075)
+``isolatedVPC``            ``ISOLATED_VPC``              no Pricing API calls (true/false)
+``region``                 ``AWS_REGION`` /              the region (else the AWS config
+                           ``AWS_DEFAULT_REGION``        chain's)
+``endpointURL``            ``AWS_ENDPOINT_URL``          one endpoint for every AWS service
+                                                         (moto in tests; a VPC endpoint)
+``pricingEndpointURL``     ``AWS_ENDPOINT_URL_PRICING``  the Pricing API's endpoint only
+=========================  ============================  =====================================
+
+Unknown keys and malformed values raise :class:`AWSSettingsError` naming the key, the
+value and what is expected, so a typo fails at start-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from karpy.cloudprovider import CloudProviderError
+
+__all__ = ["SETTINGS", "AWSSettings", "AWSSettingsError"]
+
+#: setting key -> environment variable consulted when the key is not set
+SETTINGS: Final = {
+    "clusterEndpoint": "CLUSTER_ENDPOINT",
+    "clusterCABundle": "CLUSTER_CA_BUNDLE",
+    "interruptionQueue": "INTERRUPTION_QUEUE",
+    "reservedENIs": "RESERVED_ENIS",
+    "vmMemoryOverheadPercent": "VM_MEMORY_OVERHEAD_PERCENT",
+    "isolatedVPC": "ISOLATED_VPC",
+    "region": "AWS_REGION",
+    "endpointURL": "AWS_ENDPOINT_URL",
+    "pricingEndpointURL": "AWS_ENDPOINT_URL_PRICING",
+}
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off", ""}
+
+
+class AWSSettingsError(CloudProviderError):
+    """An AWS provider setting is missing, unknown or malformed; the message names it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AWSSettings:
+    """The AWS provider's settings (see the module docstring for each one)."""
+
+    cluster_name: str
+    region: str
+    cluster_endpoint: str = ""
+    cluster_ca_bundle: str = ""
+    interruption_queue: str = ""
+    reserved_enis: int = 0
+    vm_memory_overhead_percent: float = 0.075
+    isolated_vpc: bool = False
+    endpoint_url: str | None = None
+    pricing_endpoint_url: str | None = None
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Mapping[str, str],
+        *,
+        cluster_name: str,
+        environ: Mapping[str, str],
+        default_region: str | None = None,
+    ) -> AWSSettings:
+        """Parse the operator's string settings, falling back to ``environ``.
+
+        ``default_region`` is the AWS config chain's region (profile files), used when
+        neither the ``region`` setting nor ``AWS_REGION``/``AWS_DEFAULT_REGION`` is set.
+        """
+        unknown = sorted(set(settings) - set(SETTINGS))
+        if unknown:
+            raise AWSSettingsError(
+                f"unknown aws provider setting(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(SETTINGS))}"
+            )
+
+        def get(key: str) -> str:
+            if key in settings:
+                return settings[key].strip()
+            return environ.get(SETTINGS[key], "").strip()
+
+        if not cluster_name:
+            raise AWSSettingsError(
+                "the aws provider needs the cluster name: set --cluster-name or CLUSTER_NAME "
+                "(it tags every instance and finds the cluster's subnets and security groups)"
+            )
+        region = get("region") or environ.get("AWS_DEFAULT_REGION", "") or default_region or ""
+        if not region:
+            raise AWSSettingsError(
+                "no AWS region: set --provider-setting region=<region>, AWS_REGION, or a "
+                "region in the AWS config file"
+            )
+        endpoint = get("clusterEndpoint")
+        if endpoint and not endpoint.startswith("https://"):
+            raise AWSSettingsError(
+                f"aws setting clusterEndpoint={endpoint!r} must be an https:// URL"
+            )
+        return cls(
+            cluster_name=cluster_name,
+            region=region,
+            cluster_endpoint=endpoint,
+            cluster_ca_bundle=get("clusterCABundle"),
+            interruption_queue=get("interruptionQueue"),
+            reserved_enis=_int(get("reservedENIs"), "reservedENIs"),
+            vm_memory_overhead_percent=_percent(get("vmMemoryOverheadPercent")),
+            isolated_vpc=_bool(get("isolatedVPC"), "isolatedVPC"),
+            endpoint_url=get("endpointURL") or None,
+            pricing_endpoint_url=get("pricingEndpointURL") or None,
+        )
+
+
+def _int(text: str, key: str) -> int:
+    if not text:
+        return 0
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise AWSSettingsError(f"aws setting {key}={text!r} must be a whole number >= 0")
+    return value
+
+
+def _percent(text: str) -> float:
+    if not text:
+        return 0.075
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1:
+        raise AWSSettingsError(
+            f"aws setting vmMemoryOverheadPercent={text!r} must be a fraction in [0, 1) "
+            "(0.075 means 7.5%)"
+        )
+    return value
+
+
+def _bool(text: str, key: str) -> bool:
+    lowered = text.lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise AWSSettingsError(f"aws setting {key}={text!r} must be true or false")

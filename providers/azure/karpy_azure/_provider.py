@@ -1,0 +1,620 @@
+"""AzureCloudProvider: AKS nodes as Azure VMs, the way Karpenter's Azure provider makes
+them.
+
+- **Instance types** come from Resource SKUs of the location with the AKS allocatable and
+  retail prices (:mod:`karpy_azure._instancetypes`); offerings Azure refused recently are
+  shown ``available=False`` from the provider's own cache.
+- **create** picks the cheapest fitting offering, creates the NIC ``aks-<nodeclaim>``,
+  then the VM, waiting on both long-running operations. A capacity error (SkuNotAvailable,
+  ZonalAllocationFailed, AllocationFailed, Overconstrained*, quota) marks offerings
+  unavailable and raises InsufficientCapacityError naming them; any failed VM create
+  deletes what it left (the VM in state Failed, the NIC).
+- **get / list** read VMs back (list: the node resource group's VMs tagged with this
+  cluster); **delete** force-deletes the VM, then its NIC, and raises
+  NodeClaimNotFoundError once the VM is gone.
+- **register_controllers** adds the AKSNodeClass status controller and the garbage
+  collection of NICs no VM or NodeClaim owns (leaked VMs are collected by karpy's core
+  through ``list``/``delete``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from azure.core.credentials_async import AsyncTokenCredential
+from azure.core.exceptions import HttpResponseError
+from azure.mgmt.compute import models as cm
+
+from karpy.apis import NodeClaim, NodePool
+from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
+from karpy.apis.taints import UNREGISTERED_NO_EXECUTE_TAINT
+from karpy.cloudprovider import (
+    CreateError,
+    DriftReason,
+    InstanceType,
+    InsufficientCapacityError,
+    LaunchChoice,
+    NodeClaimNotFoundError,
+    NodeClassKind,
+    NodeClassNotReadyError,
+    OfferingKey,
+    ProviderContext,
+    RepairPolicy,
+    choose_launch,
+    launched_labels,
+    launched_nodeclaim,
+)
+from karpy.runtime import Client, Manager
+from karpy.scheduling import Requirement, Requirements
+from karpy.scheduling import resources as res
+from karpy_azure._arm import (
+    ArmClients,
+    CapacityError,
+    classify_capacity_error,
+    error_code,
+    is_not_found,
+    make_credential,
+)
+from karpy_azure._catalog import Catalog
+from karpy_azure._gc import register_garbage_collection
+from karpy_azure._hash import NODECLASS_HASH_VERSION, node_class_hash
+from karpy_azure._images import image_for, parse_community_image_id
+from karpy_azure._instancetypes import (
+    ON_DEMAND,
+    REGIONAL_ZONE,
+    SPOT,
+    InstanceTypeParams,
+    arm_zone,
+    build_instance_types,
+    zone_label,
+)
+from karpy_azure._nodeclasses import (
+    AKS_NODE_CLASS,
+    ClusterNodeClasses,
+    NodeClassSource,
+)
+from karpy_azure._overhead import max_pods
+from karpy_azure._resources import (
+    TAG_CLUSTER,
+    TAG_NODECLASS,
+    TAG_NODEPOOL,
+    bootstrap_custom_data,
+    network_interface,
+    provider_id,
+    resource_name,
+    tags_for,
+    virtual_machine,
+    vm_name_from_provider_id,
+)
+from karpy_azure._settings import AzureSettings
+from karpy_azure._skus import Sku
+from karpy_azure._status import register_status_controller
+from karpy_azure._unavailable import (
+    ALLOCATION_FAILURE_TTL,
+    LOW_QUOTA_TTL,
+    QUOTA_REACHED_TTL,
+    SKU_NOT_AVAILABLE_ON_DEMAND_TTL,
+    SKU_NOT_AVAILABLE_SPOT_TTL,
+    UnavailableOfferings,
+)
+from karpy_azure.apis import AKSNodeClass
+from karpy_azure.apis import labels as az
+
+__all__ = ["NODECLASS_HASH_VERSION", "AzureCloudProvider", "node_class_hash"]
+
+log = logging.getLogger("karpy.cloudprovider.azure")
+
+_INSTANCE_TYPE_CACHE_SECONDS = 60.0
+# (catalog version, unavailable generation), built at, instance types
+_CachedTypes = tuple[tuple[int, int], float, list[InstanceType]]
+
+
+def _image_requirements(node_class: AKSNodeClass) -> list[tuple[str, Requirements]]:
+    return [
+        (
+            image.id,
+            Requirements(Requirement.new(r.key, r.operator, r.values) for r in image.requirements),
+        )
+        for image in node_class.status.images
+    ]
+
+
+class AzureCloudProvider:
+    """The CloudProvider for AKS on Azure VMs (see the module docstring).
+
+    Build it from the operator with :meth:`from_context` (the ``azure`` entry point), or
+    directly with :class:`AzureSettings`, :class:`ArmClients` and a NodeClass source.
+    ``unavailable`` is the provider's unavailable-offerings cache.
+    """
+
+    def __init__(
+        self,
+        settings: AzureSettings,
+        *,
+        arm: ArmClients,
+        node_classes: NodeClassSource,
+        client: Client | None = None,
+        credential: AsyncTokenCredential | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.arm = arm
+        self.node_classes = node_classes
+        self.client = client
+        self.catalog = Catalog(settings, arm, monotonic=monotonic)
+        self.unavailable = UnavailableOfferings(monotonic=monotonic)
+        self._credential = credential
+        self._monotonic = monotonic
+        self._types: dict[InstanceTypeParams, _CachedTypes] = {}
+        self._by_name: dict[str, InstanceType] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    @classmethod
+    def from_context(cls, context: ProviderContext) -> AzureCloudProvider:
+        """The ``karpy.cloudproviders`` factory: settings from ``context.settings`` and the
+        environment; DefaultAzureCredential (workload identity in a cluster)."""
+        settings = AzureSettings.from_settings(context.settings, cluster_name=context.cluster_name)
+        credential = make_credential(settings)
+        return cls(
+            settings,
+            arm=ArmClients.create(settings, credential),
+            node_classes=ClusterNodeClasses(context.client),
+            client=context.client,
+            credential=credential,
+        )
+
+    @property
+    def name(self) -> str:
+        """``"azure"``."""
+        return "azure"
+
+    # -- instance types ----------------------------------------------------------------
+
+    def params_for(self, node_class: AKSNodeClass) -> InstanceTypeParams:
+        """What of ``node_class`` and the settings shapes its instance types."""
+        spec = node_class.spec
+        return InstanceTypeParams(
+            location=self.settings.location,
+            node_resource_group=self.settings.node_resource_group,
+            image_family=spec.image_family,
+            os_disk_size_gb=spec.os_disk_size_gb,
+            max_pods=max_pods(
+                spec.max_pods, self.settings.network_plugin, self.settings.network_plugin_mode
+            ),
+            fips=spec.fips_mode == "FIPS",
+            encryption_at_host=bool(spec.security and spec.security.encryption_at_host),
+            memory_overhead_percent=self.settings.vm_memory_overhead_percent,
+        )
+
+    async def instance_types_for(self, node_class: AKSNodeClass) -> list[InstanceType]:
+        """Every instance type ``node_class`` can launch, with current availability."""
+        skus = await self.catalog.skus()
+        prices = self.catalog.prices()
+        params = self.params_for(node_class)
+        version = (self.catalog.version, self.unavailable.generation)
+        cached = self._types.get(params)
+        now = self._monotonic()
+        if cached is not None and cached[0] == version and now - cached[1] < (
+            _INSTANCE_TYPE_CACHE_SECONDS
+        ):
+            return list(cached[2])
+        built = build_instance_types(skus, params, prices, self.unavailable)
+        self._types[params] = (version, now, built)
+        self._by_name.update((it.name, it) for it in built)
+        return list(built)
+
+    async def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]:
+        """The instance types of the NodePool's AKSNodeClass (none while it is missing)."""
+        ref = nodepool.spec.template.spec.node_class_ref
+        if (ref.group, ref.kind) != (AKS_NODE_CLASS.group, AKS_NODE_CLASS.kind):
+            return ()
+        node_class = await self.node_classes.get(ref.name)
+        if node_class is None:
+            return ()
+        return await self.instance_types_for(node_class)
+
+    async def _sku(self, name: str) -> Sku | None:
+        for sku in await self.catalog.skus():
+            if sku.name == name:
+                return sku
+        return None
+
+    # -- create ------------------------------------------------------------------------
+
+    async def _ready_node_class(self, nodeclaim: NodeClaim) -> AKSNodeClass:
+        ref = nodeclaim.spec.node_class_ref
+        if (ref.group, ref.kind) != (AKS_NODE_CLASS.group, AKS_NODE_CLASS.kind):
+            raise CreateError(
+                f"nodeclaim {nodeclaim.metadata.name} refers to {ref.kind}.{ref.group}; the "
+                f"azure provider serves {AKS_NODE_CLASS}",
+                reason="UnsupportedNodeClass",
+            )
+        node_class = await self.node_classes.get(ref.name)
+        if node_class is None:
+            raise NodeClassNotReadyError(f"AKSNodeClass {ref.name!r} not found")
+        if node_class.metadata.deletion_timestamp is not None:
+            raise NodeClassNotReadyError(f"AKSNodeClass {ref.name!r} is terminating")
+        ready = node_class.status_conditions().get("Ready")
+        if ready is None or ready.status != "True":
+            why = f"{ready.reason}: {ready.message}" if ready is not None else "no Ready condition"
+            raise NodeClassNotReadyError(f"AKSNodeClass {ref.name!r} is not ready ({why})")
+        return node_class
+
+    async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
+        """Launch the cheapest fitting offering: NIC, then VM (see the module docstring)."""
+        if not nodeclaim.metadata.name:
+            raise CreateError("the nodeclaim has no name", reason="InvalidNodeClaim")
+        node_class = await self._ready_node_class(nodeclaim)
+        instance_types = await self.instance_types_for(node_class)
+        choice = choose_launch(nodeclaim, instance_types, refuse=self.unavailable.is_unavailable)
+        it = choice.instance_type
+        image_id = image_for(_image_requirements(node_class), it.requirements)
+        if image_id is None:
+            raise CreateError(
+                f"no image of AKSNodeClass {node_class.metadata.name} suits {it.name} "
+                f"(status.images: {[i.id for i in node_class.status.images]})",
+                reason="ImageNotFound",
+            )
+        sku = await self._sku(it.name)
+        name = resource_name(nodeclaim.metadata.name)
+        tags = tags_for(self.settings, node_class, nodeclaim)
+        params = self.params_for(node_class)
+        labels = launched_labels(nodeclaim, choice)
+        labels[az.LABEL_NODECLASS] = node_class.metadata.name or ""
+        nic_id = await self._create_nic(name, node_class, tags, sku, params.max_pods)
+        vm = virtual_machine(
+            self.settings,
+            node_class,
+            name=name,
+            size=it.name,
+            zone_number=arm_zone(choice.offering.zone),
+            capacity_type=choice.offering.capacity_type,
+            nic_id=nic_id,
+            image_id=image_id,
+            premium_storage=bool(sku and sku.premium_io),
+            custom_data=bootstrap_custom_data(
+                self.settings,
+                node_name=name,
+                labels=labels,
+                # the kubelet registers with the NodeClaim's taints and startup taints and
+                # karpenter.sh/unregistered, which karpy removes once the node registers
+                taints=[
+                    f"{t.key}={t.value or ''}:{t.effect}"
+                    for t in (*nodeclaim.spec.taints, *nodeclaim.spec.startup_taints,
+                              UNREGISTERED_NO_EXECUTE_TAINT)
+                ],
+                max_pods=params.max_pods,
+            ),
+            tags=tags,
+        )
+        rg = self.settings.node_resource_group
+        try:
+            poller = await self.arm.compute.virtual_machines.begin_create_or_update(
+                rg, name, vm, **self.arm.lro()
+            )
+            await poller.result()
+        except HttpResponseError as exc:
+            await self._cleanup_failed_launch(name)
+            raise self._launch_error(exc, choice, name) from exc
+        launched = launched_nodeclaim(
+            nodeclaim,
+            choice,
+            provider_id=provider_id(self.settings.subscription_id, rg, name),
+            labels=labels,
+            image_id=image_id,
+        )
+        launched.metadata.annotations[az.ANNOTATION_AKSNODECLASS_HASH] = node_class_hash(node_class)
+        launched.metadata.annotations[az.ANNOTATION_AKSNODECLASS_HASH_VERSION] = (
+            NODECLASS_HASH_VERSION
+        )
+        log.info(
+            "launched virtual machine",
+            extra={"vmName": name, "instance-type": it.name, "zone": choice.offering.zone,
+                   "capacity-type": choice.offering.capacity_type},
+        )
+        return launched
+
+    async def _create_nic(
+        self,
+        name: str,
+        node_class: AKSNodeClass,
+        tags: dict[str, str],
+        sku: Sku | None,
+        pods: int,
+    ) -> str:
+        nic = network_interface(
+            self.settings,
+            name=name,
+            subnet_id=node_class.spec.vnet_subnet_id or self.settings.vnet_subnet_id,
+            tags=tags,
+            accelerated_networking=bool(sku and sku.accelerated_networking),
+            max_pods=pods,
+        )
+        try:
+            poller = await self.arm.network.network_interfaces.begin_create_or_update(
+                self.settings.node_resource_group, name, nic, **self.arm.lro()
+            )
+            created = await poller.result()
+        except HttpResponseError as exc:
+            await self.delete_nic(name)
+            raise CreateError(
+                f"creating network interface {name} failed: {error_code(exc) or exc.status_code}: "
+                f"{exc.message}",
+                reason="NetworkInterfaceCreationFailed",
+            ) from exc
+        return str(created.id)
+
+    def _capacity_keys(self, cap: CapacityError, choice: LaunchChoice) -> list[OfferingKey]:
+        it, offering = choice.instance_type, choice.offering
+        scope_of = "regional" if offering.zone == REGIONAL_ZONE else "zonal"
+        keys: list[OfferingKey] = []
+        for o in it.offerings:
+            same_scope = ("regional" if o.zone == REGIONAL_ZONE else "zonal") == scope_of
+            if (
+                (cap.scope == "offering" and o.zone == offering.zone and
+                 o.capacity_type == offering.capacity_type)
+                or (cap.scope == "zone" and o.zone == offering.zone)
+                or (cap.scope == "placement" and same_scope)
+                or (cap.scope == "capacity-type" and o.capacity_type == offering.capacity_type)
+                or (cap.scope == "spot" and o.capacity_type == SPOT)
+            ):
+                keys.append(OfferingKey(it.name, o.zone, o.capacity_type))
+        return keys
+
+    def _launch_error(self, exc: HttpResponseError, choice: LaunchChoice, name: str) -> Exception:
+        code = error_code(exc)
+        message = str(exc.message or exc)
+        offering = choice.offering
+        cap = classify_capacity_error(
+            code,
+            message,
+            instance_type=choice.instance_type.name,
+            zone=offering.zone,
+            capacity_type=offering.capacity_type,
+        )
+        if cap is None:
+            return CreateError(
+                f"creating virtual machine {name} ({choice.key}) failed: "
+                f"{code or exc.status_code}: {message}",
+                reason="VirtualMachineCreationFailed",
+            )
+        keys = self._capacity_keys(cap, choice)
+        self.unavailable.mark(keys, reason=cap.reason, ttl=_ttl(cap, offering.capacity_type,
+                                                                  message))
+        log.warning(
+            "marked offerings unavailable",
+            extra={"reason": cap.reason, "code": code, "offerings": [str(k) for k in keys]},
+        )
+        return InsufficientCapacityError(f"{cap.message} ({code})", offerings=keys)
+
+    async def _cleanup_failed_launch(self, name: str) -> None:
+        """Delete what a failed VM create left: the VM (if ARM kept it, state Failed),
+        then the NIC, so nothing is half-created. Failures are left to garbage
+        collection, which finds both by their cluster tag."""
+        try:
+            poller = await self.arm.compute.virtual_machines.begin_delete(
+                self.settings.node_resource_group, name, force_deletion=True, **self.arm.lro()
+            )
+            await poller.result()
+        except HttpResponseError as exc:
+            if not is_not_found(exc):
+                log.warning("cleaning up virtual machine %s failed: %s", name, exc.message)
+        await self.delete_nic(name)
+
+    async def delete_nic(self, name: str) -> bool:
+        """Delete NIC ``name``; True once it is gone (or was never there)."""
+        try:
+            poller = await self.arm.network.network_interfaces.begin_delete(
+                self.settings.node_resource_group, name, **self.arm.lro()
+            )
+            await poller.result()
+        except HttpResponseError as exc:
+            if is_not_found(exc):
+                return True
+            log.warning("deleting network interface %s failed: %s", name, exc.message)
+            return False
+        return True
+
+    # -- get / list --------------------------------------------------------------------
+
+    def _nodeclaim_from_vm(self, vm: cm.VirtualMachine) -> NodeClaim:
+        name = str(vm.name)
+        tags = dict(vm.tags or {})
+        props = vm.properties
+        size = _text(props.hardware_profile.vm_size) if props and props.hardware_profile else ""
+        zones = list(vm.zones or [])
+        zone = zone_label(self.settings.location, zones[0]) if zones else REGIONAL_ZONE
+        spot = bool(props and _text(props.priority).lower() == "spot")
+        labels: dict[str, str] = {}
+        it = self._by_name.get(size)
+        if it is not None:
+            labels.update(it.requirements.labels())
+        labels.update({LABEL_INSTANCE_TYPE: size, LABEL_ZONE: zone,
+                       LABEL_CAPACITY_TYPE: SPOT if spot else ON_DEMAND})
+        if TAG_NODEPOOL in tags:
+            labels[LABEL_NODEPOOL] = tags[TAG_NODEPOOL]
+        image = ""
+        if props and props.storage_profile and props.storage_profile.image_reference:
+            image = str(props.storage_profile.image_reference.community_gallery_image_id or "")
+        created = props.time_created if props and props.time_created else None
+        status: dict[str, Any] = {
+            "providerID": provider_id(
+                self.settings.subscription_id, self.settings.node_resource_group, name
+            ),
+            "imageID": image or None,
+        }
+        if it is not None:
+            status["capacity"] = res.format_resource_list(it.capacity)
+            status["allocatable"] = res.format_resource_list(it.allocatable)
+        metadata: dict[str, Any] = {"name": name.removeprefix("aks-"), "labels": labels}
+        if isinstance(created, datetime):
+            metadata["creationTimestamp"] = created.astimezone(UTC).strftime(
+                "%Y-%m-%dT%H:%M:%SZ"
+            )
+        return NodeClaim.model_validate(
+            {
+                "metadata": metadata,
+                "spec": {
+                    "nodeClassRef": {
+                        "group": AKS_NODE_CLASS.group,
+                        "kind": AKS_NODE_CLASS.kind,
+                        "name": tags.get(TAG_NODECLASS, "default"),
+                    },
+                    "requirements": [],
+                },
+                "status": status,
+            }
+        )
+
+    async def get(self, provider_id: str) -> NodeClaim:
+        """The VM as a NodeClaim; NodeClaimNotFoundError when it does not exist."""
+        name = vm_name_from_provider_id(provider_id)
+        if name is None:
+            raise NodeClaimNotFoundError(
+                f"{provider_id!r} is not an Azure VM provider ID", provider_id=provider_id
+            )
+        try:
+            vm = await self.arm.compute.virtual_machines.get(
+                self.settings.node_resource_group, name
+            )
+        except HttpResponseError as exc:
+            if is_not_found(exc):
+                raise NodeClaimNotFoundError(
+                    f"virtual machine {name} not found", provider_id=provider_id
+                ) from exc
+            raise
+        return self._nodeclaim_from_vm(vm)
+
+    async def list_vms(self) -> list[cm.VirtualMachine]:
+        """The node resource group's VMs tagged with this cluster."""
+        found: list[cm.VirtualMachine] = []
+        async for vm in self.arm.compute.virtual_machines.list(self.settings.node_resource_group):
+            if (vm.tags or {}).get(TAG_CLUSTER) != self.settings.cluster_name:
+                continue
+            found.append(vm)
+        return found
+
+    async def list(self) -> Sequence[NodeClaim]:
+        """Every VM of this cluster that is not being deleted."""
+        return [
+            self._nodeclaim_from_vm(vm)
+            for vm in await self.list_vms()
+            if not (vm.properties and _text(vm.properties.provisioning_state) == "Deleting")
+        ]
+
+    # -- delete ------------------------------------------------------------------------
+
+    async def delete(self, nodeclaim: NodeClaim) -> None:
+        """Force-delete the VM and then its NIC; raise NodeClaimNotFoundError once the VM
+        is gone (so a second delete of a deleted node raises it)."""
+        pid = nodeclaim.status.provider_id or ""
+        name = vm_name_from_provider_id(pid)
+        if name is None:
+            raise NodeClaimNotFoundError(f"{pid!r} is not an Azure VM provider ID",
+                                         provider_id=pid)
+        lock = self._locks.setdefault(name, asyncio.Lock())
+        async with lock:
+            await self.delete_vm(name, provider_id_=pid)
+
+    async def delete_vm(self, name: str, *, provider_id_: str = "") -> None:
+        """Delete VM ``name`` and its NIC; NodeClaimNotFoundError when it was already gone
+        (its NIC, if any, is deleted then too)."""
+        rg = self.settings.node_resource_group
+        try:
+            await self.arm.compute.virtual_machines.get(rg, name)
+        except HttpResponseError as exc:
+            if not is_not_found(exc):
+                raise
+            await self.delete_nic(name)
+            raise NodeClaimNotFoundError(
+                f"virtual machine {name} not found", provider_id=provider_id_
+            ) from exc
+        log.info("deleting virtual machine and associated resources", extra={"vmName": name})
+        try:
+            poller = await self.arm.compute.virtual_machines.begin_delete(
+                rg, name, force_deletion=True, **self.arm.lro()
+            )
+            await poller.result()
+        except HttpResponseError as exc:
+            if not is_not_found(exc):
+                raise
+        await self.delete_nic(name)
+
+    # -- drift, repair, node classes ---------------------------------------------------
+
+    async def is_drifted(self, nodeclaim: NodeClaim) -> DriftReason | None:
+        """``NodeClassDrift`` when the AKSNodeClass spec changed since launch (hash
+        annotations), ``ImageDrift`` when the class now resolves a different image for
+        the node's instance type; else None."""
+        node_class = await self.node_classes.get(nodeclaim.spec.node_class_ref.name)
+        if node_class is None:
+            return None
+        annotations = nodeclaim.metadata.annotations
+        if (
+            annotations.get(az.ANNOTATION_AKSNODECLASS_HASH_VERSION) == NODECLASS_HASH_VERSION
+            and az.ANNOTATION_AKSNODECLASS_HASH in annotations
+            and annotations[az.ANNOTATION_AKSNODECLASS_HASH] != node_class_hash(node_class)
+        ):
+            return DriftReason("NodeClassDrift")
+        current = nodeclaim.status.image_id
+        size = nodeclaim.metadata.labels.get(LABEL_INSTANCE_TYPE)
+        if current and size and node_class.status.images:
+            it = self._by_name.get(size)
+            if it is None:
+                await self.instance_types_for(node_class)
+                it = self._by_name.get(size)
+            if it is not None:
+                want = image_for(_image_requirements(node_class), it.requirements)
+                if want is not None and parse_community_image_id(want) != (
+                    parse_community_image_id(current)
+                ):
+                    return DriftReason("ImageDrift")
+        return None
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        """Replace a node whose Ready condition is False or Unknown for 10 minutes."""
+        return (
+            RepairPolicy("Ready", "False", timedelta(minutes=10)),
+            RepairPolicy("Ready", "Unknown", timedelta(minutes=10)),
+        )
+
+    def supported_node_classes(self) -> Sequence[NodeClassKind]:
+        """AKSNodeClass (karpenter.azure.com/v1beta1)."""
+        return (AKS_NODE_CLASS,)
+
+    def register_controllers(self, manager: Manager) -> None:
+        """Add the AKSNodeClass status controller and NIC garbage collection (VMs are
+        collected by the core through list/delete)."""
+        register_status_controller(self, manager)
+        register_garbage_collection(self, manager)
+
+    async def aclose(self) -> None:
+        """Close the SDK clients, the pricing session and the credential."""
+        await self.catalog.close()
+        await self.arm.close()
+        if self._credential is not None:
+            await self._credential.close()
+
+
+def _text(value: object) -> str:
+    """An SDK enum's wire value (their str() is the Python name), or the string itself."""
+    if value is None:
+        return ""
+    return str(getattr(value, "value", value))
+
+
+def _ttl(cap: CapacityError, capacity_type: str, message: str) -> timedelta:
+    if cap.reason == "SKUNotAvailable":
+        return SKU_NOT_AVAILABLE_ON_DEMAND_TTL if capacity_type == ON_DEMAND else (
+            SKU_NOT_AVAILABLE_SPOT_TTL
+        )
+    if cap.reason == "SubscriptionQuotaReached":
+        return QUOTA_REACHED_TTL if "Current Limit: 0" in message or cap.scope == "spot" else (
+            LOW_QUOTA_TTL
+        )
+    return ALLOCATION_FAILURE_TTL

@@ -1,0 +1,234 @@
+"""The Azure provider's settings: what Karpenter's Azure provider takes as flags and
+environment variables, here as ``karpy run --provider-setting KEY=VALUE`` with the same
+environment variables as fallbacks.
+
+======================== ============================== ====================================
+setting                  environment variable           meaning
+======================== ============================== ====================================
+subscriptionID           ARM_SUBSCRIPTION_ID            the subscription of the nodes (required)
+nodeResourceGroup        AZURE_NODE_RESOURCE_GROUP      the resource group of the nodes (required)
+location                 LOCATION                       the region (``southcentralus``; required)
+clusterName              CLUSTER_NAME                   the cluster (required; default: karpy's
+                                                        ``--cluster-name``)
+vnetSubnetID             VNET_SUBNET_ID                 the nodes' default subnet ID (required)
+clusterEndpoint          CLUSTER_ENDPOINT               the API server URL nodes join
+kubeletBootstrapToken    KUBELET_BOOTSTRAP_TOKEN        the bootstrap token nodes join with
+networkPlugin            NETWORK_PLUGIN                 ``azure`` (default), ``kubenet`` or ``none``
+networkPluginMode        NETWORK_PLUGIN_MODE            ``overlay`` (default) or empty
+nodeIdentities           NODE_IDENTITIES                comma-separated user-assigned identity IDs
+vmMemoryOverheadPercent  VM_MEMORY_OVERHEAD_PERCENT     memory the hypervisor keeps (0.075)
+linuxAdminUsername       LINUX_ADMIN_USERNAME           the VMs' admin user (``azureuser``)
+sshPublicKey             SSH_PUBLIC_KEY                 the admin user's SSH key
+additionalTags           ADDITIONAL_TAGS                ``k=v,k2=v2`` tags on every resource
+imageVersion             IMAGE_VERSION                  pin node images to this gallery version
+armEndpoint              ARM_ENDPOINT                   Azure Resource Manager URL
+                                                        (``https://management.azure.com``)
+pricingEndpoint          PRICING_ENDPOINT               Retail Prices API URL
+                                                        (``https://prices.azure.com``); ``off``
+                                                        uses the shipped table only
+caBundle                 AZURE_CA_BUNDLE                a PEM file to verify ARM's certificate
+                                                        with (test servers)
+credential               AZURE_CREDENTIAL               ``default`` (DefaultAzureCredential:
+                                                        workload identity, managed identity,
+                                                        environment, CLI) or ``static`` (a fixed
+                                                        token; only with a non-default
+                                                        armEndpoint, for test servers)
+pollInterval             AZURE_POLL_INTERVAL            seconds between long-running-operation
+                                                        polls (default: what ARM says)
+======================== ============================== ====================================
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+__all__ = ["PUBLIC_ARM_ENDPOINT", "PUBLIC_PRICING_ENDPOINT", "AzureSettings", "AzureSettingsError"]
+
+PUBLIC_ARM_ENDPOINT: Final = "https://management.azure.com"
+PUBLIC_PRICING_ENDPOINT: Final = "https://prices.azure.com"
+
+# setting -> environment variable
+_ENV: Final = {
+    "subscriptionID": "ARM_SUBSCRIPTION_ID",
+    "nodeResourceGroup": "AZURE_NODE_RESOURCE_GROUP",
+    "location": "LOCATION",
+    "clusterName": "CLUSTER_NAME",
+    "vnetSubnetID": "VNET_SUBNET_ID",
+    "clusterEndpoint": "CLUSTER_ENDPOINT",
+    "kubeletBootstrapToken": "KUBELET_BOOTSTRAP_TOKEN",
+    "networkPlugin": "NETWORK_PLUGIN",
+    "networkPluginMode": "NETWORK_PLUGIN_MODE",
+    "nodeIdentities": "NODE_IDENTITIES",
+    "vmMemoryOverheadPercent": "VM_MEMORY_OVERHEAD_PERCENT",
+    "linuxAdminUsername": "LINUX_ADMIN_USERNAME",
+    "sshPublicKey": "SSH_PUBLIC_KEY",
+    "additionalTags": "ADDITIONAL_TAGS",
+    "imageVersion": "IMAGE_VERSION",
+    "armEndpoint": "ARM_ENDPOINT",
+    "pricingEndpoint": "PRICING_ENDPOINT",
+    "caBundle": "AZURE_CA_BUNDLE",
+    "credential": "AZURE_CREDENTIAL",
+    "pollInterval": "AZURE_POLL_INTERVAL",
+}
+SETTINGS: Final = tuple(_ENV)
+
+NETWORK_PLUGINS: Final = ("azure", "kubenet", "none")
+NETWORK_PLUGIN_MODES: Final = ("overlay", "")
+_SUBNET_ID = re.compile(
+    r"(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/"
+    r"virtualNetworks/[^/]+/subnets/[^/]+$"
+)
+
+
+class AzureSettingsError(ValueError):
+    """A setting of the Azure provider is unknown, missing or malformed; the message names
+    the setting, its environment variable and what is expected."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AzureSettings:
+    """The Azure provider's settings (see the module docstring for each)."""
+
+    subscription_id: str
+    node_resource_group: str
+    location: str
+    cluster_name: str
+    vnet_subnet_id: str
+    cluster_endpoint: str = ""
+    kubelet_bootstrap_token: str = ""
+    network_plugin: str = "azure"
+    network_plugin_mode: str = "overlay"
+    node_identities: tuple[str, ...] = ()
+    vm_memory_overhead_percent: float = 0.075
+    linux_admin_username: str = "azureuser"
+    ssh_public_key: str = ""
+    additional_tags: Mapping[str, str] = field(default_factory=dict)
+    image_version: str = ""
+    arm_endpoint: str = PUBLIC_ARM_ENDPOINT
+    pricing_endpoint: str = PUBLIC_PRICING_ENDPOINT
+    ca_bundle: str = ""
+    credential: str = "default"
+    poll_interval: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, key in (
+            ("subscription_id", "subscriptionID"),
+            ("node_resource_group", "nodeResourceGroup"),
+            ("location", "location"),
+            ("cluster_name", "clusterName"),
+            ("vnet_subnet_id", "vnetSubnetID"),
+        ):
+            if not getattr(self, name):
+                raise AzureSettingsError(
+                    f"{key} is required: pass --provider-setting {key}=... or set {_ENV[key]}"
+                )
+        if not _SUBNET_ID.match(self.vnet_subnet_id):
+            raise AzureSettingsError(
+                f"vnetSubnetID {self.vnet_subnet_id!r} is not a subnet resource ID "
+                "(/subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Network/"
+                "virtualNetworks/<vnet>/subnets/<subnet>)"
+            )
+        if self.network_plugin not in NETWORK_PLUGINS:
+            raise AzureSettingsError(
+                f"networkPlugin {self.network_plugin!r} is not one of {', '.join(NETWORK_PLUGINS)}"
+            )
+        if self.network_plugin_mode not in NETWORK_PLUGIN_MODES:
+            raise AzureSettingsError(
+                f"networkPluginMode {self.network_plugin_mode!r} must be 'overlay' or empty"
+            )
+        if not 0 <= self.vm_memory_overhead_percent < 1:
+            raise AzureSettingsError(
+                f"vmMemoryOverheadPercent {self.vm_memory_overhead_percent} must be in [0, 1)"
+            )
+        if self.credential not in ("default", "static"):
+            raise AzureSettingsError(
+                f"credential {self.credential!r} must be 'default' or 'static'"
+            )
+        if self.credential == "static" and self.arm_endpoint == PUBLIC_ARM_ENDPOINT:
+            raise AzureSettingsError(
+                "credential 'static' sends a fixed token and is only for test servers: "
+                "set armEndpoint to the test server, or use credential 'default'"
+            )
+        if self.poll_interval is not None and self.poll_interval < 0:
+            raise AzureSettingsError(f"pollInterval {self.poll_interval} must be >= 0")
+
+    @property
+    def pricing_enabled(self) -> bool:
+        """False when ``pricingEndpoint`` is ``off``: only the shipped table is used."""
+        return self.pricing_endpoint.lower() != "off"
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Mapping[str, str],
+        *,
+        cluster_name: str = "",
+        environ: Mapping[str, str] | None = None,
+    ) -> AzureSettings:
+        """Build settings from ``--provider-setting`` values, falling back to the
+        environment (``environ``, default ``os.environ``) and, for the cluster name, to
+        karpy's own ``cluster_name``.
+
+        Raises AzureSettingsError naming the setting that is unknown, missing or wrong.
+        """
+        unknown = sorted(set(settings) - set(SETTINGS))
+        if unknown:
+            raise AzureSettingsError(
+                f"unknown azure provider setting(s) {', '.join(unknown)}; "
+                f"known: {', '.join(SETTINGS)}"
+            )
+        env = os.environ if environ is None else environ
+
+        def get(key: str, default: str = "") -> str:
+            if key in settings:
+                return settings[key].strip()
+            return env.get(_ENV[key], default).strip()
+
+        return cls(
+            subscription_id=get("subscriptionID"),
+            node_resource_group=get("nodeResourceGroup"),
+            location=get("location").lower().replace(" ", ""),
+            cluster_name=get("clusterName") or cluster_name,
+            vnet_subnet_id=get("vnetSubnetID"),
+            cluster_endpoint=get("clusterEndpoint"),
+            kubelet_bootstrap_token=get("kubeletBootstrapToken"),
+            network_plugin=get("networkPlugin", "azure"),
+            network_plugin_mode=get("networkPluginMode", "overlay"),
+            node_identities=tuple(i for i in get("nodeIdentities").split(",") if i.strip()),
+            vm_memory_overhead_percent=_float(get("vmMemoryOverheadPercent", "0.075"),
+                                              "vmMemoryOverheadPercent"),
+            linux_admin_username=get("linuxAdminUsername", "azureuser"),
+            ssh_public_key=get("sshPublicKey"),
+            additional_tags=_tags(get("additionalTags")),
+            image_version=get("imageVersion"),
+            arm_endpoint=get("armEndpoint", PUBLIC_ARM_ENDPOINT).rstrip("/"),
+            pricing_endpoint=get("pricingEndpoint", PUBLIC_PRICING_ENDPOINT).rstrip("/"),
+            ca_bundle=get("caBundle"),
+            credential=get("credential", "default"),
+            poll_interval=(
+                _float(get("pollInterval"), "pollInterval") if get("pollInterval") else None
+            ),
+        )
+
+
+def _float(text: str, key: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise AzureSettingsError(f"{key}: {text!r} is not a number") from None
+
+
+def _tags(text: str) -> dict[str, str]:
+    tags: dict[str, str] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise AzureSettingsError(f"additionalTags: {item!r} is not key=value")
+        tags[key.strip()] = value.strip()
+    return tags

@@ -1,0 +1,248 @@
+"""The AKSNodeClass status controller: resolves what a class launches and says whether it
+can, in the conditions Karpenter's Azure provider uses.
+
+One sub-step per condition, one status patch per reconcile:
+
+- **ImagesReady**: for the image family, each image definition (per architecture and
+  Hyper-V generation) at the pinned ``imageVersion`` or the newest version the community
+  gallery lists; ``status.images`` carries each image ID with the requirements an
+  instance type must meet to boot it.
+- **KubernetesVersionReady**: the API server's version, in ``status.kubernetesVersion``.
+- **SubnetsReady**: the class's ``vnetSubnetID`` (or the cluster's default subnet) exists.
+- **ValidationSucceeded**: what the CRD cannot check (FIPS images are not published to the
+  community galleries).
+
+Ready is True only when all four are; every False condition's message names what is
+wrong. The class's spec hash goes on ``karpenter.azure.com/aksnodeclass-hash`` (with its
+version annotation) so drift can be told from the NodeClaims' copies.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from azure.core.exceptions import HttpResponseError
+
+from karpy.apis.core import NodeSelectorRequirement
+from karpy.apis.labels import LABEL_ARCH
+from karpy.runtime import GENERATION_CHANGED, Client, Manager, Request, Result, thaw
+from karpy.runtime import errors as api_errors
+from karpy_azure._arm import error_code, is_not_found
+from karpy_azure._hash import NODECLASS_HASH_VERSION, node_class_hash
+from karpy_azure._images import community_image_id, image_definitions, newest_version
+from karpy_azure._nodeclasses import AKS_NODE_CLASS_KIND
+from karpy_azure.apis import AKSNodeClass
+from karpy_azure.apis import labels as az
+from karpy_azure.apis.aksnodeclass import (
+    CONDITION_IMAGES_READY,
+    CONDITION_KUBERNETES_VERSION_READY,
+    CONDITION_SUBNETS_READY,
+    CONDITION_VALIDATION_SUCCEEDED,
+    NodeImage,
+)
+
+if TYPE_CHECKING:
+    from karpy_azure._provider import AzureCloudProvider
+
+__all__ = [
+    "NodeClassStatusReconciler",
+    "api_server_version",
+    "register_status_controller",
+    "resolve_status",
+]
+
+log = logging.getLogger("karpy.cloudprovider.azure.nodeclass")
+
+KubernetesVersion = Callable[[], Awaitable[str]]
+
+
+def _subnet_parts(subnet_id: str) -> tuple[str, str, str] | None:
+    parts = subnet_id.strip("/").split("/")
+    if len(parts) != 10:
+        return None
+    return parts[3], parts[7], parts[9]  # resource group, vnet, subnet
+
+
+async def _resolve_images(
+    provider: AzureCloudProvider, node_class: AKSNodeClass
+) -> list[NodeImage]:
+    settings = provider.settings
+    images: list[NodeImage] = []
+    for definition in image_definitions(node_class.spec.image_family):
+        version = settings.image_version
+        if not version:
+            pager = provider.arm.compute.community_gallery_image_versions.list(
+                settings.location, definition.gallery, definition.definition
+            )
+            try:
+                version = newest_version([str(v.name) async for v in pager]) or ""
+            except HttpResponseError as exc:
+                if not is_not_found(exc):
+                    raise
+                continue  # this definition is not published in the location
+        if not version:
+            continue
+        images.append(
+            NodeImage(
+                id=community_image_id(definition, version),
+                requirements=[
+                    NodeSelectorRequirement(
+                        key=LABEL_ARCH, operator="In", values=[definition.architecture]
+                    ),
+                    NodeSelectorRequirement(
+                        key=az.LABEL_SKU_HYPERV_GENERATION,
+                        operator="In",
+                        values=[definition.hyperv_generation],
+                    ),
+                ],
+            )
+        )
+    return images
+
+
+async def resolve_status(
+    provider: AzureCloudProvider, node_class: AKSNodeClass, kubernetes_version: KubernetesVersion
+) -> None:
+    """Fill ``node_class.status`` (images, Kubernetes version, conditions) in place.
+
+    ``provider`` is the AzureCloudProvider (its settings and ARM clients).
+    """
+    conditions = node_class.status_conditions()
+    family = node_class.spec.image_family
+    try:
+        images = await _resolve_images(provider, node_class)
+    except HttpResponseError as exc:
+        images = []
+        conditions.set_false(
+            CONDITION_IMAGES_READY,
+            "ImageResolutionFailed",
+            f"listing {family} image versions failed: {error_code(exc) or exc.status_code}: "
+            f"{exc.message}",
+        )
+    else:
+        if images:
+            node_class.status.images = images
+            conditions.set_true(CONDITION_IMAGES_READY)
+        else:
+            conditions.set_false(
+                CONDITION_IMAGES_READY,
+                "ImagesNotFound",
+                f"no {family} image versions found in the AKS community galleries",
+            )
+    try:
+        version = await kubernetes_version()
+    except Exception as exc:  # any failure reading the version is reported, not raised
+        conditions.set_false(
+            CONDITION_KUBERNETES_VERSION_READY,
+            "KubernetesVersionUnknown",
+            f"reading the API server's version failed: {exc}",
+        )
+    else:
+        node_class.status.kubernetes_version = version
+        conditions.set_true(CONDITION_KUBERNETES_VERSION_READY)
+    subnet_id = node_class.spec.vnet_subnet_id or provider.settings.vnet_subnet_id
+    parts = _subnet_parts(subnet_id)
+    if parts is None:
+        conditions.set_false(CONDITION_SUBNETS_READY, "SubnetInvalid",
+                             f"{subnet_id!r} is not a subnet resource ID")
+    else:
+        try:
+            await provider.arm.network.subnets.get(*parts)
+        except HttpResponseError as exc:
+            if is_not_found(exc):
+                conditions.set_false(
+                    CONDITION_SUBNETS_READY, "SubnetNotFound",
+                    f"subnet {subnet_id} not found (spec.vnetSubnetID or the vnetSubnetID "
+                    "setting)",
+                )
+            else:
+                conditions.set_false(
+                    CONDITION_SUBNETS_READY, "SubnetUnavailable",
+                    f"reading subnet {subnet_id} failed: {error_code(exc) or exc.status_code}",
+                )
+        else:
+            conditions.set_true(CONDITION_SUBNETS_READY)
+    if node_class.spec.fips_mode == "FIPS":
+        conditions.set_false(
+            CONDITION_VALIDATION_SUCCEEDED,
+            "FIPSNotAvailable",
+            "spec.fipsMode FIPS needs the AKS-managed shared image gallery; the community "
+            "galleries karpy uses publish no FIPS images",
+        )
+    else:
+        conditions.set_true(CONDITION_VALIDATION_SUCCEEDED)
+
+
+def api_server_version(client: Client) -> KubernetesVersion:
+    """Read the Kubernetes version (``1.31.2``) from the API server's ``/version``."""
+
+    async def read() -> str:
+        from kubernetes_asyncio.client import VersionApi
+
+        info = await VersionApi(client.api_client).get_code()
+        return str(info.git_version).lstrip("v").split("-")[0].split("+")[0]
+
+    return read
+
+
+class NodeClassStatusReconciler:
+    """Reconciles one AKSNodeClass's status (see the module docstring)."""
+
+    def __init__(
+        self,
+        provider: AzureCloudProvider,
+        client: Client,
+        kubernetes_version: KubernetesVersion,
+    ) -> None:
+        self.provider = provider
+        self.client = client
+        self.kubernetes_version = kubernetes_version
+        self.kind = AKS_NODE_CLASS_KIND
+
+    async def reconcile(self, request: Request) -> Result:
+        try:
+            obj = await self.client.get(self.kind, request.name)
+        except api_errors.NotFound:
+            return Result()
+        node_class = AKSNodeClass.model_validate(thaw(obj))
+        if node_class.metadata.deletion_timestamp is not None:
+            return Result()
+        before = node_class.status.model_dump(mode="json", by_alias=True, exclude_none=True)
+        await resolve_status(self.provider, node_class, self.kubernetes_version)
+        after = node_class.status.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if after != before:
+            await self.client.patch_status(self.kind, request.name, {"status": after})
+        annotations = node_class.metadata.annotations
+        want = node_class_hash(node_class)
+        if (
+            annotations.get(az.ANNOTATION_AKSNODECLASS_HASH) != want
+            or annotations.get(az.ANNOTATION_AKSNODECLASS_HASH_VERSION) != NODECLASS_HASH_VERSION
+        ):
+            await self.client.patch(
+                self.kind,
+                request.name,
+                {
+                    "metadata": {
+                        "annotations": {
+                            az.ANNOTATION_AKSNODECLASS_HASH: want,
+                            az.ANNOTATION_AKSNODECLASS_HASH_VERSION: NODECLASS_HASH_VERSION,
+                        }
+                    }
+                },
+            )
+        ready = node_class.status_conditions().is_true("Ready")
+        return Result(requeue_after=300.0 if ready else 30.0)
+
+
+def register_status_controller(provider: AzureCloudProvider, manager: Manager) -> None:
+    """Add the ``nodeclass.status`` controller for AKSNodeClasses to ``manager``."""
+    reconciler = NodeClassStatusReconciler(
+        provider, manager.client, api_server_version(manager.client)
+    )
+    (
+        manager.controller("nodeclass.status")
+        .for_(AKS_NODE_CLASS_KIND, predicate=GENERATION_CHANGED)
+        .complete(reconciler)
+    )

@@ -1,0 +1,115 @@
+"""Kubelet: plays the kubelet (and the cloud node-lifecycle controller) for the test
+server's VMs, so karpy-azure's end-to-end tests get real Nodes on the local cluster.
+
+For each VM whose create finished, it registers the Node that AKS's kubelet would: named
+after the VM's computer name, providerID ``azure:///subscriptions/.../virtualMachines/
+<name>``, the labels and taints the bootstrap custom data passes to the kubelet
+(``--node-labels``, ``--register-with-taints``), capacity and allocatable of the VM size
+by the AKS formulas, and kwok's annotation so kwok keeps the Node Ready and runs its
+pods. When a VM is gone it deletes the Node, as the cloud node-lifecycle controller
+does. It does not: boot anything, report real resource use, or honour the bootstrap
+token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import re
+from typing import Any
+
+from karpy_azure import InstanceTypeParams, UnavailableOfferings, build_instance_types, parse_skus
+from karpy_azure._pricing import PriceTable
+
+from azurearm import skus
+from azurearm.server import ArmServer
+from karpy.runtime import Client, errors, kinds
+from karpy.scheduling import resources as res
+
+KWOK = "kwok.x-k8s.io/node"
+
+
+def _flag(script: str, name: str) -> str:
+    m = re.search(rf"--{name}=(\S*)", script)
+    return m.group(1).rstrip('"') if m else ""
+
+
+class Kubelet:
+    """Registers and removes Nodes for the server's VMs (see the module docstring)."""
+
+    def __init__(self, server: ArmServer, client: Client, *, location: str, node_rg: str):
+        self.server = server
+        self.client = client
+        self.location = location
+        self.node_rg = node_rg
+        self.registered: dict[str, str] = {}  # node name -> providerID
+        self._skus = parse_skus(skus(location), location)
+
+    def _node(self, vm: dict[str, Any]) -> dict[str, Any]:
+        props = vm["properties"]
+        name = props["osProfile"]["computerName"]
+        script = base64.b64decode(props["osProfile"]["customData"]).decode()
+        labels = dict(
+            item.split("=", 1) for item in _flag(script, "node-labels").split(",") if "=" in item
+        )
+        labels["kubernetes.io/hostname"] = name
+        labels[KWOK] = "fake"
+        taints = []
+        for item in filter(None, _flag(script, "register-with-taints").split(",")):
+            kv, effect = item.rsplit(":", 1)
+            key, _, value = kv.partition("=")
+            taint = {"key": key, "effect": effect}
+            if value:
+                taint["value"] = value
+            taints.append(taint)
+        pods = int(_flag(script, "max-pods") or 110)
+        size = props["hardwareProfile"]["vmSize"]
+        [it] = [
+            t for t in build_instance_types(
+                self._skus,
+                InstanceTypeParams(location=self.location, node_resource_group=self.node_rg,
+                                   max_pods=pods),
+                PriceTable(),
+                UnavailableOfferings(),
+            )
+            if t.name == size
+        ]
+        provider_id = "azure://" + vm["id"].replace(
+            vm["id"].split("/")[4], vm["id"].split("/")[4].lower()
+        )
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": labels, "annotations": {KWOK: "fake"}},
+            "spec": {"providerID": provider_id, "taints": taints},
+            "status": {
+                "capacity": res.format_resource_list(it.capacity),
+                "allocatable": res.format_resource_list(it.allocatable),
+            },
+        }
+
+    async def sync(self) -> None:
+        """One round: register Nodes of new VMs, delete Nodes of VMs that are gone."""
+        vms = {
+            vm["properties"]["osProfile"]["computerName"]: vm
+            for vm in list(self.server.state.vms.values())
+            if vm["properties"].get("provisioningState") in ("Succeeded", "Deleting")
+        }
+        for name, vm in vms.items():
+            if name in self.registered:
+                continue
+            node = self._node(vm)
+            with contextlib.suppress(errors.AlreadyExists):
+                await self.client.create(kinds.NODE, node)
+            self.registered[name] = node["spec"]["providerID"]
+        for name in [n for n in self.registered if n not in vms]:
+            with contextlib.suppress(errors.NotFound):
+                await self.client.delete(kinds.NODE, name)
+            del self.registered[name]
+
+    async def run(self, every: float = 0.3) -> None:
+        """Sync until cancelled."""
+        while True:
+            await self.sync()
+            await asyncio.sleep(every)

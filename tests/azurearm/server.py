@@ -1,0 +1,621 @@
+"""ArmServer: an HTTPS server shaped like Azure Resource Manager, for exactly the
+operations karpy-azure uses, plus the Retail Prices API.
+
+Operations (paths are matched case-insensitively, as ARM does; any api-version):
+
+- ``GET  /subscriptions/{s}/providers/Microsoft.Compute/skus?$filter=location eq '{l}'``
+  the recorded Resource SKUs of the location, in pages (``nextLink``);
+- ``PUT|GET|DELETE .../resourceGroups/{rg}/providers/Microsoft.Network/networkInterfaces/{n}``
+  and ``GET`` of the collection;
+- ``PUT|GET|DELETE .../resourceGroups/{rg}/providers/Microsoft.Compute/virtualMachines/{n}``
+  and ``GET`` of the collection (paged);
+- PUT and DELETE are long-running operations as ARM runs them: ``201``/``202`` with an
+  ``Azure-AsyncOperation`` header; the operation reports ``InProgress`` for
+  ``lro_polls`` polls, then ``Succeeded`` (the resource's provisioningState follows) or
+  ``Failed`` with an error;
+- ``GET .../virtualNetworks/{v}/subnets/{s}`` for subnets added with :meth:`add_subnet`;
+- ``GET /subscriptions/{s}/providers/Microsoft.Compute/locations/{l}/communityGalleries/
+  {g}/images/{i}/versions`` (versions set in ``image_versions``);
+- ``GET /api/retail/prices?$filter=...`` the recorded on-demand prices of the location,
+  plus a spot meter per size at a fifth of it (the recording has none), a Windows product
+  and a Low Priority meter that a client must skip, 100 items a page (``NextPageLink``).
+
+What it checks: a bearer token on ARM calls; request bodies in ARM's wire format (the
+camelCase names ARM documents; a snake_case body is rejected as ARM would reject it); a
+VM's NIC exists. What it models: deleting a VM deletes the NIC and OS disk marked
+``deleteOption: Delete``; a NIC attached to a VM cannot be deleted (``NicInUse``).
+
+Faults (:meth:`fail`): each capacity error code, sync (409) or as a failed LRO, 429 with
+Retry-After, 500s — for the next N matching requests. It does not model quotas,
+resource locks, ETags, or any operation not listed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import ssl
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from aiohttp import web
+
+from azurearm import load, skus
+from azurearm.tls import self_signed
+
+_RG = r"/subscriptions/(?P<sub>[^/]+)/resourcegroups/(?P<rg>[^/]+)/providers"
+_ROUTES: list[tuple[str, re.Pattern[str]]] = [
+    ("skus", re.compile(r"^/subscriptions/(?P<sub>[^/]+)/providers/microsoft\.compute/skus$")),
+    (
+        "operation",
+        re.compile(
+            r"^/subscriptions/(?P<sub>[^/]+)/providers/(?P<rp>[^/]+)/locations/(?P<loc>[^/]+)"
+            r"/operations/(?P<id>[^/]+)$"
+        ),
+    ),
+    (
+        "image-versions",
+        re.compile(
+            r"^/subscriptions/(?P<sub>[^/]+)/providers/microsoft\.compute/locations/(?P<loc>[^/]+)"
+            r"/communitygalleries/(?P<gallery>[^/]+)/images/(?P<image>[^/]+)/versions$"
+        ),
+    ),
+    ("nics", re.compile(_RG + r"/microsoft\.network/networkinterfaces$")),
+    ("nic", re.compile(_RG + r"/microsoft\.network/networkinterfaces/(?P<name>[^/]+)$")),
+    ("vms", re.compile(_RG + r"/microsoft\.compute/virtualmachines$")),
+    ("vm", re.compile(_RG + r"/microsoft\.compute/virtualmachines/(?P<name>[^/]+)$")),
+    (
+        "subnet",
+        re.compile(
+            _RG + r"/microsoft\.network/virtualnetworks/(?P<vnet>[^/]+)/subnets/(?P<subnet>[^/]+)$"
+        ),
+    ),
+    ("prices", re.compile(r"^/api/retail/prices$")),
+]
+CAPACITY_CODES = (
+    "SkuNotAvailable",
+    "ZonalAllocationFailed",
+    "AllocationFailed",
+    "OverconstrainedZonalAllocationRequest",
+    "OverconstrainedAllocationRequest",
+)
+_SNAKE = re.compile(r"[a-z]_[a-z]")
+
+
+@dataclass
+class Recorded:
+    """One request the server received."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    body: Any
+
+
+@dataclass
+class Fault:
+    """Fail the next ``times`` requests that ``match``."""
+
+    match: Callable[[str, str, Any], bool]  # (operation, name, body)
+    status: int
+    code: str
+    message: str
+    times: int = 1
+    lro: bool = False  # fail the long-running operation instead of the request
+    retry_after: int | None = None
+
+
+@dataclass
+class _Operation:
+    kind: str  # "vm" | "nic"
+    name: str
+    action: str  # "create" | "delete"
+    polls_left: int
+    error: dict[str, str] | None = None
+
+
+@dataclass
+class ArmState:
+    """Everything the server holds (tests read and change it)."""
+
+    vms: dict[str, dict[str, Any]] = field(default_factory=dict)
+    nics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    subnets: set[str] = field(default_factory=set)
+    image_versions: dict[str, list[str]] = field(default_factory=dict)
+
+
+class ArmServer:
+    """The server (see the module docstring). Start it with :meth:`start`."""
+
+    def __init__(self, directory: Path, *, lro_polls: int = 1, page_size: int = 8) -> None:
+        self.directory = directory
+        self.lro_polls = lro_polls
+        self.page_size = page_size
+        self.state = ArmState()
+        self.requests: list[Recorded] = []
+        self.faults: list[Fault] = []
+        self._operations: dict[str, _Operation] = {}
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+        self.cert = self_signed(directory)
+        self._price_cache: dict[str, list[dict[str, Any]]] = {}
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def start(self) -> str:
+        """Listen on a free loopback port; return the base URL."""
+        app = web.Application(client_max_size=64 * 2**20)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.cert.cert_file, self.cert.key_file)
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=context)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"https://127.0.0.1:{port}"
+        return self.url
+
+    async def stop(self) -> None:
+        """Stop listening."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # -- test helpers ----------------------------------------------------------------
+
+    def add_subnet(self, subnet_id: str) -> None:
+        """Make ``subnet_id`` exist."""
+        self.state.subnets.add(subnet_id.lower())
+
+    def fail(
+        self,
+        operation: str,
+        code: str,
+        *,
+        status: int = 409,
+        message: str = "",
+        times: int = 1,
+        lro: bool = False,
+        retry_after: int | None = None,
+        when: Callable[[str, Any], bool] | None = None,
+    ) -> Fault:
+        """Fail the next ``times`` requests of ``operation`` (``"vm.create"``,
+        ``"vm.get"``, ``"vm.delete"``, ``"vm.list"``, ``"nic.create"``, ``"nic.delete"``,
+        ``"skus"``, ``"prices"`` ...) whose (name, body) pass ``when``."""
+        fault = Fault(
+            match=lambda op, name, body: op == operation and (when is None or when(name, body)),
+            status=status,
+            code=code,
+            message=message or f"injected {code}",
+            times=times,
+            lro=lro,
+            retry_after=retry_after,
+        )
+        self.faults.append(fault)
+        return fault
+
+    def bodies(self, method: str, fragment: str) -> list[Any]:
+        """Bodies of recorded ``method`` requests whose path contains ``fragment``."""
+        return [
+            r.body for r in self.requests
+            if r.method == method and fragment.lower() in r.path.lower()
+        ]
+
+    # -- dispatch --------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path.rstrip("/")
+        lowered = path.lower()
+        query = {k: v for k, v in request.query.items()}
+        body: Any = None
+        if request.can_read_body:
+            text = await request.text()
+            body = json.loads(text) if text else None
+        self.requests.append(Recorded(request.method, path, query, body))
+        for name, pattern in _ROUTES:
+            m = pattern.match(lowered)
+            if m is None:
+                continue
+            if name != "prices" and not request.headers.get("Authorization", "").startswith(
+                "Bearer "
+            ):
+                return _error(401, "AuthenticationFailed", "no bearer token")
+            # group values in their original case
+            groups = {k: path[m.start(k):m.end(k)] for k in m.groupdict()}
+            handler = getattr(self, "_" + name.replace("-", "_"))
+            result: web.StreamResponse = await handler(request, groups, body)
+            return result
+        return _error(404, "InvalidResourceType", f"no route for {request.method} {path}")
+
+    def _fault(self, operation: str, name: str, body: Any) -> Fault | None:
+        for fault in self.faults:
+            if fault.times > 0 and fault.match(operation, name, body):
+                fault.times -= 1
+                return fault
+        return None
+
+    def _fault_response(self, fault: Fault) -> web.Response:
+        headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
+        return _error(fault.status, fault.code, fault.message, headers=headers)
+
+    def _base(self, request: web.Request) -> str:
+        return f"{request.scheme}://{request.host}"
+
+    def _start_operation(
+        self, request: web.Request, sub: str, kind: str, name: str, action: str,
+        error: dict[str, str] | None = None,
+    ) -> dict[str, str]:
+        op_id = uuid.uuid4().hex
+        self._operations[op_id] = _Operation(kind, name, action, self.lro_polls, error)
+        rp = "Microsoft.Compute" if kind == "vm" else "Microsoft.Network"
+        url = (
+            f"{self._base(request)}/subscriptions/{sub}/providers/{rp}/locations/"
+            f"{self._location()}/operations/{op_id}?api-version=2024-01-01"
+        )
+        return {"Azure-AsyncOperation": url}
+
+    def _location(self) -> str:
+        return "southcentralus"
+
+    # -- resource SKUs ---------------------------------------------------------------
+
+    async def _skus(self, request: web.Request, g: dict[str, str], body: Any) -> web.Response:
+        fault = self._fault("skus", "", None)
+        if fault is not None:
+            return self._fault_response(fault)
+        m = re.search(r"location eq '([^']+)'", request.query.get("$filter", ""))
+        location = m.group(1) if m else "southcentralus"
+        try:
+            items = skus(location)
+        except FileNotFoundError:
+            items = []
+        return self._page(request, items)
+
+    def _page(self, request: web.Request, items: list[Any]) -> web.Response:
+        start = int(request.query.get("$skiptoken", "0") or 0)
+        chunk = items[start:start + self.page_size]
+        out: dict[str, Any] = {"value": chunk}
+        if start + self.page_size < len(items):
+            query = dict(request.query)
+            query["$skiptoken"] = str(start + self.page_size)
+            out["nextLink"] = f"{self._base(request)}{request.path}?{urlencode(query)}"
+        return web.json_response(out)
+
+    # -- long-running operations -----------------------------------------------------
+
+    async def _operation(self, request: web.Request, g: dict[str, str], body: Any) -> web.Response:
+        op = self._operations.get(g["id"])
+        if op is None:
+            return _error(404, "NotFound", f"operation {g['id']}")
+        if op.polls_left > 0:
+            op.polls_left -= 1
+            return web.json_response({"name": g["id"], "status": "InProgress"})
+        store = self.state.vms if op.kind == "vm" else self.state.nics
+        if op.error is not None:
+            resource = store.get(op.name)
+            if resource is not None:
+                resource["properties"]["provisioningState"] = "Failed"
+            return web.json_response({"name": g["id"], "status": "Failed", "error": op.error})
+        if op.action == "create":
+            resource = store.get(op.name)
+            if resource is not None:
+                resource["properties"]["provisioningState"] = "Succeeded"
+        else:
+            self._remove(op.kind, op.name)
+        return web.json_response({"name": g["id"], "status": "Succeeded"})
+
+    def _remove(self, kind: str, name: str) -> None:
+        if kind == "nic":
+            self.state.nics.pop(name, None)
+            return
+        vm = self.state.vms.pop(name, None)
+        if vm is None:
+            return
+        for ref in vm["properties"].get("networkProfile", {}).get("networkInterfaces", []):
+            if (ref.get("properties") or {}).get("deleteOption") == "Delete":
+                self.state.nics.pop(str(ref["id"]).rsplit("/", 1)[-1], None)
+            else:
+                nic = self.state.nics.get(str(ref["id"]).rsplit("/", 1)[-1])
+                if nic is not None:
+                    nic["properties"].pop("virtualMachine", None)
+
+    # -- network interfaces ----------------------------------------------------------
+
+    def _nic_id(self, g: dict[str, str], name: str) -> str:
+        return (
+            f"/subscriptions/{g['sub']}/resourceGroups/{g['rg']}/providers/"
+            f"Microsoft.Network/networkInterfaces/{name}"
+        )
+
+    async def _nics(self, request: web.Request, g: dict[str, str], body: Any) -> web.Response:
+        if request.method != "GET":
+            return _error(405, "MethodNotAllowed", request.method)
+        fault = self._fault("nic.list", "", None)
+        if fault is not None:
+            return self._fault_response(fault)
+        return self._page(request, list(self.state.nics.values()))
+
+    async def _nic(self, request: web.Request, g: dict[str, str], body: Any) -> web.Response:
+        name = g["name"]
+        if request.method == "GET":
+            fault = self._fault("nic.get", name, None)
+            if fault is not None:
+                return self._fault_response(fault)
+            nic = self.state.nics.get(name)
+            if nic is None:
+                return _not_found("Microsoft.Network/networkInterfaces", name)
+            return web.json_response(nic)
+        if request.method == "PUT":
+            problem = _check_nic(body, self.state.subnets)
+            if problem:
+                return _error(400, "InvalidRequestFormat", problem)
+            fault = self._fault("nic.create", name, body)
+            if fault is not None and not fault.lro:
+                return self._fault_response(fault)
+            existed = name in self.state.nics
+            nic = {
+                **body,
+                "id": self._nic_id(g, name),
+                "name": name,
+                "type": "Microsoft.Network/networkInterfaces",
+            }
+            nic["properties"] = {**body["properties"], "provisioningState": "Updating"}
+            self.state.nics[name] = nic
+            error = {"code": fault.code, "message": fault.message} if fault else None
+            headers = self._start_operation(request, g["sub"], "nic", name, "create", error)
+            return web.json_response(nic, status=200 if existed else 201, headers=headers)
+        if request.method == "DELETE":
+            fault = self._fault("nic.delete", name, None)
+            if fault is not None:
+                return self._fault_response(fault)
+            nic = self.state.nics.get(name)
+            if nic is None:
+                return web.Response(status=204)
+            attached = [
+                vm_name for vm_name, vm in self.state.vms.items()
+                if any(
+                    str(ref.get("id", "")).lower() == nic["id"].lower()
+                    for ref in vm["properties"].get("networkProfile", {}).get(
+                        "networkInterfaces", []
+                    )
+                )
+            ]
+            if attached:
+                return _error(
+                    400, "NicInUse",
+                    f"Network Interface {nic['id']} is used by existing resource "
+                    f"virtualMachines/{attached[0]}",
+                )
+            headers = self._start_operation(request, g["sub"], "nic", name, "delete")
+            return web.Response(status=202, headers=headers)
+        return _error(405, "MethodNotAllowed", request.method)
+
+    # -- virtual machines ------------------------------------------------------------
+
+    async def _vms(self, request: web.Request, g: dict[str, str], body: Any) -> web.Response:
+        if request.method != "GET":
+            return _error(405, "MethodNotAllowed", request.method)
+        fault = self._fault("vm.list", "", None)
+        if fault is not None:
+            return self._fault_response(fault)
+        return self._page(request, list(self.state.vms.values()))
+
+    async def _vm(self, request: web.Request, g: dict[str, str], body: Any) -> web.Response:
+        name = g["name"]
+        if request.method == "GET":
+            fault = self._fault("vm.get", name, None)
+            if fault is not None:
+                return self._fault_response(fault)
+            vm = self.state.vms.get(name)
+            if vm is None:
+                return _not_found("Microsoft.Compute/virtualMachines", name)
+            return web.json_response(vm)
+        if request.method == "PUT":
+            problem = _check_vm(body, self.state.nics)
+            if problem:
+                return _error(400, "InvalidParameter", problem)
+            fault = self._fault("vm.create", name, body)
+            if fault is not None and not fault.lro:
+                return self._fault_response(fault)
+            existed = name in self.state.vms
+            vm = {
+                **body,
+                "id": (
+                    f"/subscriptions/{g['sub']}/resourceGroups/{g['rg']}/providers/"
+                    f"Microsoft.Compute/virtualMachines/{name}"
+                ),
+                "name": name,
+                "type": "Microsoft.Compute/virtualMachines",
+            }
+            vm["properties"] = {
+                **body["properties"],
+                "provisioningState": "Creating",
+                "vmId": str(uuid.uuid4()),
+                "timeCreated": _now(),
+            }
+            self.state.vms[name] = vm
+            error = {"code": fault.code, "message": fault.message} if fault else None
+            headers = self._start_operation(request, g["sub"], "vm", name, "create", error)
+            return web.json_response(vm, status=200 if existed else 201, headers=headers)
+        if request.method == "DELETE":
+            fault = self._fault("vm.delete", name, None)
+            if fault is not None:
+                return self._fault_response(fault)
+            vm = self.state.vms.get(name)
+            if vm is None:
+                return web.Response(status=204)
+            vm["properties"]["provisioningState"] = "Deleting"
+            headers = self._start_operation(request, g["sub"], "vm", name, "delete")
+            return web.Response(status=202, headers=headers)
+        return _error(405, "MethodNotAllowed", request.method)
+
+    # -- subnets, images -------------------------------------------------------------
+
+    async def _subnet(self, request: web.Request, g: dict[str, str], body: Any) -> web.Response:
+        if request.path.rstrip("/").lower() not in self.state.subnets:
+            return _not_found("Microsoft.Network/virtualNetworks/subnets", g["subnet"])
+        return web.json_response(
+            {
+                "id": request.path.rstrip("/"),
+                "name": g["subnet"],
+                "properties": {"addressPrefix": "10.224.0.0/16", "provisioningState": "Succeeded"},
+            }
+        )
+
+    async def _image_versions(
+        self, request: web.Request, g: dict[str, str], body: Any
+    ) -> web.Response:
+        versions = self.state.image_versions.get(g["image"], [])
+        if not versions:
+            return _not_found("communityGalleries/images", g["image"])
+        base = f"/CommunityGalleries/{g['gallery']}/images/{g['image']}/versions"
+        return self._page(
+            request,
+            [
+                {
+                    "name": v,
+                    "location": g["loc"],
+                    "type": "Microsoft.Compute/locations/communityGalleries/images/versions",
+                    "identifier": {"uniqueId": f"{base}/{v}"},
+                    "properties": {"publishedDate": _now()},
+                }
+                for v in versions
+            ],
+        )
+
+    # -- retail prices ---------------------------------------------------------------
+
+    def _price_items(self, location: str) -> list[dict[str, Any]]:
+        if location not in self._price_cache:
+            regions = load("azure-prices.json")["regions"]
+            items: list[dict[str, Any]] = []
+            for size, entry in sorted(regions.get(location, {}).items()):
+                if not size.startswith("Standard_"):
+                    continue
+                meter = size.removeprefix("Standard_").replace("_", " ")
+                common = {
+                    "currencyCode": "USD",
+                    "armRegionName": location,
+                    "armSkuName": size,
+                    "serviceName": "Virtual Machines",
+                    "serviceFamily": "Compute",
+                    "type": "Consumption",
+                    "unitOfMeasure": "1 Hour",
+                    "productName": f"Virtual Machines {meter} Series",
+                }
+                price = float(entry["ondemand"])
+                items.append({**common, "retailPrice": price, "skuName": meter,
+                              "meterName": meter})
+                items.append({**common, "retailPrice": round(price / 5, 6),
+                              "skuName": f"{meter} Spot", "meterName": f"{meter} Spot"})
+                items.append({**common, "retailPrice": price * 3, "skuName": meter,
+                              "meterName": meter,
+                              "productName": f"Virtual Machines {meter} Series Windows"})
+                items.append({**common, "retailPrice": price / 10,
+                              "skuName": f"{meter} Low Priority",
+                              "meterName": f"{meter} Low Priority"})
+            self._price_cache[location] = items
+        return self._price_cache[location]
+
+    async def _prices(self, request: web.Request, g: dict[str, str], body: Any) -> web.Response:
+        fault = self._fault("prices", "", None)
+        if fault is not None:
+            return self._fault_response(fault)
+        m = re.search(r"armRegionName eq '([^']+)'", request.query.get("$filter", ""))
+        if m is None or "priceType eq 'Consumption'" not in request.query.get("$filter", ""):
+            return _error(400, "BadRequest", "expected priceType and armRegionName filters")
+        items = self._price_items(m.group(1))
+        skip = int(request.query.get("$skip", "0") or 0)
+        chunk = items[skip:skip + 100]
+        next_link = None
+        if skip + 100 < len(items):
+            query = dict(request.query)
+            query["$skip"] = str(skip + 100)
+            next_link = f"{self._base(request)}{request.path}?{urlencode(query)}"
+        return web.json_response(
+            {"BillingCurrency": "USD", "Items": chunk, "NextPageLink": next_link,
+             "Count": len(chunk)}
+        )
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _error(
+    status: int, code: str, message: str, *, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.json_response(
+        {"error": {"code": code, "message": message}}, status=status, headers=headers
+    )
+
+
+def _not_found(kind: str, name: str) -> web.Response:
+    return _error(404, "ResourceNotFound", f"The Resource '{kind}/{name}' was not found.")
+
+
+def _snake_keys(value: Any, path: str = "") -> list[str]:
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("tags", "userAssignedIdentities"):
+                continue  # user-chosen keys
+            if _SNAKE.search(key):
+                found.append(f"{path}{key}")
+            found.extend(_snake_keys(item, f"{path}{key}."))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(_snake_keys(item, path))
+    return found
+
+
+def _check_nic(body: Any, subnets: set[str]) -> str:
+    if not isinstance(body, dict):
+        return "the request body is not a JSON object"
+    snake = _snake_keys(body)
+    if snake:
+        return f"unknown properties (not ARM's wire format): {', '.join(snake)}"
+    if not body.get("location"):
+        return "location is required"
+    configs = (body.get("properties") or {}).get("ipConfigurations") or []
+    if not configs:
+        return "properties.ipConfigurations is required"
+    for config in configs:
+        subnet = ((config.get("properties") or {}).get("subnet") or {}).get("id", "")
+        if subnets and subnet.lower() not in subnets:
+            return f"subnet {subnet!r} does not exist"
+    return ""
+
+
+def _check_vm(body: Any, nics: dict[str, dict[str, Any]]) -> str:
+    if not isinstance(body, dict):
+        return "the request body is not a JSON object"
+    snake = _snake_keys(body)
+    if snake:
+        return f"unknown properties (not ARM's wire format): {', '.join(snake)}"
+    props = body.get("properties") or {}
+    if not body.get("location"):
+        return "location is required"
+    if not (props.get("hardwareProfile") or {}).get("vmSize"):
+        return "properties.hardwareProfile.vmSize is required"
+    os_disk = (props.get("storageProfile") or {}).get("osDisk") or {}
+    if os_disk.get("createOption") != "FromImage":
+        return "properties.storageProfile.osDisk.createOption must be FromImage"
+    refs = (props.get("networkProfile") or {}).get("networkInterfaces") or []
+    if not refs:
+        return "properties.networkProfile.networkInterfaces is required"
+    for ref in refs:
+        if str(ref.get("id", "")).rsplit("/", 1)[-1] not in nics:
+            return f"network interface {ref.get('id')!r} not found"
+    if props.get("priority") == "Spot" and props.get("evictionPolicy") not in ("Delete",
+                                                                                "Deallocate"):
+        return "a Spot VM needs an evictionPolicy"
+    return ""
+

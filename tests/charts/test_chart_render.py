@@ -1,0 +1,251 @@
+"""The Helm charts, rendered with the helm built from its Go module (no cluster): the
+values of seed-style AWS and Azure installs become the objects Karpenter's chart would
+make, with karpy's settings under Karpenter's env names; every Karpenter values key is
+accepted; deploy/rbac.yaml is the chart's RBAC; karpy-crd serves one provider's set."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+from typing import Any
+
+import pytest
+import yaml
+from charts_support import (
+    AWS_SEED,
+    AZURE_SEED,
+    CHART,
+    CRD_CHART,
+    REPO,
+    by_kind,
+    container_env,
+    helm,
+    one,
+    render,
+)
+
+from karpy.apis import crdgen
+from karpy.options import add_run_arguments, options_from_args
+
+#: Every values key of Karpenter's chart (aws/karpenter-provider-aws charts/karpenter,
+#: v1.14), as dotted paths: a values file written for Karpenter must install karpy.
+KARPENTER_KEYS = """
+nameOverride fullnameOverride additionalLabels additionalAnnotations imagePullPolicy
+imagePullSecrets service.annotations serviceAccount.create serviceAccount.name
+serviceAccount.annotations additionalClusterRoleRules serviceMonitor.enabled
+serviceMonitor.additionalLabels serviceMonitor.relabelings serviceMonitor.metricRelabelings
+serviceMonitor.endpointConfig serviceMonitor.sampleLimit replicas revisionHistoryLimit
+strategy podLabels podAnnotations podDisruptionBudget.name podDisruptionBudget.maxUnavailable
+podSecurityContext priorityClassName terminationGracePeriodSeconds hostNetwork schedulerName
+dnsPolicy dnsConfig initContainers nodeSelector affinity topologySpreadConstraints tolerations
+extraVolumes controller.containerName controller.image.repository controller.image.tag
+controller.image.digest controller.env controller.envFrom
+controller.securityContext.appArmorProfile controller.securityContext.seLinuxOptions
+controller.securityContext.seccompProfile controller.resources controller.extraVolumeMounts
+controller.sidecarContainer controller.sidecarVolumeMounts controller.metrics.port
+controller.healthProbe.port logLevel logOutputPaths logErrorOutputPaths
+settings.batchMaxDuration settings.batchIdleDuration settings.preferencePolicy
+settings.minValuesPolicy settings.clusterCABundle settings.clusterName
+settings.clusterEndpoint settings.isolatedVPC settings.eksControlPlane
+settings.vmMemoryOverheadPercent settings.interruptionQueue settings.enableZonalShift
+settings.reservedENIs settings.ignoreDRARequests settings.disableClusterStateObservability
+settings.disableDryRun settings.amiRefreshInterval settings.subnetRefreshInterval
+settings.featureGates.nodeRepair settings.featureGates.nodeOverlay
+settings.featureGates.reservedCapacity settings.featureGates.spotToSpotConsolidation
+settings.featureGates.staticCapacity settings.featureGates.capacityBuffer
+settings.awsFeatureGates.nodeClassCEL
+""".split()  # noqa: SIM905 - easier to read as words
+
+
+def values() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((CHART / "values.yaml").read_text())
+    return loaded
+
+
+def has_path(tree: dict[str, Any], dotted: str) -> bool:
+    node: Any = tree
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def test_helm_lint_passes_for_both_charts() -> None:
+    for args in (
+        (str(CHART), "--set", "settings.clusterName=lint"),
+        (str(CHART), *AWS_SEED),
+        (str(CHART), *AZURE_SEED),
+        (str(CRD_CHART),),
+        (str(CRD_CHART), "--set", "cloudProvider=aws"),
+    ):
+        out = helm("lint", "--strict", *args, check=False)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "1 chart(s) linted, 0 chart(s) failed" in out.stdout
+
+
+def test_values_have_every_karpenter_key_and_the_readme_documents_them() -> None:
+    tree = values()
+    missing = [k for k in KARPENTER_KEYS if not has_path(tree, k)]
+    assert not missing, f"charts/karpy/values.yaml lacks Karpenter's keys {missing}"
+    readme = (CHART / "README.md").read_text()
+    for key in ("logOutputPaths", "preferencePolicy", "capacityBuffer", "ignoreDRARequests"):
+        line = next(line for line in readme.splitlines() if key in line)
+        assert "ignored" in line, f"README.md does not say {key} is ignored"
+
+
+def test_aws_seed_install_renders_karpenters_objects_with_its_values() -> None:
+    docs = render(*AWS_SEED)
+    kinds = sorted({d["kind"] for d in docs})
+    assert kinds == [
+        "ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role",
+        "RoleBinding", "Service", "ServiceAccount",
+    ]  # fmt: skip
+    sa = one(docs, "ServiceAccount")
+    assert sa["metadata"]["name"] == "karpy" and sa["metadata"]["namespace"] == "kube-system"
+    assert sa["metadata"]["annotations"] == {
+        "eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/KarpyController-seed-cluster"
+    }
+    deploy = one(docs, "Deployment")
+    spec = deploy["spec"]["template"]["spec"]
+    assert deploy["spec"]["replicas"] == 2
+    assert spec["serviceAccountName"] == "karpy"
+    assert spec["priorityClassName"] == "system-cluster-critical"
+    (container,) = spec["containers"]
+    assert container["resources"] == {
+        "requests": {"cpu": 1, "memory": "1Gi"},
+        "limits": {"cpu": 1, "memory": "1Gi"},
+    }
+    security = container["securityContext"]
+    assert security["runAsNonRoot"] is True and security["runAsUser"] == 65532
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"http-metrics": 8080, "http": 8081}
+    env = container_env(deploy)
+    assert env["CLOUD_PROVIDER"] == "aws"
+    assert env["CLUSTER_NAME"] == "seed-cluster"
+    assert env["INTERRUPTION_QUEUE"] == "seed-cluster"
+    assert env["BATCH_MAX_DURATION"] == "10s" and env["BATCH_IDLE_DURATION"] == "1s"
+    assert env["VM_MEMORY_OVERHEAD_PERCENT"] == "0.075"
+    assert env["SYSTEM_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    pdb = one(docs, "PodDisruptionBudget")
+    assert pdb["spec"]["maxUnavailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == deploy["spec"]["selector"]["matchLabels"]
+    service = one(docs, "Service")
+    assert service["spec"]["ports"][0]["port"] == 8080
+    assert service["spec"]["selector"] == deploy["spec"]["selector"]["matchLabels"]
+    roles = {d["metadata"]["name"]: d for d in by_kind(docs, "ClusterRole")}
+    assert set(roles) == {"karpy", "karpy-aws"}
+    groups = {g for r in roles["karpy-aws"]["rules"] for g in r["apiGroups"]}
+    assert groups == {"karpenter.k8s.aws"}
+
+
+def test_azure_seed_install_carries_workload_identity_and_azure_rbac() -> None:
+    docs = render(*AZURE_SEED)
+    sa = one(docs, "ServiceAccount")
+    assert sa["metadata"]["annotations"] == {
+        "azure.workload.identity/client-id": "00000000-0000-0000-0000-000000000001"
+    }
+    deploy = one(docs, "Deployment")
+    labels = deploy["spec"]["template"]["metadata"]["labels"]
+    assert labels["azure.workload.identity/use"] == "true"
+    env = container_env(deploy)
+    assert env["CLOUD_PROVIDER"] == "azure"
+    assert "INTERRUPTION_QUEUE" not in env and "AWS_FEATURE_GATES" not in env
+    roles = {d["metadata"]["name"] for d in by_kind(docs, "ClusterRole")}
+    assert roles == {"karpy", "karpy-azure"}
+
+
+def test_pod_placement_gets_the_pods_own_selector_as_karpenters_chart_does() -> None:
+    spec = one(render("--set", "settings.clusterName=c"), "Deployment")["spec"]["template"]["spec"]
+    selector = {"app.kubernetes.io/name": "karpy", "app.kubernetes.io/instance": "karpy"}
+    (anti,) = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti == {
+        "topologyKey": "kubernetes.io/hostname",
+        "labelSelector": {"matchLabels": selector},
+    }
+    (spread,) = spec["topologySpreadConstraints"]
+    assert spread["labelSelector"] == {"matchLabels": selector}
+    assert spec["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    assert spec["tolerations"] == [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
+
+
+def run_options(env: dict[str, Any]) -> Any:
+    """What ``karpy run`` makes of the container's environment (no flags, like the pod)."""
+    parser = argparse.ArgumentParser()
+    add_run_arguments(parser)
+    plain = {k: v for k, v in env.items() if isinstance(v, str)}
+    return options_from_args(parser.parse_args([]), plain)
+
+
+def test_karpy_run_accepts_the_environment_the_chart_gives_it() -> None:
+    # Every feature gate on, capacityBuffer (which karpy lacks) included: the chart must
+    # pass only gates karpy knows, or karpy would exit 2 at start-up.
+    gates = [
+        "--set", "settings.featureGates.spotToSpotConsolidation=true",
+        "--set", "settings.featureGates.nodeRepair=true",
+        "--set", "settings.featureGates.capacityBuffer=true",
+        "--set", "settings.batchMaxDuration=20s",
+    ]  # fmt: skip
+    env = container_env(one(render(*AWS_SEED, *gates), "Deployment"))
+    assert "CapacityBuffer" not in env["FEATURE_GATES"]
+    options = run_options(env)
+    assert options.cloud_provider == "aws"
+    assert options.settings.cluster_name == "seed-cluster"
+    assert options.settings.batch_max_duration == 20.0
+    assert options.settings.feature_gates.spot_to_spot_consolidation is True
+    assert options.settings.feature_gates.node_repair is True
+    assert options.leader_elect is True
+    assert options.metrics_bind_address == ":8080"
+    assert options.health_probe_bind_address == ":8081"
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        ((), "settings.clusterName"),
+        (("--set", "settings.clusterName=c", "--set", "cloudProvider=gce"), "cloudProvider"),
+    ],
+)
+def test_a_bad_install_fails_naming_the_value(args: tuple[str, ...], named: str) -> None:
+    out = helm("template", "karpy", str(CHART), *args, check=False)
+    assert out.returncode != 0
+    assert named in out.stderr
+
+
+def test_deploy_rbac_yaml_is_the_charts_rbac() -> None:
+    fresh = subprocess.run(
+        ["bash", str(REPO / "scripts" / "render-rbac.sh"), "-"],
+        capture_output=True, text=True, check=True, timeout=300,
+    ).stdout  # fmt: skip
+    on_disk = (REPO / "deploy" / "rbac.yaml").read_text()
+    assert on_disk == fresh, "deploy/rbac.yaml is stale: run scripts/render-rbac.sh"
+    kinds = sorted(d["kind"] for d in yaml.safe_load_all(on_disk) if d)
+    assert kinds == [
+        "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Role",
+        "RoleBinding", "ServiceAccount",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("provider", ["aws", "azure", "kwok"])
+def test_the_crd_chart_installs_exactly_one_providers_set(provider: str) -> None:
+    docs = render("--set", f"cloudProvider={provider}", chart=CRD_CHART, release="karpy-crd")
+    generated = {
+        name: yaml.safe_load(text.split("---\n", 1)[1])
+        for name, text in crdgen.generate(provider=provider).items()
+    }
+    assert len(docs) == len(generated)
+    by_name = {d["metadata"]["name"]: d for d in docs}
+    for crd in generated.values():
+        rendered = by_name[crd["metadata"]["name"]]
+        assert rendered["spec"] == crd["spec"]
+        assert rendered["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    pools = by_name["nodepools.karpenter.sh"]["spec"]["versions"][0]
+    text = yaml.safe_dump(pools)
+    assert ('label "accelerator" is restricted' in text) == (provider == "azure")
+    out = helm("template", "x", str(CRD_CHART), "--set", "cloudProvider=gce", check=False)
+    assert out.returncode != 0 and "cloudProvider" in out.stderr

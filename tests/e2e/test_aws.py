@@ -1,0 +1,258 @@
+"""End to end: karpy with the AWS provider against moto (server mode) and the local
+control plane. Issue 11's e2e acceptance:
+
+inflate 0 -> 50 -> 80 -> 0 gets its nodes through CreateFleet (on the NodeClass's
+resolved AMIs), registered (tests/e2e/aws_kubelet.py plays the instances' kubelet) and
+initialized, then terminated when its NodeClaims are deleted (consolidation is not on
+main yet); a spot interruption message on the queue drains and replaces that node;
+injected insufficient capacity on the types in use (the cheapest) still gets the pods
+Running, on other types; the EC2NodeClass shows its resolved status; nothing is left
+running in moto at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aioboto3
+import pytest
+from aws_kubelet import MotoKubelet
+from harness import karpy_operator
+from kube import clean_up, connect, deployment, eventually, running_pods
+
+from karpy.controllers.settings import Settings
+from karpy.runtime import Client, kinds
+from karpy.state.kinds import NODE_CLAIM
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers" / "aws"))
+from karpy_aws._kinds import EC2_NODE_CLASS_KIND
+from karpy_aws._nodeclass_status import kubernetes_minor_version
+from moto_harness import (
+    FleetFaults,
+    moto_server,
+    seed_account,
+    use_test_credentials,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+CLUSTER = "karpy-test"
+REGION = "us-east-1"
+POOL = "aws-e2e"
+SELECT = "karpy-e2e-aws"
+QUEUE = "karpy-e2e-interruption"
+APP = "inflate"
+
+
+def node_class() -> dict[str, Any]:
+    discovery = {"karpenter.sh/discovery": CLUSTER}
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": POOL},
+        "spec": {
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": discovery}],
+            "securityGroupSelectorTerms": [{"tags": discovery}],
+            "role": f"KarpenterNodeRole-{CLUSTER}",
+        },
+    }
+
+
+def node_pool() -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": POOL},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {SELECT: "yes"}},
+                "spec": {
+                    "nodeClassRef": {
+                        "group": "karpenter.k8s.aws",
+                        "kind": "EC2NodeClass",
+                        "name": POOL,
+                    },
+                    "requirements": [
+                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+                        {
+                            "key": "karpenter.k8s.aws/instance-family",
+                            "operator": "In",
+                            "values": ["m5", "c5", "r5"],
+                        },
+                        {
+                            "key": "karpenter.k8s.aws/instance-cpu",
+                            "operator": "In",
+                            "values": ["2", "4", "8"],
+                        },
+                    ],
+                    "expireAfter": "Never",
+                },
+            },
+            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s"},
+        },
+    }
+
+
+async def instances(
+    ec2: Any, states: tuple[str, ...] = ("pending", "running")
+) -> list[dict[str, Any]]:
+    answer = await ec2.describe_instances(
+        Filters=[
+            {"Name": "tag:eks:eks-cluster-name", "Values": [CLUSTER]},
+            {"Name": "instance-state-name", "Values": list(states)},
+        ]
+    )
+    return [i for r in answer["Reservations"] for i in r["Instances"]]
+
+
+async def scale(client: Client, namespace: str, replicas: int) -> None:
+    await client.patch(kinds.DEPLOYMENT, APP, {"spec": {"replicas": replicas}}, namespace=namespace)
+
+
+async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) -> None:
+    use_test_credentials()
+    with moto_server() as url, FleetFaults().installed() as faults:
+        async with connect(cluster) as client:
+            version = await kubernetes_minor_version(client)
+            seed_account(url, faults, cluster=CLUSTER, region=REGION, k8s_versions=(version,))
+            session = aioboto3.Session()
+            async with (
+                session.client("ec2", region_name=REGION, endpoint_url=url) as ec2,
+                session.client("sqs", region_name=REGION, endpoint_url=url) as sqs,
+            ):
+                queue_url = (await sqs.create_queue(QueueName=QUEUE))["QueueUrl"]
+                cluster.kubectl("apply", "-f", "-", input=json.dumps(node_class()))
+                cluster.kubectl("apply", "-f", "-", input=json.dumps(node_pool()))
+                app = deployment(APP, node_selector={SELECT: "yes"}, replicas=0, cpu="1")
+                await client.create(kinds.DEPLOYMENT, app, namespace=namespace)
+                settings = {
+                    "region": REGION,
+                    "endpointURL": url,
+                    "clusterEndpoint": "https://127.0.0.1:6443",
+                    "interruptionQueue": QUEUE,
+                    "isolatedVPC": "true",
+                }
+                async with (
+                    karpy_operator(
+                        cluster,
+                        cloud_provider="aws",
+                        provider_settings=settings,
+                        settings=Settings(cluster_name=CLUSTER),
+                    ) as karpy,
+                    MotoKubelet(client, ec2, cluster=CLUSTER).running(),
+                ):
+                    provider = karpy.operator._provider
+                    assert provider is not None
+
+                    async def resolved() -> dict[str, Any] | None:
+                        obj = await client.get(EC2_NODE_CLASS_KIND, POOL)
+                        ready = [
+                            c
+                            for c in (obj.get("status") or {}).get("conditions", [])
+                            if c["type"] == "Ready" and c["status"] == "True"
+                        ]
+                        return dict(obj["status"]) if ready else None
+
+                    status = await eventually(resolved, timeout=120, what="EC2NodeClass Ready")
+                    assert (
+                        len(status["subnets"]) == 3 and status["amis"] and status["securityGroups"]
+                    )
+
+                    # 0 -> 50
+                    started = time.monotonic()
+                    await scale(client, namespace, 50)
+                    await eventually(
+                        lambda: running_pods(client, namespace, APP, 50),
+                        timeout=600,
+                        what="50 inflate pods Running on AWS nodes",
+                    )
+                    print(f"\n0 -> 50 pods Running in {time.monotonic() - started:.1f}s")
+                    claims = [
+                        c
+                        for c in await client.list(NODE_CLAIM)
+                        if (c["metadata"].get("labels") or {}).get("karpenter.sh/nodepool") == POOL
+                    ]
+                    launched = await instances(ec2)
+                    fleets = provider.clients.calls["ec2:CreateFleet"]
+                    print(
+                        f"{len(claims)} nodeclaims, {len(launched)} instances, "
+                        f"{fleets} CreateFleet calls; EC2 calls: {dict(provider.clients.calls)}"
+                    )
+                    assert len(launched) == len(claims) >= 1
+                    # every instance runs an AMI the EC2NodeClass resolved (ImageId override)
+                    assert {i["ImageId"] for i in launched} <= {a["id"] for a in status["amis"]}
+                    assert fleets >= len(claims)
+                    for record in (
+                        "launched nodeclaim",
+                        "registered nodeclaim",
+                        "initialized nodeclaim",
+                    ):
+                        assert karpy.messages(record), f"no {record!r} log line"
+
+                    # spot interruption of one instance: drained, replaced, pods Running again
+                    victim = launched[0]["InstanceId"]
+                    await sqs.send_message(
+                        QueueUrl=queue_url,
+                        MessageBody=json.dumps(
+                            {
+                                "version": "0",
+                                "id": str(uuid.uuid4()),
+                                "detail-type": "EC2 Spot Instance Interruption Warning",
+                                "source": "aws.ec2",
+                                "time": "2026-11-23T20:00:00Z",
+                                "region": REGION,
+                                "detail": {"instance-id": victim, "instance-action": "terminate"},
+                            }
+                        ),
+                    )
+
+                    async def victim_gone() -> bool:
+                        live = {i["InstanceId"] for i in await instances(ec2)}
+                        return victim not in live
+
+                    await eventually(
+                        victim_gone, timeout=300, what="interrupted instance terminated"
+                    )
+                    await eventually(
+                        lambda: running_pods(client, namespace, APP, 50),
+                        timeout=600,
+                        what="pods Running again after the interruption",
+                    )
+
+                    # ICE on the types karpy chose (the cheapest) still gets the pods Running
+                    refused = {i["InstanceType"] for i in await instances(ec2)}
+                    before = {i["InstanceId"] for i in await instances(ec2)}
+                    faults.no_capacity.update((t, "*") for t in refused)
+                    await scale(client, namespace, 80)
+                    await eventually(
+                        lambda: running_pods(client, namespace, APP, 80),
+                        timeout=600,
+                        what="80 pods Running with the chosen types out of capacity",
+                    )
+                    new = [i for i in await instances(ec2) if i["InstanceId"] not in before]
+                    assert new, "no new instance for the 10 extra pods"
+                    assert not {i["InstanceType"] for i in new} & refused
+                    faults.no_capacity.clear()
+
+                    # 80 -> 0, then the NodePool and its NodeClaims are deleted (main has no
+                    # consolidation yet): termination drains and terminates every instance
+                    await scale(client, namespace, 0)
+                    forced = await clean_up(client, namespace, APP, [POOL], timeout=300)
+                    assert not forced, forced
+
+                    async def all_terminated() -> bool:
+                        return not await instances(ec2)
+
+                    await eventually(all_terminated, timeout=120, what="every instance terminated")
+                    # the EC2NodeClass's finalizer needs karpy running
+                    cluster.kubectl("delete", "ec2nodeclass", POOL, "--wait=true", "--timeout=60s")
+                assert not await instances(
+                    ec2, ("pending", "running", "stopping", "stopped", "shutting-down")
+                )

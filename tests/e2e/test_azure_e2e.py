@@ -1,0 +1,260 @@
+"""End to end: ``karpy run --cloud-provider azure`` against the ARM test server and the
+local cluster (issue 12).
+
+The ARM-shaped HTTPS server (tests/azurearm) runs in this process; karpy runs as a
+subprocess, as a user would, with the real SDK clients pointed at it (static token, the
+server's CA, polling interval 0). A helper plays the kubelet: for every VM karpy creates
+it registers the Node AKS would (providerID ``azure:///subscriptions/.../
+virtualMachines/<name>``), and removes it when the VM goes.
+
+1. inflate 0 -> 30 -> 0: all pods Running on Azure-launched nodes, then every node
+   consolidated away; nothing is left on the server.
+2. ZonalAllocationFailed on the cheapest offering: the pods still end Running, in
+   another zone; nothing is left on the server.
+The AKSNodeClass is applied as ``karpenter.azure.com/v1alpha2`` (Azure's published
+examples) and read back at v1beta1, Ready by karpy's status controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from azurearm.kubelet import Kubelet
+from azurearm.server import ArmServer
+from harness import RunningKarpy, karpy_process
+from kube import clean_up, connect, eventually, pool_objects, running_pods
+
+from karpy.runtime import Client, Kind, errors, kinds
+from karpy.state.kinds import NODE_CLAIM, NODE_POOL
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+SUBSCRIPTION = "11111111-2222-3333-4444-555555555555"
+NODE_RG = "MC_rg-e2e_e2e_southcentralus"
+SUBNET = (
+    f"/subscriptions/{SUBSCRIPTION}/resourceGroups/rg-e2e/providers/Microsoft.Network/"
+    "virtualNetworks/aks-vnet/subnets/aks-subnet"
+)
+AKS_NODE_CLASS = Kind(group="karpenter.azure.com", version="v1beta1", plural="aksnodeclasses",
+                      kind="AKSNodeClass", namespaced=False)
+AKS_NODE_CLASS_V1ALPHA2 = Kind(group="karpenter.azure.com", version="v1alpha2",
+                               plural="aksnodeclasses", kind="AKSNodeClass", namespaced=False)
+NODE_CLASS = "azure-e2e"
+SELECT = "karpy-e2e-azure"
+CLEANUP_TIMEOUT = 240.0
+
+
+@pytest_asyncio.fixture
+async def arm(tmp_path: Path) -> AsyncIterator[ArmServer]:
+    server = ArmServer(tmp_path, page_size=50)
+    await server.start()
+    server.add_subnet(SUBNET)
+    for image in ("2204gen2containerd", "2204containerd", "2204gen2arm64containerd"):
+        server.state.image_versions[image] = ["202411.12.0"]
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+@contextlib.asynccontextmanager
+async def azure_karpy(cluster: Any, arm: ArmServer, client: Client) -> AsyncIterator[RunningKarpy]:
+    """karpy with the Azure provider on ``arm``, and the kubelet helper, until exit."""
+    settings = {
+        "subscriptionID": SUBSCRIPTION,
+        "nodeResourceGroup": NODE_RG,
+        "location": "southcentralus",
+        "vnetSubnetID": SUBNET,
+        "armEndpoint": arm.url,
+        "pricingEndpoint": arm.url,
+        "caBundle": str(arm.cert.cert_file),
+        "credential": "static",
+        "pollInterval": "0",
+    }
+    args = ["--cloud-provider", "azure", "--cluster-name", "e2e",
+            "--batch-idle-duration", "1s", "--batch-max-duration", "5s"]
+    for key, value in settings.items():
+        args += ["--provider-setting", f"{key}={value}"]
+    kubelet = Kubelet(arm, client, location="southcentralus", node_rg=NODE_RG)
+    task = asyncio.create_task(kubelet.run(), name="e2e:azure-kubelet")
+    try:
+        async with karpy_process(cluster, *args) as op:
+            yield op
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def node_class_ready(client: Client) -> dict[str, Any] | None:
+    obj = await client.get(AKS_NODE_CLASS, NODE_CLASS)
+    ready = [c for c in (obj.get("status") or {}).get("conditions") or []
+             if c["type"] == "Ready" and c["status"] == "True"]
+    return dict(obj) if ready else None
+
+
+async def apply_node_class(client: Client) -> None:
+    """The AKSNodeClass, written as Azure's examples write it (v1alpha2)."""
+    with contextlib.suppress(errors.AlreadyExists):
+        await client.create(
+            AKS_NODE_CLASS_V1ALPHA2,
+            {
+                "apiVersion": "karpenter.azure.com/v1alpha2",
+                "kind": "AKSNodeClass",
+                "metadata": {"name": NODE_CLASS},
+                "spec": {"imageFamily": "Ubuntu2204", "osDiskSizeGB": 64},
+            },
+        )
+
+
+def pool(name: str, requirements: list[dict[str, Any]], consolidate_after: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {SELECT: name}},
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.azure.com", "kind": "AKSNodeClass",
+                                     "name": NODE_CLASS},
+                    "requirements": [
+                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                        *requirements,
+                    ],
+                    "expireAfter": "Never",
+                },
+            },
+            "disruption": {"consolidationPolicy": "WhenEmpty",
+                           "consolidateAfter": consolidate_after},
+        },
+    }
+
+
+def inflate(name: str, replicas: int, cpu: str) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "nodeSelector": {SELECT: name},
+                    "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.9",
+                                    "resources": {"requests": {"cpu": cpu}}}],
+                },
+            },
+        },
+    }
+
+
+async def nothing_left(arm: ArmServer) -> bool:
+    return not arm.state.vms and not arm.state.nics
+
+
+async def test_inflate_0_30_0(cluster: Any, namespace: str, arm: ArmServer) -> None:
+    app = "az-inflate"
+    async with connect(cluster) as client, azure_karpy(cluster, arm, client) as op:
+        await apply_node_class(client)
+        got = await eventually(lambda: node_class_ready(client), timeout=60,
+                               what="the AKSNodeClass Ready")
+        assert got["apiVersion"] == "karpenter.azure.com/v1beta1"
+        assert got["status"]["images"][0]["id"].endswith("/versions/202411.12.0")
+        await client.create(NODE_POOL, pool(app, [
+            {"key": "karpenter.azure.com/sku-cpu", "operator": "Lt", "values": ["17"]},
+        ], consolidate_after="5s"))
+        forced: list[str] = []
+        try:
+            started = time.monotonic()
+            await client.create(kinds.DEPLOYMENT, inflate(app, 30, "500m"), namespace=namespace)
+            pods = await eventually(lambda: running_pods(client, namespace, app, 30),
+                                    timeout=300, what="30 pods Running")
+            up = time.monotonic() - started
+            nodes = {p["spec"]["nodeName"] for p in pods}
+            vm_names = set(arm.state.vms)
+            assert nodes <= vm_names, f"pods on nodes that are not Azure VMs: {nodes - vm_names}"
+            for name in nodes:
+                node = await client.get(kinds.NODE, name)
+                assert node["spec"]["providerID"].startswith(
+                    f"azure:///subscriptions/{SUBSCRIPTION}/resourceGroups/{NODE_RG.lower()}/"
+                )
+                assert node["metadata"]["labels"]["karpenter.azure.com/sku-name"]
+            claims = await pool_objects(client, NODE_CLAIM, [app])
+            sizes = sorted(c["metadata"]["labels"]["node.kubernetes.io/instance-type"]
+                           for c in claims)
+            print(f"\nazure e2e: 30 pods Running in {up:.1f}s on {len(nodes)} VMs {sizes}")
+            for line in ("launched nodeclaim", "registered nodeclaim", "initialized nodeclaim"):
+                assert op.messages(line), f"no {line!r} in karpy's log"
+            # scale to zero: every node is empty and consolidated away
+            await client.patch(kinds.DEPLOYMENT, app, {"spec": {"replicas": 0}},
+                               namespace=namespace)
+            try:
+                await eventually(lambda: nothing_left(arm), timeout=240,
+                                 what="every VM and NIC deleted after scaling to 0")
+            except AssertionError as failure:
+                raise AssertionError(
+                    f"{failure}; VMs left: {sorted(arm.state.vms)}\n{op.tail(40)}"
+                ) from failure
+            scaled_down = time.monotonic() - started - up
+            assert not await pool_objects(client, NODE_CLAIM, [app])
+            print(f"azure e2e: scaled to 0, every VM gone {scaled_down:.1f}s later")
+        finally:
+            forced = await clean_up(client, namespace, app, [app], timeout=CLEANUP_TIMEOUT)
+            with contextlib.suppress(errors.NotFound):
+                await client.delete(AKS_NODE_CLASS, NODE_CLASS)
+        assert forced == [], f"termination left these behind: {forced}"
+        await eventually(lambda: nothing_left(arm), timeout=60, what="nothing left on ARM")
+
+
+async def test_zonal_allocation_failure_on_the_cheapest_offering(
+    cluster: Any, namespace: str, arm: ArmServer
+) -> None:
+    app = "az-zonal"
+    cheapest = ("Standard_D2s_v3", "1")  # on-demand 0.11 $/h, zone 1 wins the tie by name
+    arm.fail(
+        "vm.create", "ZonalAllocationFailed", lro=True, times=1000,
+        message="Allocation failed. We do not have sufficient capacity in this zone.",
+        when=lambda name, body: (body["properties"]["hardwareProfile"]["vmSize"],
+                                 (body.get("zones") or [""])[0]) == cheapest,
+    )
+    async with connect(cluster) as client, azure_karpy(cluster, arm, client) as op:
+        await apply_node_class(client)
+        await eventually(lambda: node_class_ready(client), timeout=60,
+                         what="the AKSNodeClass Ready")
+        await client.create(NODE_POOL, pool(app, [
+            {"key": "node.kubernetes.io/instance-type", "operator": "In",
+             "values": ["Standard_D2s_v3", "Standard_D4s_v3"]},
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        ], consolidate_after="Never"))
+        forced: list[str] = []
+        try:
+            await client.create(kinds.DEPLOYMENT, inflate(app, 2, "500m"), namespace=namespace)
+            pods = await eventually(lambda: running_pods(client, namespace, app, 2),
+                                    timeout=240, what="both pods Running")
+            tried = [
+                (b["properties"]["hardwareProfile"]["vmSize"], (b.get("zones") or [""])[0])
+                for b in arm.bodies("PUT", "/virtualMachines/")
+            ]
+            assert tried[0] == cheapest, f"the first launch was not the cheapest: {tried}"
+            for pod in pods:
+                node = await client.get(kinds.NODE, pod["spec"]["nodeName"])
+                labels = node["metadata"]["labels"]
+                assert (labels["node.kubernetes.io/instance-type"],
+                        labels["topology.kubernetes.io/zone"]) != (
+                    cheapest[0], "southcentralus-" + cheapest[1])
+            failed = op.messages("failed launching nodeclaim")
+            assert failed and "ZonalAllocationFailed" in str(failed[0])
+        finally:
+            forced = await clean_up(client, namespace, app, [app], timeout=CLEANUP_TIMEOUT)
+            with contextlib.suppress(errors.NotFound):
+                await client.delete(AKS_NODE_CLASS, NODE_CLASS)
+        assert forced == [], f"termination left these behind: {forced}"
+        await eventually(lambda: nothing_left(arm), timeout=60, what="nothing left on ARM")

@@ -1,0 +1,329 @@
+"""moto in server mode for the AWS provider's tests, and where its gaps are filled.
+
+``ThreadedMotoServer`` runs in this process on 127.0.0.1 (a free port); aioboto3 talks
+to it over HTTP through ``endpoint_url``, exactly as it talks to AWS. Because the
+server shares this process, gaps in moto are filled *at the server*, never in karpy:
+
+1. **EKS AMI SSM parameters** (``/aws/service/eks/optimized-ami/...``,
+   ``/aws/service/bottlerocket/...``): moto has none and refuses ``PutParameter`` on
+   ``/aws/`` names, so :func:`seed_public_parameter` writes them into moto's SSM
+   backend directly.
+2. **The Pricing API**: moto does not implement it. :class:`PricingServer` is a small
+   local HTTP handler speaking its JSON protocol (``AWSPriceListService.GetProducts``)
+   with prices in the Pricing API's shape.
+3. **Capacity errors from CreateFleet**: moto always launches the first override.
+   :class:`FleetFaults` patches moto's in-process CreateFleet so that overrides of
+   chosen (instance type, zone) pairs are removed and reported in the answer's
+   ``Errors`` with ``InsufficientInstanceCapacity``, as EC2 does; when none is left the
+   fleet launches nothing.
+4. **Throttling**: :class:`FleetFaults` can make the next N CreateFleet calls fail with
+   ``RequestLimitExceeded`` (HTTP 400), which botocore retries.
+5. **Launch-template security groups in fleets**: moto's CreateFleet ignores the
+   template's ``SecurityGroupIds`` (it reads only an override's ``GroupSet``), so its
+   instances land in the default group. The same patch copies the template's groups
+   into each override, as EC2 applies them.
+6. **Spot prices**: moto answers ``0.00001`` for every spot price; tests that compare
+   prices use on-demand capacity or say so.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import boto3
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.responses import ActionResult
+from moto.ec2.exceptions import EC2ClientError
+from moto.ec2.models.fleets import FleetsBackend
+from moto.ec2.responses.fleets import Fleets
+from moto.server import ThreadedMotoServer
+from moto.ssm.models import Parameter, ssm_backends
+
+__all__ = [
+    "DISCOVERY",
+    "ROLE",
+    "Account",
+    "FleetFaults",
+    "PricingServer",
+    "moto_server",
+    "seed_account",
+    "seed_public_parameter",
+    "use_test_credentials",
+]
+
+CLUSTER = "karpy-test"
+DISCOVERY = {"karpenter.sh/discovery": CLUSTER}
+ROLE = f"KarpenterNodeRole-{CLUSTER}"
+
+
+def use_test_credentials() -> None:
+    """Fake credentials for moto (set only where none are set)."""
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        os.environ.setdefault(key, "testing")
+
+
+@dataclass(frozen=True)
+class Account:
+    """What :func:`seed_account` put into moto."""
+
+    url: str
+    faults: FleetFaults
+    subnets: dict[str, str]  # subnet id -> zone
+    security_group: str
+    amis: dict[str, str]  # arch (x86_64, arm64) -> AMI id
+
+
+def seed_account(
+    url: str,
+    faults: FleetFaults,
+    *,
+    cluster: str = CLUSTER,
+    region: str = "us-east-1",
+    k8s_versions: tuple[str, ...] = ("1.31",),
+) -> Account:
+    """Make moto's account look like an EKS cluster's: three subnets and a security
+    group tagged ``karpenter.sh/discovery``, the node role, and the EKS AL2023 AMI
+    parameters for ``k8s_versions`` pointing at moto's own AMIs."""
+    kw = {"region_name": region, "endpoint_url": url}
+    ec2 = boto3.client("ec2", **kw)
+    subnets = {s["SubnetId"]: s["AvailabilityZone"] for s in ec2.describe_subnets()["Subnets"]}
+    chosen = dict(sorted(subnets.items(), key=lambda kv: kv[1])[:3])
+    tags = [{"Key": "karpenter.sh/discovery", "Value": cluster}]
+    ec2.create_tags(Resources=list(chosen), Tags=tags)
+    vpc = ec2.describe_vpcs()["Vpcs"][0]["VpcId"]
+    group = ec2.create_security_group(
+        GroupName=f"{cluster}-nodes", Description="karpy test nodes", VpcId=vpc
+    )["GroupId"]
+    ec2.create_tags(Resources=[group], Tags=tags)
+    boto3.client("iam", **kw).create_role(
+        RoleName=f"KarpenterNodeRole-{cluster}", AssumeRolePolicyDocument="{}"
+    )
+    amis = {}
+    for arch in ("x86_64", "arm64"):
+        image = ec2.describe_images(
+            Owners=["amazon"], Filters=[{"Name": "architecture", "Values": [arch]}]
+        )["Images"][0]["ImageId"]
+        amis[arch] = image
+        for version in k8s_versions:
+            seed_public_parameter(
+                region,
+                f"/aws/service/eks/optimized-ami/{version}/amazon-linux-2023/{arch}/standard/"
+                "recommended/image_id",
+                image,
+            )
+    return Account(url=url, faults=faults, subnets=chosen, security_group=group, amis=amis)
+
+
+@contextmanager
+def moto_server() -> Iterator[str]:
+    """Run moto's server on 127.0.0.1 (free port); yield its URL."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def seed_public_parameter(region: str, name: str, value: str) -> None:
+    """Put an AWS public SSM parameter (``/aws/service/...``) into moto's backend."""
+    backend = ssm_backends[DEFAULT_ACCOUNT_ID][region]
+    backend._parameters[name].append(
+        Parameter(
+            account_id=DEFAULT_ACCOUNT_ID,
+            name=name,
+            value=value,
+            parameter_type="String",
+            description=None,
+            allowed_pattern=None,
+            keyid=None,
+            last_modified_date=datetime.datetime.now(datetime.UTC),
+            version=len(backend._parameters[name]) + 1,
+            data_type="text",
+        )
+    )
+
+
+@dataclass
+class FleetFaults:
+    """Faults injected into moto's CreateFleet (gap 3 and 4 above)."""
+
+    #: (instance type, zone) pairs with no capacity; zone "*" means every zone
+    no_capacity: set[tuple[str, str]] = field(default_factory=set)
+    throttle_next: int = 0
+    calls: int = 0
+    _local: threading.local = field(default_factory=threading.local)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _refused(self, instance_type: str, zone: str) -> bool:
+        return (instance_type, zone) in self.no_capacity or (instance_type, "*") in self.no_capacity
+
+    @contextmanager
+    def installed(self) -> Iterator[FleetFaults]:
+        """Patch moto's CreateFleet while the context is open."""
+        original_backend = FleetsBackend.create_fleet
+        original_response = Fleets.create_fleet
+        faults = self
+
+        def backend(self_: Any, *args: Any, **kwargs: Any) -> Any:
+            configs = kwargs["launch_template_configs"]
+            for config in configs:
+                spec = config.get("LaunchTemplateSpecification", {})
+                template = (
+                    self_.get_launch_template_by_name(spec["LaunchTemplateName"])
+                    if spec.get("LaunchTemplateName")
+                    else self_.get_launch_template(spec["LaunchTemplateId"])
+                )
+                groups = template.latest_version().data.get("SecurityGroupIds") or []
+                for override in config.get("Overrides", []):
+                    override.setdefault("GroupSet", list(groups))
+            errors: list[dict[str, Any]] = []
+            kept_configs = []
+            for config in configs:
+                kept = []
+                for override in config.get("Overrides", []):
+                    zone = override.get("AvailabilityZone", "")
+                    if faults._refused(override.get("InstanceType", ""), zone):
+                        errors.append(
+                            {
+                                "LaunchTemplateAndOverrides": {
+                                    "LaunchTemplateSpecification": config[
+                                        "LaunchTemplateSpecification"
+                                    ],
+                                    "Overrides": override,
+                                },
+                                "Lifecycle": kwargs["target_capacity_specification"].get(
+                                    "DefaultTargetCapacityType", "on-demand"
+                                ),
+                                "ErrorCode": "InsufficientInstanceCapacity",
+                                "ErrorMessage": "We currently do not have sufficient "
+                                f"{override.get('InstanceType')} capacity in {zone}.",
+                            }
+                        )
+                    else:
+                        kept.append(override)
+                if kept:
+                    kept_configs.append({**config, "Overrides": kept})
+            faults._local.errors = errors
+            faults._local.empty = not kept_configs
+            if not kept_configs:
+                return None
+            kwargs["launch_template_configs"] = kept_configs
+            return original_backend(self_, *args, **kwargs)
+
+        def response(self_: Any) -> Any:
+            with faults._lock:
+                faults.calls += 1
+                if faults.throttle_next > 0:
+                    faults.throttle_next -= 1
+                    raise EC2ClientError("RequestLimitExceeded", "Request limit exceeded.")
+            faults._local.errors = []
+            faults._local.empty = False
+            try:
+                result = original_response(self_)
+            except AttributeError:
+                # the backend launched nothing (every override refused)
+                if not faults._local.empty:
+                    raise
+                result = ActionResult({"FleetId": "fleet-00000000-karpy-ice", "Instances": []})
+            payload = result.result
+            assert isinstance(payload, dict)
+            if faults._local.errors:
+                payload["Errors"] = faults._local.errors
+            if faults._local.empty:
+                payload["Instances"] = []
+            return result
+
+        FleetsBackend.create_fleet = backend  # type: ignore[method-assign]
+        Fleets.create_fleet = response  # type: ignore[method-assign]
+        try:
+            yield self
+        finally:
+            FleetsBackend.create_fleet = original_backend  # type: ignore[method-assign]
+            Fleets.create_fleet = original_response  # type: ignore[method-assign]
+
+
+def price_list_item(instance_type: str, region: str, price: float) -> str:
+    """One PriceList entry in the Pricing API's shape."""
+    return json.dumps(
+        {
+            "product": {
+                "productFamily": "Compute Instance",
+                "attributes": {"instanceType": instance_type, "regionCode": region},
+            },
+            "terms": {
+                "OnDemand": {
+                    "TERM.1": {
+                        "priceDimensions": {
+                            "TERM.1.DIM": {"unit": "Hrs", "pricePerUnit": {"USD": f"{price:.6f}"}}
+                        }
+                    }
+                }
+            },
+        }
+    )
+
+
+class PricingServer:
+    """A local Pricing API (gap 2): answers GetProducts with ``prices`` (one page per
+    ``page_size`` items, with NextToken), counting requests."""
+
+    def __init__(self, prices: dict[str, float], *, region: str, page_size: int = 50) -> None:
+        self.prices = prices
+        self.region = region
+        self.page_size = page_size
+        self.requests: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+                outer.requests.append(body)
+                target = self.headers.get("X-Amz-Target", "")
+                if not target.endswith("GetProducts"):
+                    self.send_response(400)
+                    self.end_headers()
+                    return
+                items = [
+                    price_list_item(name, outer.region, price)
+                    for name, price in sorted(outer.prices.items())
+                ]
+                start = int(body.get("NextToken") or 0)
+                page = items[start : start + outer.page_size]
+                answer: dict[str, Any] = {"FormatVersion": "aws_v1", "PriceList": page}
+                if start + outer.page_size < len(items):
+                    answer["NextToken"] = str(start + outer.page_size)
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-amz-json-1.1")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> PricingServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()

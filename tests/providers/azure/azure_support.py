@@ -1,0 +1,51 @@
+"""Helpers shared by karpy-azure's tests: the test cluster's Azure identifiers, settings
+pointing the provider at the ARM test server, and a Ready AKSNodeClass resolved by the
+real status logic against it."""
+
+from __future__ import annotations
+
+from azurearm.server import ArmServer
+from karpy_azure import AzureCloudProvider, AzureSettings
+from karpy_azure._status import resolve_status
+from karpy_azure.apis import AKSNodeClass
+
+SUBSCRIPTION = "11111111-2222-3333-4444-555555555555"
+NODE_RG = "MC_rg-demo_demo_southcentralus"
+SUBNET = (
+    f"/subscriptions/{SUBSCRIPTION}/resourceGroups/rg-demo/providers/Microsoft.Network/"
+    "virtualNetworks/aks-vnet/subnets/aks-subnet"
+)
+IMAGE_VERSION = "202411.12.0"
+KUBERNETES_VERSION = "1.31.2"
+
+
+async def kubernetes_version() -> str:
+    return KUBERNETES_VERSION
+
+
+def azure_settings(server: ArmServer, **extra: str) -> AzureSettings:
+    return AzureSettings.from_settings(
+        {
+            "subscriptionID": SUBSCRIPTION,
+            "nodeResourceGroup": NODE_RG,
+            "location": "southcentralus",
+            "vnetSubnetID": SUBNET,
+            "armEndpoint": server.url,
+            "pricingEndpoint": server.url,
+            "caBundle": str(server.cert.cert_file),
+            "credential": "static",
+            "pollInterval": "0",
+            **extra,
+        },
+        cluster_name="demo",
+        environ={},
+    )
+
+
+async def ready_node_class(
+    provider: AzureCloudProvider, name: str = "default", **spec: object
+) -> AKSNodeClass:
+    """An AKSNodeClass whose status the real status logic resolved against the server."""
+    node_class = AKSNodeClass.model_validate({"metadata": {"name": name}, "spec": spec})
+    await resolve_status(provider, node_class, kubernetes_version)
+    return node_class

@@ -1,0 +1,57 @@
+"""Fixtures for karpy-azure's tests: the ARM-shaped HTTPS test server (tests/azurearm)
+and an AzureCloudProvider pointed at it with the real SDK clients, a static token and
+polling interval 0.
+
+The provider reads its AKSNodeClass from a StaticNodeClasses; the class's status is
+resolved by the real status logic (image versions, subnet) against the test server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from azure_support import IMAGE_VERSION, SUBNET, azure_settings, ready_node_class
+from azurearm.server import ArmServer
+from karpy_azure import ArmClients, AzureCloudProvider, StaticNodeClasses, make_credential
+
+
+@pytest_asyncio.fixture
+async def arm(tmp_path: Path) -> AsyncIterator[ArmServer]:
+    """A running test server with the cluster's subnet and node image versions."""
+    server = ArmServer(tmp_path)
+    await server.start()
+    server.add_subnet(SUBNET)
+    for image in ("2204gen2containerd", "2204containerd", "2204gen2arm64containerd",
+                  "V3gen2", "V3", "V3gen2arm64"):
+        server.state.image_versions[image] = ["202410.09.0", IMAGE_VERSION, "202409.30.1"]
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+@pytest_asyncio.fixture
+async def azure(arm: ArmServer) -> AsyncIterator[AzureCloudProvider]:
+    """An AzureCloudProvider on the test server with a Ready AKSNodeClass ``default``."""
+    settings = azure_settings(arm)
+    provider = AzureCloudProvider(
+        settings,
+        arm=ArmClients.create(settings, make_credential(settings), retry_backoff_factor=0.01),
+        node_classes=StaticNodeClasses({}),
+    )
+    node_classes = provider.node_classes
+    assert isinstance(node_classes, StaticNodeClasses)
+    node_classes.items["default"] = await ready_node_class(provider)
+    try:
+        yield provider
+    finally:
+        await provider.aclose()
+
+
+@pytest.fixture
+def node_classes(azure: AzureCloudProvider) -> StaticNodeClasses:
+    found = azure.node_classes
+    assert isinstance(found, StaticNodeClasses)
+    return found

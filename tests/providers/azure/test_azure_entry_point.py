@@ -1,0 +1,69 @@
+"""karpy finds the Azure provider through its entry point, builds it from settings, and
+reports a bad setting naming it."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+from karpy_azure import AzureCloudProvider
+
+from karpy.cloudprovider import (
+    CloudProvider,
+    ContributesControllers,
+    ProviderContext,
+    ProviderLoadError,
+    build_provider,
+    close_provider,
+    installed_providers,
+)
+from karpy.runtime import Client
+
+SUBNET = (
+    "/subscriptions/sub-1/resourceGroups/rg/providers/Microsoft.Network/"
+    "virtualNetworks/vnet/subnets/nodes"
+)
+
+
+def test_azure_is_installed_beside_kwok() -> None:
+    providers = installed_providers()
+    assert providers["azure"] == "karpy_azure:AzureCloudProvider"
+    assert "kwok" in providers
+
+
+async def test_build_provider_builds_it_from_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARM_SUBSCRIPTION_ID", "sub-1")
+    context = ProviderContext(
+        client=cast(Client, object()),  # not used until a NodeClass is read
+        cluster_name="demo",
+        settings={
+            "nodeResourceGroup": "MC_rg_demo_westcentralus",
+            "location": "westcentralus",
+            "vnetSubnetID": SUBNET,
+            "armEndpoint": "https://127.0.0.1:1",
+            "credential": "static",
+        },
+    )
+    provider: Any = await build_provider("azure", context)
+    try:
+        assert isinstance(provider, AzureCloudProvider)
+        assert isinstance(provider, CloudProvider)
+        # the operator calls register_controllers (status controller, NIC GC) on it
+        assert isinstance(provider, ContributesControllers)
+        assert provider.name == "azure"
+        assert provider.settings.subscription_id == "sub-1"
+        assert provider.settings.cluster_name == "demo"
+        assert [str(k) for k in provider.supported_node_classes()] == [
+            "AKSNodeClass.karpenter.azure.com"
+        ]
+    finally:
+        await close_provider(provider)
+
+
+async def test_a_missing_setting_fails_at_start_up_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("ARM_SUBSCRIPTION_ID", raising=False)
+    context = ProviderContext(client=cast(Client, object()), cluster_name="demo", settings={})
+    with pytest.raises(ProviderLoadError, match="subscriptionID is required"):
+        await build_provider("azure", context)
