@@ -94,10 +94,12 @@ class Kubelet:
         vms = {
             vm["properties"]["osProfile"]["computerName"]: vm
             for vm in list(self.server.state.vms.values())
-            if vm["properties"].get("provisioningState") in ("Succeeded", "Deleting")
         }
         for name, vm in vms.items():
-            if name in self.registered:
+            # only a VM that booted gets a Node (not one whose create failed)
+            if name in self.registered or vm["properties"].get("provisioningState") != (
+                "Succeeded"
+            ):
                 continue
             node = self._node(vm)
             with contextlib.suppress(errors.AlreadyExists):

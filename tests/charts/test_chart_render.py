@@ -249,3 +249,44 @@ def test_the_crd_chart_installs_exactly_one_providers_set(provider: str) -> None
     assert ('label "accelerator" is restricted' in text) == (provider == "azure")
     out = helm("template", "x", str(CRD_CHART), "--set", "cloudProvider=gce", check=False)
     assert out.returncode != 0 and "cloudProvider" in out.stderr
+
+
+def test_the_aws_provider_reads_its_settings_from_the_charts_environment() -> None:
+    from karpy_aws import AWSSettings
+
+    region = [
+        "--set",
+        "controller.env[0].name=AWS_REGION",
+        "--set",
+        "controller.env[0].value=eu-west-1",
+    ]
+    env = container_env(one(render(*AWS_SEED, *region, "--set", "settings.reservedENIs=1"),
+                            "Deployment"))  # fmt: skip
+    plain = {k: v for k, v in env.items() if isinstance(v, str)}
+    settings = AWSSettings.from_settings({}, cluster_name=plain["CLUSTER_NAME"], environ=plain)
+    assert settings.interruption_queue == "seed-cluster"
+    assert settings.region == "eu-west-1"
+    assert settings.reserved_enis == 1
+    assert settings.vm_memory_overhead_percent == 0.075
+
+
+def test_the_azure_provider_reads_its_settings_from_the_charts_environment() -> None:
+    from karpy_azure import AzureSettings
+
+    required = {
+        "ARM_SUBSCRIPTION_ID": "00000000-0000-0000-0000-0000000000aa",
+        "LOCATION": "westus2",
+        "AZURE_NODE_RESOURCE_GROUP": "MC_rg_seed-cluster_westus2",
+        "VNET_SUBNET_ID": "/subscriptions/00000000-0000-0000-0000-0000000000aa/resourceGroups/"
+        "rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/nodes",
+    }
+    extra = []
+    for i, (name, value) in enumerate(required.items()):
+        extra += ["--set", f"controller.env[{i}].name={name}",
+                  "--set-string", f"controller.env[{i}].value={value}"]  # fmt: skip
+    tags = ["--set-string", "settings.tags.team=ml", "--set-string", "settings.tags.env=prod"]
+    env = container_env(one(render(*AZURE_SEED, *extra, *tags), "Deployment"))
+    plain = {k: v for k, v in env.items() if isinstance(v, str)}
+    settings = AzureSettings.from_settings({}, cluster_name=plain["CLUSTER_NAME"], environ=plain)
+    assert settings.location == "westus2"
+    assert settings.additional_tags == {"env": "prod", "team": "ml"}

@@ -16,6 +16,7 @@ import json
 import sys
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from kube import clean_up, connect, deployment, eventually, running_pods
 
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, kinds
+from karpy.runtime import errors as api_errors
 from karpy.state.kinds import NODE_CLAIM
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers" / "aws"))
@@ -182,7 +184,8 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                     launched = await instances(ec2)
                     fleets = provider.clients.calls["ec2:CreateFleet"]
                     print(
-                        f"{len(claims)} nodeclaims, {len(launched)} instances, "
+                        f"{len(claims)} nodeclaims, {len(launched)} instances "
+                        f"{sorted(Counter(i['InstanceType'] for i in launched).items())}, "
                         f"{fleets} CreateFleet calls; EC2 calls: {dict(provider.clients.calls)}"
                     )
                     assert len(launched) == len(claims) >= 1
@@ -251,8 +254,22 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                         return not await instances(ec2)
 
                     await eventually(all_terminated, timeout=120, what="every instance terminated")
-                    # the EC2NodeClass's finalizer needs karpy running
-                    cluster.kubectl("delete", "ec2nodeclass", POOL, "--wait=true", "--timeout=60s")
+                    # the EC2NodeClass's finalizer needs karpy running (and an event loop that
+                    # is not blocked by a kubectl subprocess)
+                    await client.delete(EC2_NODE_CLASS_KIND, POOL)
+
+                    async def node_class_gone() -> bool:
+                        try:
+                            await client.get(EC2_NODE_CLASS_KIND, POOL)
+                        except api_errors.NotFound:
+                            return True
+                        return False
+
+                    await eventually(node_class_gone, timeout=120, what="EC2NodeClass finalized")
+                    with pytest.raises(Exception, match="NoSuchEntity"):
+                        await provider.clients.iam.get_instance_profile(
+                            InstanceProfileName=status["instanceProfile"]
+                        )
                 assert not await instances(
                     ec2, ("pending", "running", "stopping", "stopped", "shutting-down")
                 )

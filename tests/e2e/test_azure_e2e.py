@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ import pytest
 import pytest_asyncio
 from azurearm.kubelet import Kubelet
 from azurearm.server import ArmServer
+from controlplane import crdsets
 from harness import RunningKarpy, karpy_process
 from kube import clean_up, connect, eventually, pool_objects, running_pods
 
@@ -49,6 +50,14 @@ AKS_NODE_CLASS_V1ALPHA2 = Kind(group="karpenter.azure.com", version="v1alpha2",
 NODE_CLASS = "azure-e2e"
 SELECT = "karpy-e2e-azure"
 CLEANUP_TIMEOUT = 240.0
+
+
+@pytest.fixture(scope="module")
+def azure_crds(cluster: Any) -> Iterator[None]:
+    """The cluster serves the Azure CRD set: Karpenter's NodePool and NodeClaim with the
+    Azure provider's label rules, as installed with karpy-azure."""
+    with crdsets.serving(cluster, "azure"):
+        yield
 
 
 @pytest_asyncio.fixture
@@ -79,7 +88,8 @@ async def azure_karpy(cluster: Any, arm: ArmServer, client: Client) -> AsyncIter
         "pollInterval": "0",
     }
     args = ["--cloud-provider", "azure", "--cluster-name", "e2e",
-            "--batch-idle-duration", "1s", "--batch-max-duration", "5s"]
+            "--batch-idle-duration", "1s", "--batch-max-duration", "5s",
+            "--garbage-collection-grace", "10s"]
     for key, value in settings.items():
         args += ["--provider-setting", f"{key}={value}"]
     kubelet = Kubelet(arm, client, location="southcentralus", node_rg=NODE_RG)
@@ -160,7 +170,26 @@ async def nothing_left(arm: ArmServer) -> bool:
     return not arm.state.vms and not arm.state.nics
 
 
-async def test_inflate_0_30_0(cluster: Any, namespace: str, arm: ArmServer) -> None:
+async def _none(found: Any) -> bool:
+    return not await found
+
+
+async def server_emptied(arm: ArmServer, op: RunningKarpy) -> None:
+    """Wait until no VM or NIC is left on the server: termination deletes what NodeClaims
+    own, karpy's garbage collection what a launch finished after its NodeClaim was gone."""
+    try:
+        await eventually(lambda: nothing_left(arm), timeout=180, what="nothing left on ARM")
+    except AssertionError as failure:
+        left = {n: (v.get("tags"), v["properties"].get("provisioningState"))
+                for n, v in arm.state.vms.items()}
+        raise AssertionError(
+            f"{failure}: VMs {left}, NICs {sorted(arm.state.nics)}\n{op.tail(40)}"
+        ) from failure
+
+
+async def test_inflate_0_30_0(
+    cluster: Any, namespace: str, arm: ArmServer, azure_crds: None
+) -> None:
     app = "az-inflate"
     async with connect(cluster) as client, azure_karpy(cluster, arm, client) as op:
         await apply_node_class(client)
@@ -168,6 +197,14 @@ async def test_inflate_0_30_0(cluster: Any, namespace: str, arm: ArmServer) -> N
                                what="the AKSNodeClass Ready")
         assert got["apiVersion"] == "karpenter.azure.com/v1beta1"
         assert got["status"]["images"][0]["id"].endswith("/versions/202411.12.0")
+        assert got["status"]["kubernetesVersion"]
+
+        async def hashed() -> bool:
+            obj = await client.get(AKS_NODE_CLASS, NODE_CLASS)
+            annotations = obj["metadata"].get("annotations") or {}
+            return bool(annotations.get("karpenter.azure.com/aksnodeclass-hash"))
+
+        await eventually(hashed, timeout=30, what="the AKSNodeClass hash annotation")
         await client.create(NODE_POOL, pool(app, [
             {"key": "karpenter.azure.com/sku-cpu", "operator": "Lt", "values": ["17"]},
         ], consolidate_after="5s"))
@@ -204,18 +241,22 @@ async def test_inflate_0_30_0(cluster: Any, namespace: str, arm: ArmServer) -> N
                     f"{failure}; VMs left: {sorted(arm.state.vms)}\n{op.tail(40)}"
                 ) from failure
             scaled_down = time.monotonic() - started - up
-            assert not await pool_objects(client, NODE_CLAIM, [app])
+            # the VMs go first; termination then releases the NodeClaims
+            await eventually(
+                lambda: _none(pool_objects(client, NODE_CLAIM, [app])), timeout=60,
+                what="the NodeClaims gone after their VMs",
+            )
             print(f"azure e2e: scaled to 0, every VM gone {scaled_down:.1f}s later")
         finally:
             forced = await clean_up(client, namespace, app, [app], timeout=CLEANUP_TIMEOUT)
             with contextlib.suppress(errors.NotFound):
                 await client.delete(AKS_NODE_CLASS, NODE_CLASS)
         assert forced == [], f"termination left these behind: {forced}"
-        await eventually(lambda: nothing_left(arm), timeout=60, what="nothing left on ARM")
+        await server_emptied(arm, op)
 
 
 async def test_zonal_allocation_failure_on_the_cheapest_offering(
-    cluster: Any, namespace: str, arm: ArmServer
+    cluster: Any, namespace: str, arm: ArmServer, azure_crds: None
 ) -> None:
     app = "az-zonal"
     cheapest = ("Standard_D2s_v3", "1")  # on-demand 0.11 $/h, zone 1 wins the tie by name
@@ -257,4 +298,4 @@ async def test_zonal_allocation_failure_on_the_cheapest_offering(
             with contextlib.suppress(errors.NotFound):
                 await client.delete(AKS_NODE_CLASS, NODE_CLASS)
         assert forced == [], f"termination left these behind: {forced}"
-        await eventually(lambda: nothing_left(arm), timeout=60, what="nothing left on ARM")
+        await server_emptied(arm, op)

@@ -253,9 +253,20 @@ class AWSCloudProvider:
     # -- instance types ----------------------------------------------------------------
 
     async def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]:
-        node_class = await self._node_classes(nodepool.spec.template.spec.node_class_ref.name)
-        if node_class is None or not node_class.status.subnets:
-            return []
+        name = nodepool.spec.template.spec.node_class_ref.name
+        node_class = await self._node_classes(name)
+        # an error, not an empty list: the core caches an answer per NodePool generation
+        # for minutes, and an empty one would outlive the NodeClass becoming Ready
+        if node_class is None:
+            raise NodeClassNotReadyError(
+                f"nodepool {nodepool.metadata.name}: EC2NodeClass {name!r} does not exist"
+            )
+        ok, why = _ready(node_class)
+        if not ok or not node_class.status.subnets:
+            raise NodeClassNotReadyError(
+                f"nodepool {nodepool.metadata.name}: EC2NodeClass {name!r} is not ready: "
+                f"{why or 'no subnets resolved'}"
+            )
         return await self.catalog.instance_types(NodeClassShape.of(node_class))
 
     # -- create ------------------------------------------------------------------------

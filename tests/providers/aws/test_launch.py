@@ -175,6 +175,9 @@ async def test_a_missing_or_unready_node_class_is_not_ready(aws_provider: AWSClo
     pool = make_nodepool(NodeClassReference(group=REF.group, kind=REF.kind, name="absent"))
     with pytest.raises(NodeClassNotReadyError, match="'absent' does not exist"):
         await aws_provider.create(make_nodeclaim(pool))
+    # not an empty list, which the core would cache past the NodeClass becoming Ready
+    with pytest.raises(NodeClassNotReadyError, match="'absent' does not exist"):
+        await aws_provider.get_instance_types(pool)
 
 
 async def test_list_finds_only_this_clusters_instances(aws_provider: AWSCloudProvider) -> None:

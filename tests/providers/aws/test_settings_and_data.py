@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from karpy_aws import AWSSettings, AWSSettingsError
+from karpy_aws import AWSCloudProvider, AWSSettings, AWSSettingsError
 from karpy_aws._staticdata import static_data
 
 from karpy.cloudprovider import ProviderContext, ProviderLoadError, build_provider
@@ -96,3 +96,20 @@ def test_shipped_table_is_what_the_generator_writes() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+async def test_the_entry_point_builds_a_working_provider(aws_account: object) -> None:
+    url = aws_account.url  # type: ignore[attr-defined]
+    ctx = ProviderContext(
+        client=None,  # type: ignore[arg-type]  # only read when a NodeClass is looked up
+        cluster_name="entry-point",
+        settings={"region": "us-east-1", "endpointURL": url, "isolatedVPC": "true"},
+    )
+    provider = await build_provider("aws", ctx)
+    try:
+        assert isinstance(provider, AWSCloudProvider)
+        assert provider.settings.cluster_name == "entry-point"
+        assert provider.settings.endpoint_url == url
+        assert await provider.list() == []  # talks to moto: this cluster has no instances
+    finally:
+        await provider.aclose()
