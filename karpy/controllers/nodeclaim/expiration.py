@@ -8,7 +8,8 @@ out what still blocks when that period ends). The pods go pending and the provis
 launches their new home, as for any deleted node. ``expireAfter: Never`` never expires.
 
 Each expiry is logged ("deleting expired nodeclaim", debug level as in Karpenter) and
-counted in ``karpenter_nodeclaims_disrupted_total{reason="expired"}``. Until then the
+counted in ``karpenter_nodeclaims_disrupted_total{reason="expired"}`` (and its pods in
+``karpenter_pods_disruption_initiated_total``). Until then the
 reconcile is simply requeued for the moment of expiry.
 """
 
@@ -22,6 +23,7 @@ from karpy.cloudprovider import CloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim._managed import is_managed
 from karpy.controllers.nodeclaim.lifecycle._base import disrupted_labels, log
+from karpy.controllers.reschedulable import reschedulable_pods
 from karpy.runtime import (
     Client,
     Clock,
@@ -102,7 +104,9 @@ class Expiration:
             self._deleted = {u: t for u, t in self._deleted.items() if now - t < _REMEMBER}
             self._deleted[uid] = now
             log.debug("deleting expired nodeclaim")
-            self._metrics.nodeclaims_disrupted.add(
-                1, disrupted_labels(nodeclaim, EXPIRED_REASON)
-            )
+            labels = disrupted_labels(nodeclaim, EXPIRED_REASON)
+            self._metrics.nodeclaims_disrupted.add(1, labels)
+            # Pods not yet drained still show on the node: the state before the disruption.
+            self._metrics.pods_disruption_initiated.add(
+                await reschedulable_pods(self._client, nodeclaim.status.node_name), labels)
         return Result()

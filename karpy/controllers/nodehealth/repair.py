@@ -17,7 +17,8 @@ warning is recorded on the node (at most every 15 minutes), and the node is look
 again in 5 minutes. A NodeClaim without a NodePool is measured against the whole cluster.
 
 Logged: "annotated nodeclaim", "deleting unhealthy node"; counted:
-``karpenter_nodeclaims_disrupted_total{reason="unhealthy"}`` and
+``karpenter_nodeclaims_disrupted_total{reason="unhealthy"}``,
+``karpenter_pods_disruption_initiated_total{reason="unhealthy"}`` and
 ``karpenter_nodeclaims_unhealthy_disrupted_total{condition, nodepool, capacity_type,
 image_id}``.
 """
@@ -36,6 +37,7 @@ from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
 from karpy.cloudprovider import CloudProvider, RepairPolicy
 from karpy.controllers.indexes import Index, index_provider_ids, nodeclaims_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.reschedulable import reschedulable_pods
 from karpy.runtime import (
     Client,
     Clock,
@@ -251,8 +253,10 @@ class NodeHealth:
         labels = node["metadata"].get("labels") or {}
         pool = labels.get(LABEL_NODEPOOL, "")
         capacity_type = labels.get(LABEL_CAPACITY_TYPE, "")
-        self._metrics.nodeclaims_disrupted.add(1, {
-            "reason": UNHEALTHY_REASON, "nodepool": pool, "capacity_type": capacity_type})
+        labels = {"reason": UNHEALTHY_REASON, "nodepool": pool, "capacity_type": capacity_type}
+        self._metrics.nodeclaims_disrupted.add(1, labels)
+        self._metrics.pods_disruption_initiated.add(
+            await reschedulable_pods(self._client, node["metadata"]["name"]), labels)
         self._metrics.nodeclaims_unhealthy_disrupted.add(1, {
             "condition": _snake(str(condition.get("type") or "")),
             "nodepool": pool,

@@ -16,6 +16,7 @@ from karpy.apis.annotations import ANNOTATION_NODEPOOL_HASH, ANNOTATION_NODEPOOL
 from karpy.cloudprovider import DriftReason, NodeClaimNotFoundError
 from karpy.cloudprovider.fake import FakeCloudProvider, default_instance_types
 from karpy.controllers.nodeclaim.disruptionconditions import DisruptionConditions
+from karpy.controllers.nodeclaim.disruptionconditions.controller import NODEPOOL_CHANGED
 from karpy.controllers.nodeclaim.disruptionconditions.drift import (
     DRIFT_RECHECK,
     instance_type_not_found,
@@ -338,3 +339,17 @@ async def test_deleting_foreign_and_poolless_nodeclaims_are_left_alone(
         await kube.create(NODE_CLAIM, claim)
         assert await controller.reconcile(Request("", name)) == Result()
     assert not [c for c in kube.calls if c.verb == "patch" and c.kind == NODE_CLAIM]
+
+
+def test_only_a_nodepools_spec_or_annotations_wake_its_nodeclaims() -> None:
+    old = nodepool()
+    old["metadata"]["generation"] = 1
+    counted = copy.deepcopy(old)
+    counted["status"] = {"nodes": 3, "resources": {"cpu": "12"}}
+    assert not NODEPOOL_CHANGED.update(old, counted)
+    edited = copy.deepcopy(old)
+    edited["metadata"]["generation"] = 2
+    assert NODEPOOL_CHANGED.update(old, edited)
+    stamped = copy.deepcopy(old)
+    stamped["metadata"]["annotations"] = {ANNOTATION_NODEPOOL_HASH: "1"}
+    assert NODEPOOL_CHANGED.update(old, stamped)

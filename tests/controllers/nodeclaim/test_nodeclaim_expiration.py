@@ -13,7 +13,7 @@ from nodeclaim_factories import nodeclaim_manifest
 
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.nodeclaim.expiration import Expiration
-from karpy.runtime import Request, Result
+from karpy.runtime import Request, Result, kinds
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.kinds import NODE_CLAIM
 
@@ -29,6 +29,22 @@ def nodeclaim(expire_after: str | None = "1h") -> dict[str, Any]:
     return claim
 
 
+def pod(name: str, node: str, **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", **extra.pop("meta", {})}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": extra.pop("phase", "Running")}}
+
+
+async def add_pods(kube: FakeClient) -> None:
+    """One pod that needs a new home on node-a, and three that do not count."""
+    ds = {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d",
+                               "uid": "u"}]}
+    for p in (pod("web", "node-a"), pod("logs", "node-a", meta=ds),
+              pod("done", "node-a", phase="Succeeded"), pod("elsewhere", "node-b")):
+        await kube.create(kinds.POD, p)
+
+
 def expiration(kube: FakeClient, metrics: Metrics, clock: FakeClock) -> Expiration:
     return Expiration(client=kube, cloud_provider=FakeCloudProvider(),  # type: ignore[arg-type]
                       metrics=metrics.instruments, clock=clock)
@@ -42,6 +58,7 @@ async def test_an_expired_nodeclaim_is_deleted_logged_and_counted(
     kube: FakeClient, metrics: Metrics, clock: FakeClock, logs: Logs
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim("1h"))
+    await add_pods(kube)
     controller = expiration(kube, metrics, clock)
     await clock.step(1800)
     assert await controller.reconcile(REQUEST) == Result(requeue_after=1800.0)
@@ -51,6 +68,8 @@ async def test_an_expired_nodeclaim_is_deleted_logged_and_counted(
     assert deleting(kube)
     assert metrics.value("karpenter_nodeclaims_disrupted_total", reason="expired",
                          nodepool="default", capacity_type="spot") == 1
+    assert metrics.value("karpenter_pods_disruption_initiated_total", reason="expired",
+                         nodepool="default") == 1
     [line] = logs.messages("deleting expired nodeclaim")
     assert line["NodeClaim"] == {"name": "default-a"}
     assert line["Node"] == {"name": "node-a"}

@@ -108,6 +108,11 @@ async def test_an_unhealthy_node_is_replaced_once_its_toleration_has_passed(
 ) -> None:
     for i in range(5):
         await add_node(kube, f"n{i}", ready="False" if i == 0 else "True")
+    for name, node_name in (("web", "n0"), ("api", "n0"), ("other", "n1")):
+        await kube.create(kinds.POD, {
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": node_name, "containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": "Running"}})
     await clock.step(300)
     assert await health.reconcile(Request("", "n0")) == Result(requeue_after=300.0)
     assert not deleting(kube, "n0")
@@ -121,6 +126,7 @@ async def test_an_unhealthy_node_is_replaced_once_its_toleration_has_passed(
                          nodepool="default", capacity_type="spot") == 1
     assert metrics.value("karpenter_nodeclaims_unhealthy_disrupted_total", condition="ready",
                          image_id="img-1") == 1
+    assert metrics.value("karpenter_pods_disruption_initiated_total", reason="unhealthy") == 2
     assert "deleting unhealthy node" in caplog.messages
     for i in range(1, 5):
         assert await health.reconcile(Request("", f"n{i}")) == Result()

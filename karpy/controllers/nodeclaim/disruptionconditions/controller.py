@@ -10,8 +10,9 @@ condition whose status changed gets Karpenter's "Status condition transitioned" 
 
 NodeClaims of another provider's NodeClass, deleting ones and ones without a NodePool
 are left alone. Besides its NodeClaims' own events, the controller wakes for their
-NodePool's (a template change drifts them, a new consolidateAfter moves the moment
-they become consolidatable) and their NodeClass's (provider drift).
+NodePool's spec and annotation changes (a template change drifts them, a new
+consolidateAfter moves the moment they become consolidatable; status updates are
+ignored) and their NodeClass's (provider drift).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from karpy.runtime import (
     Kind,
     Manager,
     Object,
+    Predicate,
     Request,
     Result,
     errors,
@@ -47,6 +49,7 @@ from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 __all__ = [
     "INDEX_NODECLASS_REF",
     "INDEX_NODEPOOL",
+    "NODEPOOL_CHANGED",
     "DisruptionConditions",
     "index_nodeclass_ref",
     "index_nodepool",
@@ -67,6 +70,17 @@ def index_nodeclass_ref(obj: Object) -> Iterable[str]:
     """Index value of a NodeClaim: ``group/kind/name`` of its nodeClassRef."""
     ref = (obj.get("spec") or {}).get("nodeClassRef") or {}
     return (f"{ref.get('group', '')}/{ref.get('kind', '')}/{ref.get('name', '')}",)
+
+
+def _judged(obj: Object) -> tuple[Any, Any]:
+    meta = obj.get("metadata") or {}
+    return meta.get("generation"), meta.get("annotations")
+
+
+NODEPOOL_CHANGED: Final = Predicate(update=lambda old, new: _judged(old) != _judged(new))
+"""NodePool updates that can change its NodeClaims' conditions: the spec (a new
+generation) or the annotations (the hash). Status updates — nodepool.counter writes one
+whenever a node comes or goes — would otherwise wake every NodeClaim of the pool."""
 
 
 class DisruptionConditions:
@@ -100,7 +114,8 @@ class DisruptionConditions:
         builder = (
             manager.controller(self.name)
             .for_(NODE_CLAIM)
-            .watches(NODE_POOL, _nodeclaims_by(cache, INDEX_NODEPOOL, _name))
+            .watches(NODE_POOL, _nodeclaims_by(cache, INDEX_NODEPOOL, _name),
+                     predicate=NODEPOOL_CHANGED)
         )
         for node_class in self._provider.supported_node_classes():
             kind = Kind(group=node_class.group, version=node_class.version,
