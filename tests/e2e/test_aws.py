@@ -3,8 +3,8 @@ control plane. Issue 11's e2e acceptance:
 
 inflate 0 -> 50 -> 80 -> 0 gets its nodes through CreateFleet (on the NodeClass's
 resolved AMIs), registered (tests/e2e/aws_kubelet.py plays the instances' kubelet) and
-initialized, then terminated when its NodeClaims are deleted (consolidation is not on
-main yet); a spot interruption message on the queue drains and replaces that node;
+initialized, then terminated by emptiness once inflate is scaled to 0; a spot
+interruption message on the queue drains and replaces that node;
 injected insufficient capacity on the types in use (the cheapest) still gets the pods
 Running, on other types; the EC2NodeClass shows its resolved status; nothing is left
 running in moto at the end.
@@ -97,7 +97,8 @@ def node_pool() -> dict[str, Any]:
                     "expireAfter": "Never",
                 },
             },
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s"},
+            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s",
+                           "budgets": [{"nodes": "100%"}]},
         },
     }
 
@@ -146,7 +147,8 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                         cluster,
                         cloud_provider="aws",
                         provider_settings=settings,
-                        settings=Settings(cluster_name=CLUSTER),
+                        settings=Settings(cluster_name=CLUSTER, disruption_validation_delay=2.0,
+                                          disruption_poll_period=2.0),
                     ) as karpy,
                     MotoKubelet(client, ec2, cluster=CLUSTER).running(),
                 ):
@@ -244,16 +246,17 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                     assert not {i["InstanceType"] for i in new} & refused
                     faults.no_capacity.clear()
 
-                    # 80 -> 0, then the NodePool and its NodeClaims are deleted (main has no
-                    # consolidation yet): termination drains and terminates every instance
+                    # 80 -> 0: emptiness removes the nodes and termination terminates every
+                    # instance, with the NodePool still there
                     await scale(client, namespace, 0)
-                    forced = await clean_up(client, namespace, APP, [POOL], timeout=300)
-                    assert not forced, forced
 
                     async def all_terminated() -> bool:
                         return not await instances(ec2)
 
-                    await eventually(all_terminated, timeout=120, what="every instance terminated")
+                    await eventually(all_terminated, timeout=300,
+                                     what="every instance terminated by emptiness")
+                    forced = await clean_up(client, namespace, APP, [POOL], timeout=300)
+                    assert not forced, forced
                     # the EC2NodeClass's finalizer needs karpy running (and an event loop that
                     # is not blocked by a kubectl subprocess)
                     await client.delete(EC2_NODE_CLASS_KIND, POOL)
