@@ -33,7 +33,7 @@ import json
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -99,13 +99,22 @@ def seed_account(
     tags = [{"Key": "karpenter.sh/discovery", "Value": cluster}]
     ec2.create_tags(Resources=list(chosen), Tags=tags)
     vpc = ec2.describe_vpcs()["Vpcs"][0]["VpcId"]
-    group = ec2.create_security_group(
-        GroupName=f"{cluster}-nodes", Description="karpy test nodes", VpcId=vpc
-    )["GroupId"]
+    # moto's backends live in the process, shared by every server it starts: a second
+    # seeding in the same test session (the e2e test, then the unit tests) finds the
+    # first one's objects, so seeding reuses them.
+    existing = ec2.describe_security_groups(
+        Filters=[{"Name": "group-name", "Values": [f"{cluster}-nodes"]}]
+    )["SecurityGroups"]
+    if existing:
+        group = existing[0]["GroupId"]
+    else:
+        group = ec2.create_security_group(
+            GroupName=f"{cluster}-nodes", Description="karpy test nodes", VpcId=vpc
+        )["GroupId"]
     ec2.create_tags(Resources=[group], Tags=tags)
-    boto3.client("iam", **kw).create_role(
-        RoleName=f"KarpenterNodeRole-{cluster}", AssumeRolePolicyDocument="{}"
-    )
+    iam = boto3.client("iam", **kw)
+    with suppress(iam.exceptions.EntityAlreadyExistsException):
+        iam.create_role(RoleName=f"KarpenterNodeRole-{cluster}", AssumeRolePolicyDocument="{}")
     amis = {}
     for arch in ("x86_64", "arm64"):
         image = ec2.describe_images(
