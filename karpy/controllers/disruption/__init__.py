@@ -11,7 +11,8 @@ the way Karpenter v1 does (docs/disruption.md).
   (termination drains them), or roll back.
 
 Why a node is *not* disrupted comes from one place, :func:`node_blockers` /
-:func:`pod_blockers` (DisruptionBlocked events, ``karpy explain node``).
+:func:`pod_blockers`: the DisruptionBlocked events read it, and a future
+``karpy explain node`` (issue 14) is meant to call the same functions.
 """
 
 from __future__ import annotations

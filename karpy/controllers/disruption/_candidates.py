@@ -8,8 +8,8 @@ a new home, and what moving them costs (Karpenter's Candidate).
 it is not managed, not initialized, already going away, nominated for pending pods,
 annotated ``karpenter.sh/do-not-disrupt``, or one of its pods is protected by that
 annotation or by a PodDisruptionBudget. The controller turns its first answer into a
-``DisruptionBlocked`` event, exactly as Karpenter words it, and ``karpy explain node``
-shows all of them.
+``DisruptionBlocked`` event, exactly as Karpenter words it; it returns all of them so
+that a ``karpy explain node`` command (not written yet) can show every one.
 """
 
 from __future__ import annotations

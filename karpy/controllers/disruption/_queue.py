@@ -26,12 +26,12 @@ moved, and the replacements (now empty) are consolidated away like any empty nod
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
 from karpy.apis.v1 import CONDITION_INITIALIZED
-from karpy.controllers.disruption._command import Command, Decision
+from karpy.controllers.disruption._command import Command
 from karpy.controllers.disruption._events import DisruptionEvents
 from karpy.controllers.disruption._marks import set_disrupted_taint, set_disruption_reason
 from karpy.controllers.instruments import KarpenterMetrics
@@ -272,10 +272,6 @@ class OrchestrationQueue:
         for c in command.candidates:
             if self._commands.get(c.provider_id) is command:
                 del self._commands[c.provider_id]
-
-    def decisions(self) -> Sequence[Decision]:
-        """The decisions of the running commands (for tests and ``karpy explain``)."""
-        return [c.decision for c in self.commands()]
 
 
 def _condition_true(obj: Mapping[str, Any], condition: str) -> bool:
