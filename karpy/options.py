@@ -2,22 +2,32 @@
 
 Every flag falls back to an environment variable with Karpenter's name
 (BATCH_IDLE_DURATION, BATCH_MAX_DURATION, CLUSTER_NAME, METRICS_PORT, ...), so a
-Deployment written for Karpenter configures karpy the same way.
+Deployment written for Karpenter configures karpy the same way. :data:`SETTINGS` is the
+one table of them: the flags, ``karpy run --help`` and the settings table of
+docs/install.md are all made from it. A bad value raises :class:`ConfigError`, whose
+one-line message names the flag, the environment variable and what is expected.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from karpy.apis.duration import parse_duration
-from karpy.cloudprovider import CLOUD_PROVIDER_ENV
+from karpy.cloudprovider import CLOUD_PROVIDER_ENV, installed_providers
 from karpy.controllers.settings import FeatureGates, Settings
 
-__all__ = ["Options", "add_run_arguments", "options_from_args"]
+__all__ = [
+    "SETTINGS",
+    "ConfigError",
+    "Options",
+    "Setting",
+    "add_run_arguments",
+    "options_from_args",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,58 +46,190 @@ class Options:
     health_probe_bind_address: str = ":8081"
     graceful_shutdown_timeout: float = 30.0
     request_timeout: float = 30.0
+    log_level: str = "info"
+    """debug, info, warn or error (LOG_LEVEL)."""
 
 
-# -- flags and environment (``karpy run``) ---------------------------------------------
-
-# flag, environment variable (Karpenter's name), Settings field, default as text
-_DURATION_FLAGS = (
-    ("--batch-idle-duration", "BATCH_IDLE_DURATION", "batch_idle_duration", "1s"),
-    ("--batch-max-duration", "BATCH_MAX_DURATION", "batch_max_duration", "10s"),
-    ("--launch-ttl", "LAUNCH_TTL", "launch_ttl", "5m"),
-    ("--registration-ttl", "REGISTRATION_TTL", "registration_ttl", "15m"),
-    ("--insufficient-capacity-ttl", "INSUFFICIENT_CAPACITY_TTL", "insufficient_capacity_ttl", "3m"),
-    ("--garbage-collection-grace", "GARBAGE_COLLECTION_GRACE", "garbage_collection_grace", "30s"),
-    ("--disruption-validation-delay", "DISRUPTION_VALIDATION_DELAY",
-     "disruption_validation_delay", "15s"),
-    ("--disruption-replacement-timeout", "DISRUPTION_REPLACEMENT_TIMEOUT",
-     "disruption_replacement_timeout", "10m"),
-    ("--disruption-poll-period", "DISRUPTION_POLL_PERIOD", "disruption_poll_period", "10s"),
-)
+class ConfigError(ValueError):
+    """A setting of ``karpy run`` is malformed or missing; the message is one line naming
+    the flag, its environment variable and what is expected."""
 
 
-def _env_bool(environ: Mapping[str, str], name: str, default: bool) -> bool:
-    text = environ.get(name)
-    if text is None:
-        return default
-    return text.strip().lower() in ("1", "true", "yes", "on")
+# -- the settings table ------------------------------------------------------------------
+
+
+def _duration(text: str) -> float:
+    seconds = parse_duration(text).total_seconds()
+    if seconds < 0:
+        raise ValueError(f"{text!r} is negative (expected e.g. 30s, 15m, 1h30m)")
+    return seconds
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise ValueError(f"{text!r} is not a port number (expected 0-65535)")
+    return port
+
+
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value not in _TRUE + _FALSE:
+        raise ValueError(f"{text!r} is not true or false")
+    return value in _TRUE
+
+
+_LOG_LEVELS = ("debug", "info", "warn", "error")
+
+
+def _log_level(text: str) -> str:
+    value = text.strip().lower()
+    if value == "warning":
+        value = "warn"
+    if value not in _LOG_LEVELS:
+        raise ValueError(f"{text!r} is not a log level (expected one of {', '.join(_LOG_LEVELS)})")
+    return value
+
+
+def _provider(text: str) -> str:
+    installed = installed_providers()
+    if text not in installed:
+        raise ValueError(
+            f"no cloud provider named {text!r} is installed (installed: "
+            f"{', '.join(installed) or 'none'}); pick one of those or install its package"
+        )
+    return text
+
+
+def _gates(text: str) -> FeatureGates:
+    return FeatureGates.parse(text)
+
+
+def _text(text: str) -> str:
+    return text.strip()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of ``karpy run``: its flag, its environment variable (Karpenter's
+    name), its default as text, what it means, and how its text is parsed."""
+
+    flag: str
+    env: str
+    default: str
+    help: str
+    parse: Callable[[str], Any] = _text
+    metavar: str = "VALUE"
+
+    @property
+    def dest(self) -> str:
+        """The argparse attribute of the flag."""
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+def _default_gates() -> str:
+    return ",".join(f"{name}={str(on).lower()}" for name, on in FeatureGates().as_mapping().items())
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("--cloud-provider", CLOUD_PROVIDER_ENV, "kwok",
+            "the provider's entry-point name (`karpy providers` lists them)", _provider, "NAME"),
+    Setting("--cluster-name", "CLUSTER_NAME", "",
+            "the cluster's name; the aws and azure providers require it", _text, "NAME"),
+    Setting("--batch-idle-duration", "BATCH_IDLE_DURATION", "1s",
+            "a provisioning batch ends after this long without a new pending pod",
+            _duration, "DURATION"),
+    Setting("--batch-max-duration", "BATCH_MAX_DURATION", "10s",
+            "a provisioning batch ends after this long in all", _duration, "DURATION"),
+    Setting("--feature-gates", "FEATURE_GATES", _default_gates(),
+            "Karpenter's feature gates, NAME=BOOL,...", _gates, "NAME=BOOL,..."),
+    Setting("--log-level", "LOG_LEVEL", "info", "debug, info, warn or error", _log_level,
+            "LEVEL"),
+    Setting("--metrics-port", "METRICS_PORT", "8080", "port of /metrics", _port, "PORT"),
+    Setting("--health-probe-port", "HEALTH_PROBE_PORT", "8081",
+            "port of /healthz and /readyz", _port, "PORT"),
+    Setting("--disable-leader-election", "DISABLE_LEADER_ELECTION", "false",
+            "run the controllers without the karpenter-leader-election Lease", _bool, "BOOL"),
+    Setting("--system-namespace", "SYSTEM_NAMESPACE", "kube-system",
+            "namespace of the leader-election Lease (the chart sets the release namespace)",
+            _text, "NAMESPACE"),
+    Setting("--launch-ttl", "LAUNCH_TTL", "5m",
+            "a NodeClaim not launched within this long is deleted", _duration, "DURATION"),
+    Setting("--registration-ttl", "REGISTRATION_TTL", "15m",
+            "a launched NodeClaim whose Node has not registered within this long is deleted",
+            _duration, "DURATION"),
+    Setting("--insufficient-capacity-ttl", "INSUFFICIENT_CAPACITY_TTL", "3m",
+            "how long an offering that ran out of capacity is not tried", _duration, "DURATION"),
+    Setting("--garbage-collection-grace", "GARBAGE_COLLECTION_GRACE", "30s",
+            "a cloud instance with no NodeClaim is deleted once older than this",
+            _duration, "DURATION"),
+    Setting("--disruption-validation-delay", "DISRUPTION_VALIDATION_DELAY", "15s",
+            "a disruption command is re-checked after this long before it runs",
+            _duration, "DURATION"),
+    Setting("--disruption-replacement-timeout", "DISRUPTION_REPLACEMENT_TIMEOUT", "10m",
+            "a disruption whose replacements are not initialized by then is rolled back",
+            _duration, "DURATION"),
+    Setting("--disruption-poll-period", "DISRUPTION_POLL_PERIOD", "10s",
+            "how often disruption looks for nodes to remove", _duration, "DURATION"),
+)  # fmt: skip
+"""Every setting ``karpy run`` reads, in the order ``--help`` lists them."""
+
+_DURATION_FIELDS = {
+    "--batch-idle-duration": "batch_idle_duration",
+    "--batch-max-duration": "batch_max_duration",
+    "--launch-ttl": "launch_ttl",
+    "--registration-ttl": "registration_ttl",
+    "--insufficient-capacity-ttl": "insufficient_capacity_ttl",
+    "--garbage-collection-grace": "garbage_collection_grace",
+    "--disruption-validation-delay": "disruption_validation_delay",
+    "--disruption-replacement-timeout": "disruption_replacement_timeout",
+    "--disruption-poll-period": "disruption_poll_period",
+}
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``karpy run``'s flags; each defaults to its environment variable, if set."""
-    parser.add_argument(
-        "--cloud-provider",
-        help=f"the provider's entry-point name (env {CLOUD_PROVIDER_ENV}; default: kwok)",
-    )
+    """Add ``karpy run``'s flags; each defaults to its environment variable, if set.
+
+    Values are parsed by :func:`options_from_args`, not by argparse, so a bad one gets a
+    one-line error naming the flag and the variable rather than a usage dump.
+    """
     parser.add_argument(
         "--provider-setting", action="append", default=[], metavar="KEY=VALUE",
-        help="a setting passed to the provider (repeatable)",
-    )
-    parser.add_argument("--kubeconfig", help="kubeconfig path (default: in-cluster or $KUBECONFIG)")
-    parser.add_argument("--cluster-name", help="env CLUSTER_NAME")
-    for flag, env, _, default in _DURATION_FLAGS:
-        parser.add_argument(flag, metavar="DURATION", help=f"env {env}; default {default}")
+        help="a setting passed to the provider (repeatable); each provider's settings "
+        "and their environment variables are listed below",
+    )  # fmt: skip
     parser.add_argument(
-        "--disable-leader-election", action="store_true", default=None,
-        help="run controllers without a Lease (env DISABLE_LEADER_ELECTION)",
-    )
-    parser.add_argument("--metrics-port", type=int, help="env METRICS_PORT; default 8080")
-    parser.add_argument("--health-probe-port", type=int, help="env HEALTH_PROBE_PORT; default 8081")
-    parser.add_argument("--log-level", help="env LOG_LEVEL; default info")
-    parser.add_argument(
-        "--feature-gates", metavar="NAME=BOOL,...",
-        help="env FEATURE_GATES, e.g. SpotToSpotConsolidation=true,NodeRepair=true",
-    )
+        "--kubeconfig", metavar="PATH",
+        help="kubeconfig to use (env KUBECONFIG); default: in a pod, its service account "
+        "(KUBERNETES_SERVICE_HOST/PORT and the token), else ~/.kube/config",
+    )  # fmt: skip
+    for setting in SETTINGS:
+        text = f"{setting.help} (env {setting.env}; default {setting.default or '(none)'})"
+        if setting.flag == "--disable-leader-election":
+            # Karpenter's form: the bare flag means true.
+            parser.add_argument(setting.flag, nargs="?", const="true", metavar=setting.metavar,
+                                help=text)  # fmt: skip
+            continue
+        parser.add_argument(setting.flag, metavar=setting.metavar, help=text)
+
+
+def _value(setting: Setting, args: argparse.Namespace, env: Mapping[str, str]) -> Any:
+    given = getattr(args, setting.dest, None)
+    text = given if given is not None else (env.get(setting.env) or "").strip() or setting.default
+    try:
+        return setting.parse(str(text))
+    except ValueError as exc:
+        source = (
+            f"{setting.flag}" if given is not None else f"{setting.env} (flag {setting.flag})"
+        )
+        raise ConfigError(f"{source}: {' '.join(str(exc).split())}") from exc
 
 
 def options_from_args(
@@ -95,45 +237,29 @@ def options_from_args(
 ) -> Options:
     """Turn parsed ``karpy run`` flags (falling back to the environment) into Options.
 
-    Raises ValueError naming the flag for a malformed value.
+    Raises ConfigError naming the flag and its environment variable for a bad value.
     """
     env = os.environ if environ is None else environ
-    # Any: the durations go to Settings by field name, next to fields of other types.
-    durations: dict[str, Any] = {}
-    for flag, name, attr, default in _DURATION_FLAGS:
-        text = getattr(args, flag[2:].replace("-", "_")) or env.get(name) or default
-        try:
-            durations[attr] = parse_duration(text).total_seconds()
-        except ValueError as exc:
-            raise ValueError(f"{flag} (env {name}): {exc}") from exc
+    values = {s.flag: _value(s, args, env) for s in SETTINGS}
     provider_settings: dict[str, str] = {}
     for item in args.provider_setting:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"--provider-setting {item!r}: expected KEY=VALUE")
+            raise ConfigError(f"--provider-setting {item!r}: expected KEY=VALUE")
         provider_settings[key] = value
-    metrics_port = args.metrics_port if args.metrics_port is not None else int(
-        env.get("METRICS_PORT", "8080"))
-    health_port = args.health_probe_port if args.health_probe_port is not None else int(
-        env.get("HEALTH_PROBE_PORT", "8081"))
-    disable_le = (
-        args.disable_leader_election
-        if args.disable_leader_election is not None
-        else _env_bool(env, "DISABLE_LEADER_ELECTION", False)
+    settings = Settings(
+        cluster_name=values["--cluster-name"],
+        feature_gates=values["--feature-gates"],
+        **{name: values[flag] for flag, name in _DURATION_FIELDS.items()},
     )
-    gates_text = getattr(args, "feature_gates", None) or env.get("FEATURE_GATES", "")
-    try:
-        gates = FeatureGates.parse(gates_text)
-    except ValueError as exc:
-        raise ValueError(f"--feature-gates (env FEATURE_GATES): {exc}") from exc
     return Options(
-        cloud_provider=args.cloud_provider or env.get(CLOUD_PROVIDER_ENV) or "kwok",
+        cloud_provider=values["--cloud-provider"],
         provider_settings=provider_settings,
         kubeconfig=args.kubeconfig,
-        settings=Settings(cluster_name=args.cluster_name or env.get("CLUSTER_NAME", ""),
-                          feature_gates=gates, **durations),
-        leader_elect=not disable_le,
-        leader_election_namespace=env.get("SYSTEM_NAMESPACE", "kube-system"),
-        metrics_bind_address=f":{metrics_port}",
-        health_probe_bind_address=f":{health_port}",
+        settings=settings,
+        leader_elect=not values["--disable-leader-election"],
+        leader_election_namespace=values["--system-namespace"] or "kube-system",
+        metrics_bind_address=f":{values['--metrics-port']}",
+        health_probe_bind_address=f":{values['--health-probe-port']}",
+        log_level=values["--log-level"],
     )

@@ -1,9 +1,60 @@
-"""`karpy run`: the autoscaler."""
+"""`karpy run`: the autoscaler.
+
+Configuration errors end the command before it connects to anything: exit status 2 and
+one line on stderr naming the setting (flag and environment variable) and the fix.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
+from typing import Any
+
+_DESCRIPTION = (
+    "Run karpy's controllers against the cluster with the chosen provider. Every flag "
+    "falls back to its environment variable (Karpenter's names), so the chart configures "
+    "karpy through the environment alone."
+)
+
+
+class _HelpWithProviders(argparse.Action):
+    """``-h``: the flags, then each installed provider's settings.
+
+    The providers are imported only here, so other commands do not pay for it.
+    """
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show this help message and exit")  # fmt: skip
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object, **__: object) -> None:
+        parser.epilog = providers_epilog()
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        parser.print_help()
+        parser.exit()
+
+
+def providers_epilog() -> str:
+    """The installed providers' settings as ``karpy run --help`` shows them."""
+    from karpy.cloudprovider import installed_providers, provider_settings
+
+    lines = []
+    for name in installed_providers():
+        try:
+            declared = provider_settings(name)
+        except Exception as exc:  # a broken plugin must not break --help
+            lines.append(f"provider {name}: cannot list its settings ({exc})")
+            continue
+        if not declared:
+            continue
+        lines.append(f"provider {name} (--provider-setting KEY=VALUE, else the variable):")
+        for s in declared:
+            default = "required" if s.required else f"default {s.default or '(none)'}"
+            env = s.env or "-"
+            lines.append(f"  {s.key:<26} {env:<28} {default}; {s.help}")
+        lines.append("")
+    return "\n".join(lines).rstrip()
 
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -12,25 +63,49 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd = commands.add_parser(
         "run",
         help="run the autoscaler (controllers + the chosen cloud provider)",
-        description="Run karpy's controllers against the cluster with the chosen provider. "
-        "Every flag falls back to its environment variable (Karpenter's names).",
+        description=_DESCRIPTION,
+        add_help=False,
     )
+    cmd.add_argument("-h", "--help", action=_HelpWithProviders)
     add_run_arguments(cmd)
     cmd.set_defaults(func=_run_operator)
+
+
+def _fail(message: str, status: int = 2) -> int:
+    print(f"karpy run: {message}", file=sys.stderr)
+    return status
 
 
 def _run_operator(args: argparse.Namespace) -> int:
     import os
 
-    from karpy.operator import run_operator
-    from karpy.options import options_from_args
-    from karpy.runtime import configure_logging, run
+    from karpy.cloudprovider import (
+        ProviderSettingsError,
+        UnknownProviderError,
+        check_provider_settings,
+    )
+    from karpy.options import ConfigError, options_from_args
 
-    configure_logging((args.log_level or os.environ.get("LOG_LEVEL", "info")).upper())
     try:
         options = options_from_args(args)
-    except ValueError as err:
-        print(f"karpy run: {err}", file=sys.stderr)
-        return 2
-    run(run_operator(options))
+        check_provider_settings(
+            options.cloud_provider,
+            settings=options.provider_settings,
+            cluster_name=options.settings.cluster_name,
+            environ=os.environ,
+        )
+    except (ConfigError, ProviderSettingsError, UnknownProviderError) as err:
+        return _fail(str(err))
+
+    from karpy.operator import run_operator
+    from karpy.runtime import configure_logging, run
+    from karpy.runtime.errors import TransportError
+
+    configure_logging({"warn": "WARNING"}.get(options.log_level, options.log_level.upper()))
+    try:
+        run(run_operator(options))
+    except TransportError as err:
+        # No cluster to talk to (no kubeconfig, not in a pod, or the server refused the
+        # credentials at start): one line, not a traceback.
+        return _fail(f"{err}; pass --kubeconfig (env KUBECONFIG) or run in a pod", 1)
     return 0

@@ -38,6 +38,12 @@ from karpy.cloudprovider._registry import (
     provider_name,
     register_provider_controllers,
 )
+from karpy.cloudprovider._settings import (
+    ProviderSetting,
+    ProviderSettingsError,
+    check_provider_settings,
+    provider_settings,
+)
 from karpy.cloudprovider._types import DriftReason, NodeClassKind, OfferingKey, RepairPolicy
 from karpy.cloudprovider.errors import (
     CloudProviderError,
@@ -74,9 +80,12 @@ __all__ = [
     "ProviderFactory",
     "ProviderLoadError",
     "ProviderRegistryError",
+    "ProviderSetting",
+    "ProviderSettingsError",
     "RepairPolicy",
     "UnknownProviderError",
     "build_provider",
+    "check_provider_settings",
     "choose_launch",
     "close_provider",
     "installed_providers",
@@ -89,6 +98,7 @@ __all__ = [
     "offering_key",
     "open_provider",
     "provider_name",
+    "provider_settings",
     "register_provider_controllers",
     "resolve_node_class",
 ]

@@ -27,6 +27,9 @@ def test_the_exported_names_are_the_contract() -> None:
         "launched_nodeclaim", "load_factory", "node_class_readiness", "nodeclaim_requests",
         "nodeclaim_requirements", "offering_key", "open_provider", "provider_name",
         "register_provider_controllers", "resolve_node_class",
+        # a provider's settings, for karpy run --help and start-up checks
+        "ProviderSetting", "ProviderSettingsError", "check_provider_settings",
+        "provider_settings",
     }
     for name in cp.__all__:
         assert getattr(cp, name) is not None, name

@@ -54,7 +54,7 @@ from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_
 from karpy_aws._kinds import EC2_NODE_CLASS, EC2_NODE_CLASS_KIND
 from karpy_aws._launchtemplates import LaunchTemplates
 from karpy_aws._pricing import PricingProvider
-from karpy_aws._settings import AWSSettings
+from karpy_aws._settings import PROVIDER_SETTINGS, AWSSettings, check_settings
 from karpy_aws._unavailable import UnavailableOfferings
 from karpy_aws._userdata import BootstrapOptions, user_data
 from karpy_aws.apis import labels as aws
@@ -182,6 +182,16 @@ def _node_labels(nodeclaim: NodeClaim) -> dict[str, str]:
 
 class AWSCloudProvider:
     """karpy's CloudProvider for EC2 (entry point ``aws``)."""
+
+    #: Its settings, for ``karpy run --help`` (karpy.cloudprovider.ProviderSetting).
+    SETTINGS: Final = PROVIDER_SETTINGS
+
+    @staticmethod
+    def check_settings(
+        settings: Mapping[str, str], *, cluster_name: str, environ: Mapping[str, str]
+    ) -> None:
+        """Refuse bad settings at start-up, before any AWS client is opened."""
+        check_settings(settings, cluster_name=cluster_name, environ=environ)
 
     def __init__(
         self,

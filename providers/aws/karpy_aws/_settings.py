@@ -32,9 +32,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from karpy.cloudprovider import CloudProviderError
+from karpy.cloudprovider import CloudProviderError, ProviderSetting
 
-__all__ = ["SETTINGS", "AWSSettings", "AWSSettingsError"]
+__all__ = ["PROVIDER_SETTINGS", "SETTINGS", "AWSSettings", "AWSSettingsError", "check_settings"]
 
 #: setting key -> environment variable consulted when the key is not set
 SETTINGS: Final = {
@@ -111,7 +111,8 @@ class AWSSettings:
         endpoint = get("clusterEndpoint")
         if endpoint and not endpoint.startswith("https://"):
             raise AWSSettingsError(
-                f"aws setting clusterEndpoint={endpoint!r} must be an https:// URL"
+                f"aws setting clusterEndpoint={endpoint!r} (env CLUSTER_ENDPOINT) must be an "
+                "https:// URL"
             )
         return cls(
             cluster_name=cluster_name,
@@ -135,7 +136,9 @@ def _int(text: str, key: str) -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise AWSSettingsError(f"aws setting {key}={text!r} must be a whole number >= 0")
+        raise AWSSettingsError(
+            f"aws setting {key}={text!r} (env {SETTINGS[key]}) must be a whole number >= 0"
+        )
     return value
 
 
@@ -148,7 +151,8 @@ def _percent(text: str) -> float:
         value = -1.0
     if not 0 <= value < 1:
         raise AWSSettingsError(
-            f"aws setting vmMemoryOverheadPercent={text!r} must be a fraction in [0, 1) "
+            f"aws setting vmMemoryOverheadPercent={text!r} (env VM_MEMORY_OVERHEAD_PERCENT) "
+            "must be a fraction in [0, 1) "
             "(0.075 means 7.5%)"
         )
     return value
@@ -160,4 +164,39 @@ def _bool(text: str, key: str) -> bool:
         return True
     if lowered in _FALSE:
         return False
-    raise AWSSettingsError(f"aws setting {key}={text!r} must be true or false")
+    raise AWSSettingsError(
+        f"aws setting {key}={text!r} (env {SETTINGS[key]}) must be true or false"
+    )
+
+
+#: The settings as ``karpy run --help`` lists them (the module docstring's table).
+PROVIDER_SETTINGS: Final = (
+    ProviderSetting("clusterEndpoint", "CLUSTER_ENDPOINT", "",
+                    "API server URL the nodes join (https://...)"),
+    ProviderSetting("clusterCABundle", "CLUSTER_CA_BUNDLE", "",
+                    "base64 CA bundle written to the nodes' user data"),
+    ProviderSetting("interruptionQueue", "INTERRUPTION_QUEUE", "",
+                    "SQS queue of interruption events; empty disables it"),
+    ProviderSetting("reservedENIs", "RESERVED_ENIS", "0", "ENIs kept out of max-pods"),
+    ProviderSetting("vmMemoryOverheadPercent", "VM_MEMORY_OVERHEAD_PERCENT", "0.075",
+                    "memory lost to the hypervisor, a fraction in [0, 1)"),
+    ProviderSetting("isolatedVPC", "ISOLATED_VPC", "false", "no Pricing API calls"),
+    ProviderSetting("region", "AWS_REGION", "", "the region (else AWS_DEFAULT_REGION or "
+                    "the AWS config file); required"),
+    ProviderSetting("endpointURL", "AWS_ENDPOINT_URL", "", "one endpoint for every AWS service"),
+    ProviderSetting("pricingEndpointURL", "AWS_ENDPOINT_URL_PRICING", "",
+                    "the Pricing API's endpoint only"),
+)  # fmt: skip
+
+
+def check_settings(
+    settings: Mapping[str, str], *, cluster_name: str, environ: Mapping[str, str]
+) -> None:
+    """Parse the settings as the provider will, without opening any AWS client; raise
+    AWSSettingsError naming a bad one."""
+    import botocore.session
+
+    region = botocore.session.get_session().get_config_variable("region")
+    AWSSettings.from_settings(
+        settings, cluster_name=cluster_name, environ=environ, default_region=region
+    )

@@ -22,9 +22,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from azure.core.credentials_async import AsyncTokenCredential
 from azure.core.exceptions import HttpResponseError
@@ -91,7 +91,7 @@ from karpy_azure._resources import (
     virtual_machine,
     vm_name_from_provider_id,
 )
-from karpy_azure._settings import AzureSettings
+from karpy_azure._settings import PROVIDER_SETTINGS, AzureSettings, check_settings
 from karpy_azure._skus import Sku
 from karpy_azure._status import register_status_controller
 from karpy_azure._unavailable import (
@@ -131,6 +131,16 @@ class AzureCloudProvider:
     directly with :class:`AzureSettings`, :class:`ArmClients` and a NodeClass source.
     ``unavailable`` is the provider's unavailable-offerings cache.
     """
+
+    #: Its settings, for ``karpy run --help`` (karpy.cloudprovider.ProviderSetting).
+    SETTINGS: Final = PROVIDER_SETTINGS
+
+    @staticmethod
+    def check_settings(
+        settings: Mapping[str, str], *, cluster_name: str, environ: Mapping[str, str]
+    ) -> None:
+        """Refuse bad settings at start-up, before any Azure client is made."""
+        check_settings(settings, cluster_name=cluster_name, environ=environ)
 
     def __init__(
         self,

@@ -46,7 +46,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-__all__ = ["PUBLIC_ARM_ENDPOINT", "PUBLIC_PRICING_ENDPOINT", "AzureSettings", "AzureSettingsError"]
+from karpy.cloudprovider import ProviderSetting
+
+__all__ = [
+    "PROVIDER_SETTINGS",
+    "PUBLIC_ARM_ENDPOINT",
+    "PUBLIC_PRICING_ENDPOINT",
+    "AzureSettings",
+    "AzureSettingsError",
+    "check_settings",
+]
 
 PUBLIC_ARM_ENDPOINT: Final = "https://management.azure.com"
 PUBLIC_PRICING_ENDPOINT: Final = "https://prices.azure.com"
@@ -232,3 +241,43 @@ def _tags(text: str) -> dict[str, str]:
             raise AzureSettingsError(f"additionalTags: {item!r} is not key=value")
         tags[key.strip()] = value.strip()
     return tags
+
+
+_HELP: Final = {
+    "subscriptionID": ("", "the subscription of the nodes", True),
+    "nodeResourceGroup": ("", "the resource group of the nodes", True),
+    "location": ("", "the region, e.g. southcentralus", True),
+    "clusterName": ("", "the cluster (default: karpy's --cluster-name)", True),
+    "vnetSubnetID": ("", "the nodes' default subnet resource ID", True),
+    "clusterEndpoint": ("", "the API server URL nodes join", False),
+    "kubeletBootstrapToken": ("", "the bootstrap token nodes join with", False),
+    "networkPlugin": ("azure", "azure, kubenet or none", False),
+    "networkPluginMode": ("overlay", "overlay or empty", False),
+    "nodeIdentities": ("", "comma-separated user-assigned identity IDs", False),
+    "vmMemoryOverheadPercent": ("0.075", "memory the hypervisor keeps, in [0, 1)", False),
+    "linuxAdminUsername": ("azureuser", "the VMs' admin user", False),
+    "sshPublicKey": ("", "the admin user's SSH key", False),
+    "additionalTags": ("", "k=v,k2=v2 tags on every resource", False),
+    "imageVersion": ("", "pin node images to this gallery version", False),
+    "armEndpoint": (PUBLIC_ARM_ENDPOINT, "Azure Resource Manager URL", False),
+    "pricingEndpoint": (PUBLIC_PRICING_ENDPOINT, "Retail Prices API URL; off: the shipped "
+                        "table only", False),
+    "caBundle": ("", "a PEM file to verify ARM's certificate with (test servers)", False),
+    "credential": ("default", "default (DefaultAzureCredential) or static (test servers)",
+                   False),
+    "pollInterval": ("", "seconds between long-running-operation polls", False),
+}  # fmt: skip
+
+#: The settings as ``karpy run --help`` lists them (the module docstring's table).
+PROVIDER_SETTINGS: Final = tuple(
+    ProviderSetting(key, _ENV[key], default, text, required=required)
+    for key, (default, text, required) in _HELP.items()
+)
+
+
+def check_settings(
+    settings: Mapping[str, str], *, cluster_name: str, environ: Mapping[str, str]
+) -> None:
+    """Parse the settings as the provider will, without any Azure call; raise
+    AzureSettingsError naming a bad or missing one."""
+    AzureSettings.from_settings(settings, cluster_name=cluster_name, environ=environ)
