@@ -57,6 +57,36 @@ def providers_epilog() -> str:
     return "\n".join(lines).rstrip()
 
 
+def settings_markdown() -> str:
+    """The settings table of docs/install.md: karpy's settings (the same table as
+    ``--help``), then each installed provider's. tests/cli checks the page holds it."""
+    from karpy.cloudprovider import installed_providers, provider_settings
+    from karpy.options import SETTINGS
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    out = ["| flag | environment | default | meaning |", "| --- | --- | --- | --- |"]
+    for s in SETTINGS:
+        default = f"`{s.default}`" if s.default else ""
+        out.append(f"| `{s.flag}` | `{s.env}` | {cell(default)} | {cell(s.help)} |")
+    for name in installed_providers():
+        declared = provider_settings(name)
+        if not declared:
+            continue
+        out += [
+            "",
+            f"Provider `{name}` (`--provider-setting KEY=VALUE`, else the variable):",
+            "",
+            "| key | environment | default | meaning |",
+            "| --- | --- | --- | --- |",
+        ]
+        for ps in declared:
+            default = "*required*" if ps.required else (f"`{ps.default}`" if ps.default else "")
+            out.append(f"| `{ps.key}` | `{ps.env}` | {default} | {cell(ps.help)} |")
+    return "\n".join(out) + "\n"
+
+
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from karpy.options import add_run_arguments
 

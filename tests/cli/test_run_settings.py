@@ -91,3 +91,15 @@ def test_good_settings_get_past_the_checks_to_the_cluster(tmp_path: Path) -> Non
     assert done.returncode == 1, done.stderr
     (last,) = [ln for ln in done.stderr.splitlines() if ln.startswith("karpy run:")]
     assert "kubeconfig" in last and "Traceback" not in done.stderr
+
+
+def test_the_settings_table_of_docs_install_is_fresh() -> None:
+    from karpy.cli.run import settings_markdown
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "install.md").read_text()
+    begin = page.index("<!-- settings:begin")
+    block = page[page.index("\n", begin) + 1 : page.index("<!-- settings:end -->")]
+    assert block == settings_markdown(), (
+        "docs/install.md's settings table is stale: replace the block between the "
+        "settings markers with what karpy.cli.run.settings_markdown() returns"
+    )
