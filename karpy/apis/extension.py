@@ -24,6 +24,7 @@ from karpy.apis import labels as _labels
 from karpy.apis.core import Resource
 from karpy.apis.labels import (
     GROUP,
+    KUBERNETES_IO_ALLOWED_LABELS,
     LABEL_CAPACITY_TYPE,
     LABEL_NODEPOOL,
     RESTRICTED_LABELS,
@@ -67,15 +68,26 @@ class APIExtension:
     well_known_labels: Sequence[str] = ()
     #: Converters from older API versions of its kinds (used by ``karpy convert``).
     converters: Sequence[Converter] = ()
+    #: Sub-domains of a restricted domain that stay usable (restricted domain -> them).
+    label_domain_exceptions: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 #: Karpenter's own kinds and reserved labels.
 CORE: Final = APIExtension(
     name="karpenter",
     resources=(NodePool, NodeClaim),
-    restricted_label_domains={GROUP: (LABEL_CAPACITY_TYPE, LABEL_NODEPOOL)},
+    # Karpenter's v1 CRD rules, in its order: the kubelet's domains, then its own.
+    restricted_label_domains={
+        "kubernetes.io": KUBERNETES_IO_ALLOWED_LABELS,
+        "k8s.io": (),
+        GROUP: (LABEL_CAPACITY_TYPE, LABEL_NODEPOOL),
+    },
     restricted_labels=tuple(sorted(RESTRICTED_LABELS)),
     well_known_labels=tuple(sorted(WELL_KNOWN_LABELS)),
+    label_domain_exceptions={
+        "kubernetes.io": ("node.kubernetes.io", "node-restriction.kubernetes.io"),
+        "k8s.io": ("kops.k8s.io",),
+    },
 )
 
 
@@ -118,4 +130,7 @@ def restricted_label_reason(key: str, extensions: Sequence[APIExtension]) -> str
         ],
         restricted_domains=[d for ext in extensions for d in ext.restricted_label_domains],
         restricted=[k for ext in extensions for k in ext.restricted_labels],
+        exceptions=[
+            e for ext in extensions for es in ext.label_domain_exceptions.values() for e in es
+        ],
     )

@@ -20,9 +20,11 @@ __all__ = [
     "CAPACITY_TYPE_SPOT",
     "COMPATIBILITY_GROUP",
     "GROUP",
+    "KUBERNETES_IO_ALLOWED_LABELS",
     "LABEL_ARCH",
     "LABEL_ARCH_BETA",
     "LABEL_CAPACITY_TYPE",
+    "LABEL_DOMAIN_EXCEPTIONS",
     "LABEL_DO_NOT_SYNC_TAINTS",
     "LABEL_HOSTNAME",
     "LABEL_INITIALIZED",
@@ -85,8 +87,33 @@ CAPACITY_TYPE_SPOT: Final = "spot"
 CAPACITY_TYPE_ON_DEMAND: Final = "on-demand"
 CAPACITY_TYPE_RESERVED: Final = "reserved"
 
-#: Label domains reserved for Karpenter; a NodePool may only use the well-known keys in them.
-RESTRICTED_LABEL_DOMAINS: Final = frozenset({GROUP})
+#: Label domains a NodePool may not label nodes in (the kubelet refuses to set most
+#: kubernetes.io and k8s.io labels; karpenter.sh is Karpenter's own), except for the
+#: well-known keys and the sub-domains of :data:`LABEL_DOMAIN_EXCEPTIONS`.
+RESTRICTED_LABEL_DOMAINS: Final = frozenset({"kubernetes.io", "k8s.io", GROUP})
+
+#: Sub-domains of the restricted domains that NodePools may still use: the kubelet
+#: sets them (node.kubernetes.io, node-restriction.kubernetes.io) or other software
+#: owns them (kops.k8s.io).
+LABEL_DOMAIN_EXCEPTIONS: Final = frozenset(
+    {"kops.k8s.io", "node.kubernetes.io", "node-restriction.kubernetes.io"}
+)
+
+#: The keys of the kubernetes.io domain a NodePool may use, in the order of Karpenter's
+#: CEL rule: the well-known ones and their deprecated aliases.
+KUBERNETES_IO_ALLOWED_LABELS: Final = (
+    "beta.kubernetes.io/instance-type",
+    "failure-domain.beta.kubernetes.io/region",
+    "beta.kubernetes.io/os",
+    "beta.kubernetes.io/arch",
+    "failure-domain.beta.kubernetes.io/zone",
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+    "node.kubernetes.io/instance-type",
+    "kubernetes.io/arch",
+    "kubernetes.io/os",
+    "node.kubernetes.io/windows-build",
+)
 
 #: Labels Karpenter schedules on and that NodePools and pods may narrow down.
 WELL_KNOWN_LABELS: Final = frozenset(
@@ -150,15 +177,19 @@ def restricted_label_reason(
     well_known: Iterable[str] = WELL_KNOWN_LABELS,
     restricted_domains: Iterable[str] = RESTRICTED_LABEL_DOMAINS,
     restricted: Iterable[str] = RESTRICTED_LABELS,
+    exceptions: Iterable[str] = LABEL_DOMAIN_EXCEPTIONS,
 ) -> str | None:
     """Why a NodePool may not use label ``key``, or None when it may.
 
     Providers widen ``well_known`` and ``restricted_domains`` with their own labels.
+    A domain ending in one of ``exceptions`` is never restricted.
     """
     well_known = frozenset(well_known)
-    if key in well_known:
+    if key in well_known or key in KUBERNETES_IO_ALLOWED_LABELS:
         return None
     domain = label_domain(key)
+    if any(domain.endswith(exception) for exception in exceptions):
+        return None
     for restricted_domain in sorted(restricted_domains):
         if domain == restricted_domain or domain.endswith("." + restricted_domain):
             return (

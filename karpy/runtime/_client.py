@@ -42,7 +42,16 @@ __all__ = ["Client", "ObjectList", "PatchType", "Reader", "WatchEvent"]
 
 Selector = str | Mapping[str, str] | None
 
-_SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+_SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+SERVICE_ACCOUNT_DIR_ENV = "KARPY_SERVICE_ACCOUNT_DIR"
+"""Where the pod's service-account files (token, ca.crt) are read from instead of
+/var/run/secrets/kubernetes.io/serviceaccount. For tests only, which run karpy
+"in-cluster" as a process on the test machine; client-go has no such override, and a
+pod never needs it."""
+
+
+def _service_account_dir() -> Path:
+    return Path(os.environ.get(SERVICE_ACCOUNT_DIR_ENV) or _SERVICE_ACCOUNT_DIR)
 
 
 class PatchType(StrEnum):
@@ -92,7 +101,9 @@ class Reader(Protocol):
 
 
 def _in_pod() -> bool:
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and _SERVICE_ACCOUNT_TOKEN.exists()
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (
+        _service_account_dir() / "token"
+    ).exists()
 
 
 def _selector_text(selector: Selector) -> str | None:
@@ -167,11 +178,17 @@ class Client:
 
     @classmethod
     def in_cluster(cls, *, timeout: float = 30.0) -> Client:
-        """Use the pod's service account (token re-read as it rotates)."""
+        """Use the pod's service account (token re-read as it rotates): the API server
+        at ``KUBERNETES_SERVICE_HOST``/``PORT``, the token and CA in
+        /var/run/secrets/kubernetes.io/serviceaccount (or ``$KARPY_SERVICE_ACCOUNT_DIR``,
+        which only tests set)."""
         configuration = k8s_client.Configuration()
+        directory = _service_account_dir()
         try:
             k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
-                client_configuration=configuration
+                client_configuration=configuration,
+                token_filename=str(directory / "token"),
+                cert_filename=str(directory / "ca.crt"),
             )
         except k8s_config.ConfigException as exc:
             raise TransportError(f"not running in a cluster: {exc}") from exc

@@ -240,6 +240,12 @@ def test_well_known_constants_are_karpenters() -> None:
     reason = labels.restricted_label_reason("karpenter.sh/custom")
     assert reason is not None and "karpenter.sh" in reason
     assert labels.restricted_label_reason("kubernetes.io/hostname") is not None
+    # Karpenter's kubelet domains and their exceptions.
+    for key in ("kubernetes.io/team", "team.kubernetes.io/x", "example.k8s.io/team"):
+        assert labels.restricted_label_reason(key) is not None, key
+    for key in ("node.kubernetes.io/lifecycle", "node-restriction.kubernetes.io/team",
+                "kops.k8s.io/instancegroup", "beta.kubernetes.io/arch", "kubernetes.io/os"):
+        assert labels.restricted_label_reason(key) is None, key  # fmt: skip
 
 
 def test_restricted_labels_follow_every_installed_provider() -> None:
@@ -256,5 +262,9 @@ def test_restricted_labels_follow_every_installed_provider() -> None:
         "agentpool",
         "kubernetes.io/hostname",
         "karpenter.sh/made-up",
+        "kubernetes.io/made-up",
+        "example.k8s.io/made-up",
     ):
         assert restricted_label_reason(key, exts) is not None, key
+    assert restricted_label_reason("node.kubernetes.io/made-up", exts) is None
+    assert restricted_label_reason("kops.k8s.io/made-up", exts) is None

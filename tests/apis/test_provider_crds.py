@@ -68,6 +68,10 @@ def test_the_aws_set_keeps_aws_rules(cluster: Any) -> None:
 
 
 CORE_RULES = {
+    # Karpenter v1 (kubernetes-sigs/karpenter pkg/apis/crds, up to v1.9): the kubelet's
+    # domains are restricted in NodePool labels, with its exceptions below.
+    "kubernetes.io/team": 'label domain "kubernetes.io" is restricted',
+    "example.k8s.io/team": 'label domain "k8s.io" is restricted',
     "karpenter.sh/team": 'label domain "karpenter.sh" is restricted',
     "kubernetes.io/hostname": 'label "kubernetes.io/hostname" is restricted',
     "karpenter.sh/nodepool": 'label "karpenter.sh/nodepool" is restricted',
@@ -93,14 +97,54 @@ def test_every_set_carries_karpenters_core_rules(cluster: Any, provider: str) ->
         assert message in found[label], found[label]
 
 
-def test_custom_kubernetes_io_labels_are_left_to_the_kubelet_as_karpenter_does(
+def test_a_custom_kubernetes_io_label_is_rejected_in_labels_and_requirements(
     cluster: Any,
 ) -> None:
-    # Karpenter v1.10 (kubernetes-sigs/karpenter#2586) dropped the kubernetes.io and
-    # k8s.io domain rules from its CRDs; a v1.14 manifest using them must apply.
+    pool = copy.deepcopy(manifests("aws-gpu.yaml")[0])
+    pool["spec"]["template"]["metadata"]["labels"] = {"kubernetes.io/team": "ml"}
+    message = rejection(cluster, [pool])
+    assert "spec.template.metadata.labels" in message
+    assert 'label domain "kubernetes.io" is restricted' in message
+    pool = copy.deepcopy(manifests("aws-gpu.yaml")[0])
+    pool["spec"]["template"]["spec"]["requirements"].append(
+        {"key": "team.kubernetes.io/name", "operator": "Exists"}
+    )
+    message = rejection(cluster, [pool])
+    assert "spec.template.spec.requirements[4].key" in message
+    assert 'label domain "kubernetes.io" is restricted' in message
+
+
+def test_karpenters_exceptions_and_well_known_labels_apply(cluster: Any) -> None:
     pool = copy.deepcopy(manifests("aws-gpu.yaml")[0])
     pool["spec"]["template"]["metadata"]["labels"] = {
-        "node-role.kubernetes.io/gpu": "",
-        "example.k8s.io/team": "ml",
+        "node.kubernetes.io/lifecycle": "normal",
+        "node-restriction.kubernetes.io/team": "ml",
+        "kops.k8s.io/instancegroup": "nodes",
+        "topology.kubernetes.io/zone": "zone-a",
+        "kubernetes.io/arch": "amd64",
+        "team": "ml",
     }
+    pool["spec"]["template"]["spec"]["requirements"].append(
+        {"key": "failure-domain.beta.kubernetes.io/zone", "operator": "Exists"}
+    )
     assert "serverside-applied" in apply(cluster, [pool])
+
+
+@pytest.mark.parametrize(
+    ("provider", "manifest", "label"),
+    [
+        ("aws", "aws-gpu.yaml", "karpenter.k8s.aws/instance-family"),
+        ("azure", "azure-gpu.yaml", "karpenter.azure.com/sku-family"),
+    ],
+)
+def test_a_providers_well_known_label_still_applies_to_its_set(
+    cluster: Any, provider: str, manifest: str, label: str
+) -> None:
+    docs = manifests(manifest)
+    docs[0]["spec"]["template"]["metadata"]["labels"][label] = "x"
+    docs[0]["spec"]["template"]["spec"]["requirements"].append(
+        {"key": label, "operator": "Exists"}
+    )
+    with crdsets.serving(cluster, provider):
+        out = apply(cluster, docs)
+    assert "nodepool.karpenter.sh/gpu serverside-applied" in out

@@ -23,13 +23,14 @@ import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from karpy.controllers.settings import Settings
 from karpy.operator import Operator
 from karpy.options import Options
 from karpy.runtime import Client, JsonFormatter
 
-__all__ = ["RunningKarpy", "karpy_operator", "karpy_process"]
+__all__ = ["RunningKarpy", "in_cluster_env", "karpy_operator", "karpy_process"]
 
 LogRecord = dict[str, Any]
 
@@ -182,6 +183,28 @@ async def _wait_ready(operator: Operator, task: asyncio.Task[None]) -> None:
             await asyncio.sleep(0.05)
 
 
+def in_cluster_env(*, server: str, token: str, ca_pem: str, namespace: str,
+                   directory: Path) -> dict[str, str]:
+    """What a pod gives karpy for in-cluster configuration, for a process on this
+    machine: ``token``, ``ca.crt`` and ``namespace`` written to ``directory`` laid out like
+    /var/run/secrets/kubernetes.io/serviceaccount, ``KUBERNETES_SERVICE_HOST``/``PORT``
+    pointing at ``server``, ``KARPY_SERVICE_ACCOUNT_DIR`` at ``directory`` (the one thing
+    a pod would not set), and a HOME without ~/.kube/config to fall back on."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in (("token", token), ("ca.crt", ca_pem), ("namespace", namespace)):
+        (directory / name).write_text(text)
+        (directory / name).chmod(0o600)
+    url = urlsplit(server)
+    home = directory / "home"
+    home.mkdir(exist_ok=True)
+    return {
+        "KUBERNETES_SERVICE_HOST": url.hostname or "",
+        "KUBERNETES_SERVICE_PORT": str(url.port or 443),
+        "KARPY_SERVICE_ACCOUNT_DIR": str(directory),  # karpy.runtime.Client.in_cluster
+        "HOME": str(home),
+    }
+
+
 @contextlib.asynccontextmanager
 async def karpy_process(
     cluster: _ClusterLike,
@@ -189,20 +212,27 @@ async def karpy_process(
     env: Mapping[str, str] | None = None,
     kubeconfig: str | None = None,
     leader_election: bool = False,
+    service_account: Mapping[str, str] | None = None,
 ) -> AsyncIterator[RunningKarpy]:
     """Run ``karpy run --kubeconfig ... <args>`` as a subprocess until the block exits.
 
     ``kubeconfig`` overrides the cluster's admin kubeconfig (e.g. a ServiceAccount's);
-    ``leader_election`` keeps karpy's Lease election on, as in a real deployment.
+    ``leader_election`` keeps karpy's Lease election on, as in a real deployment;
+    ``service_account`` (the environment :func:`in_cluster_env` makes) runs it with no
+    kubeconfig at all, configured in-cluster as in a pod.
     """
     running = RunningKarpy()
     flags = ["--metrics-port", "0", "--health-probe-port", "0"]
     if not leader_election:
         flags.append("--disable-leader-election")
     base = {k: v for k, v in os.environ.items() if k != "DISABLE_LEADER_ELECTION"}
+    if service_account is None:
+        where = ["--kubeconfig", kubeconfig or cluster.kubeconfig]
+    else:
+        where = []
+        base = {k: v for k, v in base.items() if k != "KUBECONFIG"} | dict(service_account)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "karpy.cli", "run",
-        "--kubeconfig", kubeconfig or cluster.kubeconfig, *flags, *args,
+        sys.executable, "-m", "karpy.cli", "run", *where, *flags, *args,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
         env={**base, **(env or {})},

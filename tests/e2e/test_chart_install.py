@@ -6,13 +6,18 @@ into a fresh namespace under a release name of its own; the Deployment, ServiceA
 RBAC, PDB and Service must exist with those values. No image runs here (kwok nodes run
 no containers), so the container's start is reproduced: ``karpy run`` with exactly the
 container's environment (its fieldRefs resolved as the kubelet would), no flags but the
-test harness's ports, and a kubeconfig holding a token of the chart's ServiceAccount.
-It must provision nodes for inflate and terminate them when they are deleted, and no request
-may be refused: the chart's RBAC is all karpy gets.
+test harness's ports, and no kubeconfig: in-cluster configuration, from
+KUBERNETES_SERVICE_HOST/PORT and a token of the chart's ServiceAccount with the cluster's
+CA in a directory laid out like /var/run/secrets/kubernetes.io/serviceaccount
+(``KARPY_SERVICE_ACCOUNT_DIR`` points karpy there; a pod needs no such variable).
+Scaling inflate up must launch NodeClaims whose nodes run it; scaling it to 0 must let
+emptiness consolidation remove them, and no request may be refused: the chart's RBAC is
+all karpy gets.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 from pathlib import Path
@@ -22,7 +27,7 @@ import pytest
 import yaml
 from charts.charts_support import container_env, one, render
 from controlplane.fixtures import KubectlError
-from harness import karpy_process
+from harness import in_cluster_env, karpy_process
 from kube import (
     clean_up,
     connect,
@@ -89,21 +94,15 @@ def resolve(env: dict[str, Any], namespace: str) -> dict[str, str]:
     return out
 
 
-def token_kubeconfig(cluster: Any, namespace: str, account: str, path: Path) -> Path:
+def service_account_env(
+    cluster: Any, namespace: str, account: str, directory: Path
+) -> dict[str, str]:
+    """What the chart's pod would get: a token of its ServiceAccount and the cluster's CA."""
     token = cluster.kubectl("create", "token", account, "-n", namespace, "--duration=1h").strip()
     admin = yaml.safe_load(Path(cluster.kubeconfig).read_text())
-    ca = admin["clusters"][0]["cluster"]["certificate-authority-data"]
-    config = {
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "c", "cluster": {"server": cluster.server,
-                                               "certificate-authority-data": ca}}],
-        "users": [{"name": account, "user": {"token": token}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": account}}],
-        "current-context": "c",
-    }  # fmt: skip
-    path.write_text(yaml.safe_dump(config))
-    path.chmod(0o600)
-    return path
+    ca = base64.b64decode(admin["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
+    return in_cluster_env(server=cluster.server, token=token, ca_pem=ca, namespace=namespace,
+                          directory=directory)  # fmt: skip
 
 
 def test_rendered_chart_applies_with_its_values(
@@ -152,14 +151,17 @@ async def test_karpy_as_the_chart_starts_it_provisions_and_deprovisions(
 ) -> None:
     env = resolve(container_env(one(installed, "Deployment")), namespace)
     assert env["SYSTEM_NAMESPACE"] == namespace and env["CLOUD_PROVIDER"] == "kwok"
-    kubeconfig = token_kubeconfig(cluster, namespace, RELEASE, tmp_path / "sa.kubeconfig")
+    pod = service_account_env(cluster, namespace, RELEASE, tmp_path / "serviceaccount")
     pool = nodepool(POOL, node_class=NODE_CLASS, labels={SELECT: APP})
+    # Empty nodes go as soon as the disruption controller has validated the command.
+    pool["spec"]["disruption"] = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s"}
     async with connect(cluster) as admin:
         await ready_node_class(admin, NODE_CLASS)
         await admin.create(NODE_POOL, pool)
         try:
+            # No kubeconfig: karpy finds the API server and its credentials as in a pod.
             async with karpy_process(
-                cluster, kubeconfig=str(kubeconfig), leader_election=True, env=env
+                cluster, leader_election=True, env=env, service_account=pod
             ) as karpy:
                 try:
                     await karpy.wait_for_log("successfully acquired lease", timeout=90)
@@ -177,14 +179,25 @@ async def test_karpy_as_the_chart_starts_it_provisions_and_deprovisions(
                     nodes = {n["metadata"]["name"]
                              for n in await pool_objects(admin, kinds.NODE, [POOL])}  # fmt: skip
                     assert nodes and {p["spec"]["nodeName"] for p in pods} <= nodes
+                    claims = await pool_objects(admin, NODE_CLAIM, [POOL])
+                    # Every node is a NodeClaim's: karpy launched them (kwok's provider).
+                    assert nodes <= {c.get("status", {}).get("nodeName") for c in claims}
 
-                    # Deprovisioning: inflate, the pool and its NodeClaims deleted while
-                    # karpy runs; its termination drains and removes the nodes (karpy has
-                    # no consolidation yet, so deleting is what takes nodes away).
-                    forced = await clean_up(admin, namespace, APP, [POOL], timeout=120)
-                    assert not forced, f"termination did not finish; forced {forced}"
-                    assert not await pool_objects(admin, kinds.NODE, [POOL])
-                    assert not await pool_objects(admin, NODE_CLAIM, [POOL])
+                    # Deprovisioning: inflate scaled to 0; the empty nodes are removed
+                    # by emptiness consolidation while the pool stays.
+                    await admin.patch(kinds.DEPLOYMENT, APP, {"spec": {"replicas": 0}},
+                                      namespace=namespace)  # fmt: skip
+
+                    async def emptied() -> bool:
+                        return not await pool_objects(admin, kinds.NODE, [POOL]) and not (
+                            await pool_objects(admin, NODE_CLAIM, [POOL]))
+
+                    await eventually(emptied, timeout=180,
+                                     what="empty nodes and their NodeClaims removed")  # fmt: skip
+                    disrupted = [r for r in karpy.logs if r.get("message") == "disrupting node(s)"]
+                    assert disrupted, "the nodes were not removed by disruption"
+                    assert all(str(r.get("reason", "")).lower() == "empty" for r in disrupted), (
+                        disrupted)
                     assert karpy.returncode is None, f"karpy exited:\n{karpy.tail()}"
                 except AssertionError as failure:
                     if denied := denied_lines(karpy.lines):

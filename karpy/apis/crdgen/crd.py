@@ -24,10 +24,13 @@ class LabelPolicy:
     def __init__(self, extensions: Sequence[APIExtension], *, kind_restricted: Sequence[str] = ()):
         self.domains: list[tuple[str, tuple[str, ...]]] = []
         self.labels: list[str] = list(kind_restricted)
+        self.exceptions: dict[str, tuple[str, ...]] = {}
         provider_labels: list[str] = []
         for index, ext in enumerate(extensions):
             for domain, allowed in ext.restricted_label_domains.items():
                 self.domains.append((domain, tuple(allowed)))
+            for domain, excepted in ext.label_domain_exceptions.items():
+                self.exceptions[domain] = (*self.exceptions.get(domain, ()), *excepted)
             (self.labels if index == 0 else provider_labels).extend(ext.restricted_labels)
         # Karpenter's order: its own domain, its single labels, then the provider's.
         self._core_domains = self.domains[: len(extensions[0].restricted_label_domains)]
@@ -45,10 +48,16 @@ class LabelPolicy:
         out: list[dict[str, str]] = []
 
         def domain_rule(domain: str, allowed: tuple[str, ...]) -> None:
-            listed = ", ".join(json.dumps(k) for k in allowed)
-            expr = f'self in [{listed}] || !self.find("^([^/]+)").endsWith({json.dumps(domain)})'
-            if not allowed:
-                expr = f'!self.find("^([^/]+)").endsWith({json.dumps(domain)})'
+            # Karpenter's shape: listed keys, or a sub-domain excepted, or not the domain.
+            terms = []
+            if allowed:
+                terms.append(f"self in [{', '.join(json.dumps(k) for k in allowed)}]")
+            terms += [
+                f'self.find("^([^/]+)").endsWith({json.dumps(exception)})'
+                for exception in self.exceptions.get(domain, ())
+            ]
+            terms.append(f'!self.find("^([^/]+)").endsWith({json.dumps(domain)})')
+            expr = " || ".join(terms)
             out.append({"message": f'label domain "{domain}" is restricted', "rule": wrap(expr)})
 
         def label_rule(key: str) -> None:
