@@ -33,8 +33,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from karpy.apis.crdgen import generate
-from karpy.cloudprovider.kwok import API_EXTENSION
 from karpy.runtime import Client, kinds
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
@@ -238,9 +236,9 @@ def start_cluster(directory: Path) -> str:
     out = subprocess.run(["bash", str(CONTROLPLANE / "start.sh"), "--fresh", str(directory)],
                          check=True, capture_output=True, text=True)
     kubeconfig = out.stdout.strip().splitlines()[-1]
-    for text in generate([API_EXTENSION]).values():
-        _kubectl(kubeconfig, "apply", "--server-side", "-f", "-", stdin=text)
-    _kubectl(kubeconfig, "apply", "--server-side", "-f", str(REPO / "crds"))
+    # crds/kwok: Karpenter's NodePool and NodeClaim with the kwok provider's rules, and
+    # the KWOKNodeClass (the set the test cluster serves; crds/ holds one per provider).
+    _kubectl(kubeconfig, "apply", "--server-side", "-f", str(REPO / "crds" / "kwok"))
     _kubectl(kubeconfig, "wait", "--for=condition=Established", "crd", "--all",
              "--timeout=60s")
     return kubeconfig

@@ -2,17 +2,24 @@
 karpenter_nodes_allocatable, _system_overhead, _total_pod_requests,
 _total_daemon_requests, _current_lifetime_seconds and
 karpenter_cluster_utilization_percent, labelled as Karpenter labels them (the node's
-well-known labels in snake_case, node_name, phase, managed, resource_type)."""
+well-known labels in snake_case, node_name, phase, managed, resource_type).
+
+A node's samples are kept between rounds and rebuilt only when its Node object, its
+pods' summed requests or its managed flag changed; only the lifetime sample is new each
+round. Rebuilding all of them every 5 s (about twenty 30-label samples per node) cost a
+tenth of karpy's CPU at a thousand nodes, in one synchronous stretch of the event loop.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
 from karpy.apis.labels import WELL_KNOWN_LABELS
 from karpy.controllers.metrics._store import Gauge, GaugeStore, Sample, resource_type
-from karpy.runtime import Clock, Result
+from karpy.runtime import Clock, Object, Result
 from karpy.scheduling import resources as res
 from karpy.state.cluster import Cluster
 from karpy.state.statenode import StateNode
@@ -85,6 +92,53 @@ def _per_resource(gauge: Gauge, base: Mapping[str, str], amounts: Mapping[str, i
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class _Built:
+    """A node's samples as last built, and what they were built from."""
+
+    node: Object
+    managed: bool
+    pod_requests: Mapping[str, int]
+    daemon_requests: Mapping[str, int]
+    base: Mapping[str, str]
+    created: datetime | None
+    samples: tuple[Sample, ...]
+
+
+def _build(state: StateNode, node: Object) -> _Built:
+    status = node.get("status") or {}
+    capacity = res.parse_resource_list(status.get("capacity"))
+    allocatable = res.parse_resource_list(status.get("allocatable"))
+    base = _labels(state)
+    created = node["metadata"].get("creationTimestamp")
+    return _Built(
+        node=node,
+        managed=state.managed,
+        pod_requests=dict(state.pod_requests),
+        daemon_requests=dict(state.daemonset_requests),
+        base=base,
+        created=datetime.fromisoformat(str(created).replace("Z", "+00:00")) if created else None,
+        samples=(
+            *_per_resource(NODE_ALLOCATABLE, base, allocatable),
+            *_per_resource(NODE_SYSTEM_OVERHEAD, base, res.subtract(capacity, allocatable)),
+            *_per_resource(NODE_POD_REQUESTS, base, state.pod_requests),
+            *_per_resource(NODE_DAEMON_REQUESTS, base, state.daemonset_requests),
+        ),
+    )
+
+
+def _current(built: _Built | None, state: StateNode, node: Object) -> bool:
+    # Cached Node objects are immutable and replaced on every change, so identity
+    # tells whether the Node changed.
+    return (
+        built is not None
+        and built.node is node
+        and built.managed == state.managed
+        and built.pod_requests == state.pod_requests
+        and built.daemon_requests == state.daemonset_requests
+    )
+
+
 class NodeMetrics:
     """The ``metrics.node`` singleton reconciler."""
 
@@ -94,34 +148,33 @@ class NodeMetrics:
         self._cluster = cluster
         self._store = store
         self._clock = clock
+        self._built: dict[str, _Built] = {}
 
     async def reconcile(self) -> Result:
-        """Recompute every node's samples and the cluster's utilization."""
+        """Recompute the samples of every node that changed, every node's lifetime and
+        the cluster's utilization."""
         now = self._clock.now()
         samples: dict[str, list[Sample]] = {}
+        built: dict[str, _Built] = {}
         allocatable_total: dict[str, int] = {}
         requested_total: dict[str, int] = {}
         for state in self._cluster.nodes():
             node = state.node
             if node is None:
                 continue
-            status = node.get("status") or {}
-            capacity = res.parse_resource_list(status.get("capacity"))
-            allocatable = res.parse_resource_list(status.get("allocatable"))
-            base = _labels(state)
-            created = node["metadata"].get("creationTimestamp")
-            node_samples = [
-                *_per_resource(NODE_ALLOCATABLE, base, allocatable),
-                *_per_resource(NODE_SYSTEM_OVERHEAD, base, res.subtract(capacity, allocatable)),
-                *_per_resource(NODE_POD_REQUESTS, base, state.pod_requests),
-                *_per_resource(NODE_DAEMON_REQUESTS, base, state.daemonset_requests),
-            ]
-            if created:
-                age = now - datetime.fromisoformat(str(created).replace("Z", "+00:00"))
-                node_samples.append(Sample(NODE_LIFETIME, base, age.total_seconds()))
-            samples[state.node_name] = node_samples
-            allocatable_total = res.add(allocatable_total, state.allocatable)
-            requested_total = res.add(requested_total, state.pod_requests)
+            name = state.node_name
+            entry = self._built.get(name)
+            if entry is None or not _current(entry, state, node):
+                entry = _build(state, node)
+            built[name] = entry
+            node_samples = list(entry.samples)
+            if entry.created is not None:
+                age = (now - entry.created).total_seconds()
+                node_samples.append(Sample(NODE_LIFETIME, entry.base, age))
+            samples[name] = node_samples
+            _accumulate(allocatable_total, state.allocatable)
+            _accumulate(requested_total, state.pod_requests)
+        self._built = built
         samples["clusterUtilization"] = [
             Sample(CLUSTER_UTILIZATION, {"resource_type": resource_type(name)},
                    100.0 * requested_total.get(name, 0) / amount)
@@ -129,3 +182,8 @@ class NodeMetrics:
         ]
         self._store.replace_all(samples)
         return Result()
+
+
+def _accumulate(total: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for name, amount in amounts.items():
+        total[name] = total.get(name, 0) + amount

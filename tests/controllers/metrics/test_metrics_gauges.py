@@ -152,3 +152,43 @@ async def test_node_gauges_and_cluster_state_node_count(
         registry, "karpenter_cluster_utilization_percent")
     assert lines(registry, "karpenter_cluster_state_node_count") == [
         "karpenter_cluster_state_node_count 2.0"]
+
+
+async def test_node_gauges_follow_changes_between_rounds_and_rebuild_only_changed_nodes(
+    registry: Metrics, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from karpy.controllers.metrics import _node
+
+    gauges = store(registry)
+    cluster = Cluster(clock=clock)
+    for name in ("node-a", "node-b"):
+        node = f.node(name, provider_id=f"fake://{name}", capacity={"cpu": "4", "pods": "110"})
+        node["metadata"]["creationTimestamp"] = "2024-01-01T00:00:00Z"
+        cluster.update_node(node)
+    metrics = NodeMetrics(cluster=cluster, store=gauges, clock=clock)
+    await metrics.reconcile()
+
+    built: list[str] = []
+    real_build = _node._build
+    monkeypatch.setattr(_node, "_build", lambda state, node: (
+        built.append(state.node_name), real_build(state, node))[1])
+    cluster.update_pod(f.pod("web-1", node_name="node-a", cpu="1500m"))
+    relabelled = f.node("node-b", provider_id="fake://node-b", capacity={"cpu": "4", "pods": "110"})
+    relabelled["metadata"]["creationTimestamp"] = "2024-01-01T00:00:00Z"
+    relabelled["metadata"]["labels"]["topology.kubernetes.io/zone"] = "test-zone-z"
+    await clock.step(60)
+    await metrics.reconcile()
+    requests = lines(registry, "karpenter_nodes_total_pod_requests")
+    assert any('node_name="node-a"' in s and 'resource_type="cpu"' in s and s.endswith(" 1.5")
+               for s in requests)
+    assert sorted(built) == ["node-a"]  # node-b unchanged so far: reused
+
+    cluster.update_node(relabelled)
+    built.clear()
+    await clock.step(60)
+    await metrics.reconcile()
+    assert sorted(built) == ["node-b"]
+    assert any('node_name="node-b"' in s and 'zone="test-zone-z"' in s
+               for s in lines(registry, "karpenter_nodes_allocatable"))
+    lifetimes = lines(registry, "karpenter_nodes_current_lifetime_seconds")
+    assert len(lifetimes) == 2 and all(s.endswith(" 720.0") for s in lifetimes)

@@ -1,0 +1,149 @@
+"""The client's transport: the environment (proxy variables, ``.netrc``) is read once
+when a client is built, not on every request; a client with its own connections. A stub
+HTTP endpoint plays the API server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp.client
+import pytest
+from aiohttp import web
+from kubernetes_asyncio import client as k8s_client
+
+from karpy.runtime import Client, kinds
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[str]:
+    async def get(request: web.Request) -> web.Response:
+        return web.json_response({"metadata": {"name": request.match_info["name"]}})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/{name}", get)
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+def _client(host: str) -> Client:
+    configuration = k8s_client.Configuration(host=host)
+    return Client(k8s_client.ApiClient(configuration), timeout=5, owns_api_client=True)
+
+
+@pytest.fixture
+def lookups(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records aiohttp's per-request environment lookups."""
+    seen: list[str] = []
+    real_proxy = aiohttp.client.get_env_proxy_for_url
+    real_netrc = aiohttp.ClientSession._get_netrc_auth
+
+    def proxy(url: Any) -> Any:
+        seen.append("proxy")
+        return real_proxy(url)
+
+    def netrc(self: aiohttp.ClientSession, host: str) -> Any:
+        seen.append("netrc")
+        return real_netrc(self, host)
+
+    monkeypatch.setattr(aiohttp.client, "get_env_proxy_for_url", proxy)
+    monkeypatch.setattr(aiohttp.ClientSession, "_get_netrc_auth", netrc)
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+                 "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    return seen
+
+
+async def test_requests_do_not_look_up_proxy_or_netrc_when_no_proxy_applies(
+    server: str, lookups: list[str]
+) -> None:
+    client = _client(server)
+    try:
+        for _ in range(3):
+            got = await client.get(kinds.NAMESPACE, "default", live=True)
+            assert got["metadata"]["name"] == "default"
+    finally:
+        await client.close()
+    assert lookups == []
+
+
+async def test_a_proxy_from_the_environment_is_still_honoured(
+    server: str, lookups: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    client = _client(server)
+    try:
+        assert client.api_client.rest_client.pool_manager.trust_env
+    finally:
+        await client.close()
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    client = _client(server)
+    try:
+        assert not client.api_client.rest_client.pool_manager.trust_env
+    finally:
+        await client.close()
+
+
+async def test_with_own_connections_is_a_separate_pool_to_the_same_server(
+    server: str, lookups: list[str]
+) -> None:
+    client = _client(server)
+    own = client.with_own_connections()
+    try:
+        assert own.api_client.rest_client.pool_manager is not (
+            client.api_client.rest_client.pool_manager)
+        got = await own.get(kinds.NAMESPACE, "kube-system", live=True)
+        assert got["metadata"]["name"] == "kube-system"
+        await own.close()
+        # Closing it leaves the original usable.
+        assert (await client.get(kinds.NAMESPACE, "x", live=True))["metadata"]["name"] == "x"
+    finally:
+        await own.close()
+        await client.close()
+    assert lookups == []
+
+
+async def test_the_manager_renews_its_lease_over_the_client_given_for_it() -> None:
+    from karpy.runtime import LeaderElectionConfig, Manager
+
+    seen: dict[str, list[str]] = {"work": [], "lease": []}
+
+    async def serve(role: str) -> tuple[web.AppRunner, str]:
+        async def lease(request: web.Request) -> web.Response:
+            seen[role].append(request.method)
+            if request.method == "GET":
+                return web.json_response({"kind": "Status", "code": 404}, status=404)
+            return web.json_response(await request.json(), status=201)
+
+        app = web.Application()
+        app.router.add_route(
+            "*", "/apis/coordination.k8s.io/v1/namespaces/ns/leases{rest:.*}", lease)
+        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.1)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return runner, f"http://127.0.0.1:{port}"
+
+    work_runner, work_host = await serve("work")
+    lease_runner, lease_host = await serve("lease")
+    work, lease = _client(work_host), _client(lease_host)
+    try:
+        manager = Manager(
+            work, leader_election=LeaderElectionConfig(name="karpy", namespace="ns"),
+            leader_election_client=lease,
+            metrics_bind_address="0", health_probe_bind_address="0",
+        )
+        assert manager.elector is not None
+        assert await manager.elector.try_acquire_or_renew(timeout=5)
+    finally:
+        await work.close()
+        await lease.close()
+        await work_runner.cleanup()
+        await lease_runner.cleanup()
+    assert seen == {"work": [], "lease": ["GET", "POST"]}
