@@ -8,6 +8,12 @@ types of at most ``--max-cpu`` vCPU, a Deployment of one-CPU pause pods scaled f
 starts a fresh local control plane of its own (tests/controlplane/start.sh in a
 temporary directory) and stops it at the end; run it under the shared cluster lock.
 
+``--floor`` measures what the control plane costs by itself: no karpy; ⌈pods / 3⌉ kwok
+Nodes of 4 vCPU (3,900m allocatable, as the kwok catalogue's 4-vCPU types, so three
+one-CPU pods per node, as karpy packs them) are created and Ready before the clock
+starts, then the Deployment is scaled and kube-scheduler, the ReplicaSet controller and
+kwok bind and start the pods. Its time is the floor under any autoscaler's figure.
+
 It prints the time until every pod is Running, karpy's peak RSS (VmHWM), and a timeline
 of the stages every pod and NodeClaim goes through, from the objects' own timestamps
 (one-second resolution) and karpy's JSON log (milliseconds): when 1/10/50/90/100 % of
@@ -177,6 +183,76 @@ async def scale_up(
     print(f"karpy log: {log_path}")
 
 
+async def floor(args: argparse.Namespace, kubeconfig: str, cluster_dir: Path) -> None:
+    """The control plane alone (see the module docstring)."""
+    client = await Client.from_kubeconfig(kubeconfig)
+    try:
+        await client.create(kinds.NAMESPACE, {"metadata": {"name": NAMESPACE}})
+        labels = {"app": "inflate"}
+        await client.create(kinds.DEPLOYMENT, {
+            "metadata": {"name": "inflate"},
+            "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": {
+                "metadata": {"labels": labels},
+                "spec": {"terminationGracePeriodSeconds": 0, "containers": [{
+                    "name": "pause", "image": "registry.k8s.io/pause:3.9",
+                    "resources": {"requests": {"cpu": "1"}}}]}}},
+        }, namespace=NAMESPACE)
+        count = math.ceil(args.pods / 3)
+        gate = asyncio.Semaphore(32)
+
+        async def node(i: int) -> None:
+            name = f"floor-{i:05d}"
+            async with gate:
+                await client.create(kinds.NODE, {
+                    "metadata": {"name": name,
+                                 "annotations": {"kwok.x-k8s.io/node": "fake"},
+                                 "labels": {"kubernetes.io/hostname": name,
+                                            "kubernetes.io/os": "linux",
+                                            "kubernetes.io/arch": "amd64",
+                                            "type": "kwok"}},
+                    "status": {"capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+                               "allocatable": {"cpu": "3900m", "memory": "15Gi",
+                                               "pods": "110"}}})
+
+        started = time.time()
+        await asyncio.gather(*(node(i) for i in range(count)))
+        while True:
+            nodes = await client.list(kinds.NODE, live=True)
+            ready = sum(_condition_time(n, "Ready") is not None for n in nodes)
+            if ready >= count:
+                break
+            await asyncio.sleep(1.0)
+        print(f"{count} kwok nodes created and Ready in {time.time() - started:.1f}s")
+        await asyncio.sleep(5.0)  # let the node heartbeats settle
+        cpu_before = _component_cpu(cluster_dir)
+        t0 = time.time()
+        await client.patch(kinds.DEPLOYMENT, "inflate", {"spec": {"replicas": args.pods}},
+                           namespace=NAMESPACE)
+        ready = 0
+        while ready < args.pods and time.time() - t0 < args.timeout:
+            await asyncio.sleep(1.0)
+            dep = await client.get(kinds.DEPLOYMENT, "inflate", namespace=NAMESPACE, live=True)
+            ready = int((dep.get("status") or {}).get("readyReplicas") or 0)
+        elapsed = time.time() - t0
+        cpu_after = _component_cpu(cluster_dir)
+        pods = await client.list(kinds.POD, namespace=NAMESPACE, live=True)
+    finally:
+        await client.close()
+    n = len(pods)
+    print(f"\nfloor (no karpy): {args.pods} pods of 1 CPU onto {count} pre-created kwok "
+          f"nodes: {ready} Running after {elapsed:.1f}s")
+    print("CPU seconds used during the scale-up: " + ", ".join(
+        f"{k} {cpu_after[k] - cpu_before.get(k, 0.0):.1f}" for k in sorted(cpu_after)))
+    print("\nstage (seconds after scale-up when 1% 10% 50% 90% 100% had reached it)")
+    for label, times in (
+        ("pod created (ReplicaSet)", [_ts(p["metadata"].get("creationTimestamp")) for p in pods]),
+        ("pod bound (PodScheduled)", [_condition_time(p, "PodScheduled") for p in pods]),
+        ("pod Ready", [_condition_time(p, "Ready") for p in pods]),
+    ):
+        print(f"  {label:30} {_quantiles(times, t0, n)}")
+    print(f"({os.cpu_count()} CPUs; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC)")
+
+
 def report(
     args: argparse.Namespace, t0: float, elapsed: float, rss_kib: int,
     pods: Sequence[dict[str, Any]], claims: Sequence[dict[str, Any]],
@@ -250,6 +326,8 @@ def main() -> None:
     parser.add_argument("--max-cpu", type=int, default=4)
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--log", help="where to keep karpy's log")
+    parser.add_argument("--floor", action="store_true",
+                        help="no karpy: bind the pods onto pre-created kwok nodes")
     parser.add_argument("--karpy-arg", action="append", default=[],
                         help="an extra argument for `karpy run` (repeatable)")
     args = parser.parse_args()
@@ -257,6 +335,9 @@ def main() -> None:
     log_path = Path(args.log or directory.with_suffix(".karpy.log"))
     try:
         kubeconfig = start_cluster(directory)
+        if args.floor:
+            asyncio.run(floor(args, kubeconfig, directory))
+            return
         with log_path.open("wb") as karpy_log:
             karpy = subprocess.Popen(
                 [sys.executable, "-m", "karpy.cli", "run", "--kubeconfig", kubeconfig,

@@ -61,7 +61,6 @@ class Operator:
         self.options = options
         self.clock: Clock = clock or SystemClock()
         self._client: Client | None = None
-        self._lease_client: Client | None = None
         self._provider: CloudProvider | None = None
         self._manager: Manager | None = None
         self._deps: Deps | None = None
@@ -99,19 +98,17 @@ class Operator:
             client = await Client.from_environment(timeout=opts.request_timeout)
         self._client = client
         leader = (
+            # Renewed from a thread of its own: a busy event loop cannot starve it.
             LeaderElectionConfig(
-                name=opts.leader_election_name, namespace=opts.leader_election_namespace
+                name=opts.leader_election_name, namespace=opts.leader_election_namespace,
+                renew_in_thread=True,
             )
             if opts.leader_elect
             else None
         )
-        # The Lease renews over its own connections, never queued behind the work.
-        if leader is not None:
-            self._lease_client = client.with_own_connections()
         manager = Manager(
             client,
             leader_election=leader,
-            leader_election_client=self._lease_client,
             metrics_bind_address=opts.metrics_bind_address,
             health_probe_bind_address=opts.health_probe_bind_address,
             graceful_shutdown_timeout=opts.graceful_shutdown_timeout,
@@ -172,9 +169,6 @@ class Operator:
         provider, self._provider = self._provider, None
         if provider is not None:
             await close_provider(provider)
-        lease_client, self._lease_client = self._lease_client, None
-        if lease_client is not None:
-            await lease_client.close()
         client, self._client = self._client, None
         if client is not None:
             await client.close()

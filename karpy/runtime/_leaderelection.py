@@ -8,15 +8,27 @@ leaders. The leader renews every ``retry_period``; if it cannot renew within
 ``renew_deadline`` it gives up (its work is stopped before the lease could be taken
 over, since renew_deadline < lease_duration). On graceful shutdown the leader releases
 the lease (empty holder, 1 s duration) so a successor takes over within one retry.
+
+With ``renew_in_thread`` (what ``karpy run`` uses) the renewals run on an event loop of
+their own, in a thread, over connections of their own (``Client.with_own_connections``),
+as client-go renews from a goroutine of its own. On the shared loop a renewal is a few
+loop iterations and one pooled connection away; with a thousand NodeClaims launching
+on a CPU-starved machine each iteration can take seconds and the pool has a queue, so
+a healthy, busy leader missed its 10 s deadline and gave up the scale-up. A wedged
+leader still lets go: the thread renews only while the main loop has answered a
+heartbeat within ``renew_deadline``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import random
 import socket
+import threading
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -49,6 +61,9 @@ class LeaderElectionConfig:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     release_on_cancel: bool = True
+    renew_in_thread: bool = False
+    """Renew from a thread with its own event loop and connections (module docstring).
+    Needs the system clock and a real :class:`Client`."""
 
     def __post_init__(self) -> None:
         if not (self.lease_duration > self.renew_deadline > self.retry_period > 0):
@@ -117,7 +132,10 @@ class LeaderElector:
         self._set_leader(True)
         try:
             async with asyncio.TaskGroup() as tg:
-                renew = tg.create_task(self._renew_loop(), name=f"leaderelection:{cfg.name}:renew")
+                renew = tg.create_task(
+                    self._renew_in_thread() if cfg.renew_in_thread else self._renew_loop(),
+                    name=f"leaderelection:{cfg.name}:renew",
+                )
                 await lead()
                 renew.cancel()
         except* LeaderElectionLost as group:
@@ -134,10 +152,12 @@ class LeaderElector:
         self,
         *,
         timeout: float | None = None,  # noqa: ASYNC109
+        client: Client | None = None,
     ) -> bool:
-        """One attempt to take or renew the lease; True if we hold it afterwards."""
+        """One attempt to take or renew the lease; True if we hold it afterwards
+        (over ``client``, default the elector's)."""
         cfg = self.config
-        client = self._client
+        client = client or self._client
         now = self._clock.now()
         duration = max(1, math.ceil(cfg.lease_duration))
         try:
@@ -206,7 +226,11 @@ class LeaderElector:
                 )
             await self._clock.sleep(self._jittered_retry())
 
-    async def _renew_loop(self) -> None:
+    async def _renew_loop(
+        self, client: Client | None = None, alive: Callable[[], bool] = lambda: True
+    ) -> None:
+        """Renew every retry_period; raise LeaderElectionLost once a renewal could not
+        be made within renew_deadline. ``alive`` False counts as a failed attempt."""
         cfg = self.config
         while True:
             await self._clock.sleep(cfg.retry_period)
@@ -223,8 +247,10 @@ class LeaderElector:
                         f"within {cfg.renew_deadline:g}s"
                     )
                 try:
+                    if not alive():
+                        raise TimeoutError("the main event loop is not answering")
                     async with asyncio.timeout(remaining):
-                        if await self.try_acquire_or_renew(timeout=remaining):
+                        if await self.try_acquire_or_renew(timeout=remaining, client=client):
                             break
                 except (ClientError, TimeoutError) as exc:
                     log.warning(
@@ -232,6 +258,59 @@ class LeaderElector:
                         extra={"lease": cfg.name, "error": str(exc) or "timeout"},
                     )
                 await self._clock.sleep(min(cfg.retry_period, max(0.0, remaining)))
+
+    async def _renew_in_thread(self) -> None:
+        """Run :meth:`_renew_loop` in a thread of its own (see the module docstring);
+        raise its LeaderElectionLost here. Cancelling stops the thread."""
+        main = asyncio.get_running_loop()
+        lost: asyncio.Future[None] = main.create_future()
+        beat = [time.monotonic()]
+        deadline = self.config.renew_deadline
+        started = threading.Event()
+        handles: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[None]]] = []
+
+        def fail(exc: BaseException) -> None:
+            if not lost.done():
+                lost.set_exception(exc)
+
+        async def renew() -> None:
+            client = self._client.with_own_connections()
+            try:
+                await self._renew_loop(client, lambda: time.monotonic() - beat[0] < deadline)
+            finally:
+                await client.close()
+
+        def thread() -> None:
+            async def body() -> None:
+                task = asyncio.current_task()
+                assert task is not None
+                handles.append((asyncio.get_running_loop(), task))
+                started.set()
+                try:
+                    await renew()
+                except asyncio.CancelledError:
+                    pass
+                except BaseException as exc:  # LeaderElectionLost, or a bug: stop leading
+                    main.call_soon_threadsafe(fail, exc)
+
+            asyncio.run(body())
+
+        worker = threading.Thread(
+            target=thread, name=f"leaderelection:{self.config.name}:renew", daemon=True
+        )
+        worker.start()
+        if not await asyncio.to_thread(started.wait, 30.0):
+            raise LeaderElectionLost("the lease renewal thread did not start")
+        try:
+            while not lost.done():
+                beat[0] = time.monotonic()
+                await asyncio.wait([lost], timeout=min(1.0, self.config.retry_period / 2))
+            lost.result()
+        finally:
+            for loop, task in handles:
+                with contextlib.suppress(RuntimeError):  # its loop has ended already
+                    loop.call_soon_threadsafe(task.cancel)
+            await asyncio.to_thread(worker.join, 10.0)
 
     async def _release(self) -> None:
         cfg = self.config

@@ -12,12 +12,6 @@ are stopped first and given ``graceful_shutdown_timeout`` seconds to finish in-f
 reconciles, then the lease is released and everything else is cancelled. If leadership
 is lost, the controllers are stopped and ``run()`` raises ``errors.LeaderElectionLost``;
 the process should exit and be restarted, as controller-runtime does.
-
-``leader_election_client`` lets the Lease be renewed over connections of its own
-(``Client.with_own_connections()``): on the shared pool a renewal waits for a free
-connection behind every in-flight reconcile, and at a thousand NodeClaims launching at
-once that wait alone can outlast the renew deadline. controller-runtime likewise gives
-leader election a client of its own.
 """
 
 from __future__ import annotations
@@ -79,7 +73,6 @@ class Manager:
         namespace: str | None = None,
         cache_options: Mapping[Kind, InformerOptions] | None = None,
         leader_election: LeaderElectionConfig | None = None,
-        leader_election_client: Client | None = None,
         metrics_bind_address: str = ":8080",
         health_probe_bind_address: str = ":8081",
         graceful_shutdown_timeout: float = 30.0,
@@ -96,10 +89,7 @@ class Manager:
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout
         self.elector = (
-            LeaderElector(
-                leader_election_client or client, leader_election,
-                clock=self.clock, metrics=self.metrics,
-            )
+            LeaderElector(client, leader_election, clock=self.clock, metrics=self.metrics)
             if leader_election is not None
             else None
         )

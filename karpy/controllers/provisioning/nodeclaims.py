@@ -29,8 +29,11 @@ __all__ = ["instance_type_names", "nodeclaim_manifest"]
 _SIMULATION_ONLY = frozenset({LABEL_REGISTERED, LABEL_INITIALIZED})
 
 
-def nodeclaim_manifest(plan: NodeClaimPlan, nodepool: NodePool, *, uid: str) -> dict[str, Any]:
-    """The NodeClaim to create for ``plan`` from ``nodepool`` (whose uid is ``uid``)."""
+def nodeclaim_manifest(
+    plan: NodeClaimPlan, nodepool: NodePool, *, uid: str, nodepool_hash: str | None = None
+) -> dict[str, Any]:
+    """The NodeClaim to create for ``plan`` from ``nodepool`` (whose uid is ``uid``);
+    ``nodepool_hash`` is ``nodepool.hash()`` when the caller has it already."""
     name = nodepool.metadata.name or plan.nodepool
     template = nodepool.spec.template
     requests: dict[str, int | str] = dict(plan.resource_requests())
@@ -41,7 +44,7 @@ def nodeclaim_manifest(plan: NodeClaimPlan, nodepool: NodePool, *, uid: str) -> 
     labels = {**template.metadata.labels, **plan.labels}
     annotations = {
         **template.metadata.annotations,
-        ANNOTATION_NODEPOOL_HASH: nodepool.hash(),
+        ANNOTATION_NODEPOOL_HASH: nodepool_hash or nodepool.hash(),
         ANNOTATION_NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION,
     }
     return {

@@ -26,6 +26,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from karpy.apis import NodePool
 from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.cloudprovider import CloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
@@ -89,6 +90,9 @@ class Provisioner:
         self.events = PodEvents(recorder, clock)
         self._last_round = float("-inf")
         self._skipped_pools: dict[str, str] = {}
+        # NodePool name -> (the parsed NodePool, its hash): hashing the template costs
+        # ~1 ms, once per NodePool version rather than once per NodeClaim.
+        self._hashes: dict[str, tuple[NodePool, str]] = {}
 
     # -- triggering ----------------------------------------------------------------------
 
@@ -324,7 +328,9 @@ class Provisioner:
                 "creating nodeclaim", extra={"NodePool": {"name": entry.name}, "error": over}
             )
             return None
-        manifest = nodeclaim_manifest(plan, entry.model, uid=entry.uid)
+        manifest = nodeclaim_manifest(
+            plan, entry.model, uid=entry.uid, nodepool_hash=self._hash(entry.name, entry.model)
+        )
         created = await self.client.create(NODE_CLAIM, manifest)
         name = str(created["metadata"]["name"])
         # Into the model now, not when the watch delivers it: the next round must see
@@ -347,6 +353,13 @@ class Provisioner:
         for pod in plan.pods:
             self.events.nominated(pod, nodeclaim=name)
         return name
+
+
+    def _hash(self, name: str, nodepool: NodePool) -> str:
+        cached = self._hashes.get(name)
+        if cached is None or cached[0] is not nodepool:  # parsed anew on every change
+            cached = self._hashes[name] = (nodepool, nodepool.hash())
+        return cached[1]
 
 
 def _avoids_managed_nodes(pod: Pod) -> bool:

@@ -353,3 +353,40 @@ def test_only_a_nodepools_spec_or_annotations_wake_its_nodeclaims() -> None:
     stamped = copy.deepcopy(old)
     stamped["metadata"]["annotations"] = {ANNOTATION_NODEPOOL_HASH: "1"}
     assert NODEPOOL_CHANGED.update(old, stamped)
+
+
+async def test_the_nodepool_is_parsed_once_per_version_and_its_changes_still_apply(
+    kube: FakeClient, controller: DisruptionConditions, clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from karpy.apis import NodePool
+
+    await setup(kube, nodepool("30s"), nodeclaim())
+    # Reads as the manager's cache answers them: the same object until it changes.
+    held: dict[str, tuple[Any, Any]] = {}
+    real_get = kube.get
+
+    async def cached_get(kind: Any, name: str, **kw: Any) -> Any:
+        obj = await real_get(kind, name, **kw)
+        if kind is not NODE_POOL:
+            return obj
+        version = obj["metadata"].get("resourceVersion")
+        if name not in held or held[name][0] != version:
+            held[name] = (version, obj)
+        return held[name][1]
+
+    parsed: list[str] = []
+    real_parse = NodePool.from_dict
+    monkeypatch.setattr(kube, "get", cached_get)
+    monkeypatch.setattr(NodePool, "from_dict",
+                        lambda data: (parsed.append("x"), real_parse(data))[1])
+    for _ in range(3):
+        await clock.step(15)
+        await controller.reconcile(REQUEST)
+    assert len(parsed) == 1
+    assert conditions_of(kube)["Consolidatable"]["status"] == "True"
+
+    await kube.patch(NODE_POOL, "default", {"spec": {"disruption": {"consolidateAfter": "1h"}}})
+    await controller.reconcile(REQUEST)
+    assert len(parsed) == 2
+    assert "Consolidatable" not in conditions_of(kube)

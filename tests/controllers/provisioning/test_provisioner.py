@@ -336,3 +336,27 @@ async def test_pods_that_avoid_managed_nodes_are_left_alone() -> None:
     await h.provisioner.provision()
     assert h.client.created == []
     assert h.recorder.events == []
+
+
+async def test_the_nodepool_hash_is_computed_once_per_nodepool_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from karpy.apis import NodePool
+
+    hashed: list[str] = []
+    real = NodePool.hash
+    monkeypatch.setattr(NodePool, "hash", lambda self: (hashed.append("x"), real(self))[1])
+    h = build()
+    h.cluster.update_nodepool(nodepool("default", labels={"team": "a"}))
+    pending(h, 40, cpu="3")  # several NodeClaims from one NodePool
+    assert await h.provisioner.provision() == 0
+    first = {c["metadata"]["annotations"]["karpenter.sh/nodepool-hash"] for c in h.client.created}
+    assert len(h.client.created) > 1 and len(hashed) == 1 and len(first) == 1
+
+    h.cluster.update_nodepool(nodepool("default", labels={"team": "b"}))  # a new template
+    pending(h, 10, cpu="3", prefix="more")
+    before = len(h.client.created)
+    assert await h.provisioner.provision() == 0
+    later = {c["metadata"]["annotations"]["karpenter.sh/nodepool-hash"]
+             for c in h.client.created[before:]}
+    assert len(hashed) == 2 and later and later.isdisjoint(first)

@@ -102,6 +102,10 @@ class DisruptionConditions:
         self.drift = Drift(cloud_provider=cloud_provider, clock=clock)
         self.consolidatable = Consolidatable(clock=clock)
         self._steps: tuple[Step, ...] = (self.drift, self.consolidatable)
+        # NodePool name -> (the cached object, its parsed model). Every NodeClaim write
+        # wakes this controller; parsing the NodePool each time cost more than the rest
+        # of the reconcile. Cached objects are replaced on change, so identity says when.
+        self._nodepools: dict[str, tuple[Object, NodePool]] = {}
 
     # -- wiring --------------------------------------------------------------------------
 
@@ -144,8 +148,9 @@ class DisruptionConditions:
         if not pool_name:
             return Result()
         try:
-            nodepool = NodePool.from_dict(await self._client.get(NODE_POOL, pool_name))
+            nodepool = self._parsed(await self._client.get(NODE_POOL, pool_name))
         except errors.NotFound:
+            self._nodepools.pop(pool_name, None)
             return Result()
         fields: dict[str, Any] = {
             "controllerGroup": NODE_CLAIM.group, "controllerKind": NODE_CLAIM.kind,
@@ -155,6 +160,13 @@ class DisruptionConditions:
             fields["Node"] = {"name": nodeclaim.status.node_name}
         with logging_context(**fields):
             return await self._reconcile(obj, nodepool, nodeclaim)
+
+    def _parsed(self, obj: Object) -> NodePool:
+        name = str(obj["metadata"]["name"])
+        cached = self._nodepools.get(name)
+        if cached is None or cached[0] is not obj:
+            cached = self._nodepools[name] = (obj, NodePool.from_dict(obj))
+        return cached[1]
 
     async def _reconcile(self, stored: Object, nodepool: NodePool, nodeclaim: NodeClaim) -> Result:
         before = nodeclaim.to_dict()
