@@ -140,3 +140,39 @@ def test_a_condition_first_seen_counts_as_unknown(clock: FakeClock) -> None:
         "Status condition transitioned, Type: Launched, Status: Unknown -> True, Reason: Launched"
     )
     assert condition_transitions([cond("Ready", "True")], [cond("Ready", "True")]) == []
+
+
+async def test_a_settled_nodeclaim_is_left_without_parsing_and_a_new_generation_is_not(
+    kube: FakeClient, lifecycle: LifecycleController, monkeypatch
+) -> None:
+    from karpy.apis import NodeClaim
+    from karpy.controllers.nodeclaim.lifecycle.controller import settled
+
+    await kube.create(NODE_CLAIM, nodeclaim_manifest(NAME))
+    await lifecycle.reconcile(REQUEST)
+    pid = kube.peek(NODE_CLAIM, NAME)["status"]["providerID"]
+    await kube.create(NODE, node_manifest("node-1", pid))
+    await lifecycle.reconcile(REQUEST)
+    stored = kube.peek(NODE_CLAIM, NAME)
+    assert settled(stored)
+
+    parsed: list[str] = []
+    real = NodeClaim.from_dict
+    monkeypatch.setattr(NodeClaim, "from_dict", lambda data: (parsed.append("x"), real(data))[1])
+    writes = len(patches(kube))
+    await lifecycle.reconcile(REQUEST)
+    assert parsed == [] and len(patches(kube)) == writes
+
+    # A spec change (a new generation) needs the conditions re-stamped; a deletion
+    # belongs to termination but the lifecycle forgets its launch: neither is settled.
+    import copy
+
+    newer = copy.deepcopy(dict(stored))
+    newer["metadata"] = {**stored["metadata"], "generation": stored["metadata"]["generation"] + 1}
+    assert not settled(newer)
+    deleting = copy.deepcopy(dict(stored))
+    deleting["metadata"] = {**stored["metadata"], "deletionTimestamp": "2024-01-01T00:00:00Z"}
+    assert not settled(deleting)
+    without_finalizer = copy.deepcopy(dict(stored))
+    without_finalizer["metadata"] = {**stored["metadata"], "finalizers": []}
+    assert not settled(without_finalizer)
