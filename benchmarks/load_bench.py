@@ -103,16 +103,23 @@ async def load(args: argparse.Namespace, kubeconfig: str, karpy: subprocess.Pope
         before = _scrape(port)
         t0 = time.time()
         waves = 0
+        rss = 0
         while time.time() - t0 < args.minutes * 60:
+            if karpy.poll() is not None:
+                print(f"karpy exited ({karpy.returncode}) during wave {waves}; see {log_path}")
+                break
             for name in names:
                 replicas = share if waves == 0 else rng.randint(0, share)
                 await client.patch(kinds.DEPLOYMENT, name, {"spec": {"replicas": replicas}},
                                    namespace=NAMESPACE)
             waves += 1
-            await asyncio.sleep(args.wave)
+            wave_end = time.time() + args.wave
+            while time.time() < wave_end:
+                rss = max(rss, _rss_kib(karpy.pid))  # sampled: VmHWM is gone once it exits
+                await asyncio.sleep(2.0)
         elapsed = time.time() - t0
-        after = _scrape(port)
-        rss = _rss_kib(karpy.pid)
+        after = _scrape(port) if karpy.poll() is None else before
+        rss = max(rss, _rss_kib(karpy.pid))
         pods = await client.list(kinds.POD, namespace=NAMESPACE, live=True)
         running = sum((p.get("status") or {}).get("phase") == "Running" for p in pods)
     finally:
