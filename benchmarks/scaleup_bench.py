@@ -174,19 +174,22 @@ async def scale_up(
                            namespace=NAMESPACE)
         running = 0
         rss = 0
+        karpy_cpu = cpu_before["karpy"]
         while running < args.pods:
             if karpy.poll() is not None:
                 print(f"karpy exited ({karpy.returncode}) with {running}/{args.pods} Running; "
                       f"see {log_path}")
                 break
             rss = max(rss, _rss_kib(karpy.pid))  # sampled: VmHWM is gone once it exits
+            karpy_cpu = _cpu_seconds(karpy.pid) or karpy_cpu  # likewise its CPU time
             if time.time() - t0 > args.timeout:
                 print(f"timed out: {running}/{args.pods} Running after {args.timeout}s")
                 break
             await asyncio.sleep(2.0)
             running = await _running(client)
         elapsed = time.time() - t0
-        cpu_after = _component_cpu(cluster_dir) | {"karpy": _cpu_seconds(karpy.pid)}
+        cpu_after = _component_cpu(cluster_dir) | {
+            "karpy": _cpu_seconds(karpy.pid) or karpy_cpu}
         rss = max(rss, _rss_kib(karpy.pid))
         pods = await client.list(kinds.POD, namespace=NAMESPACE, live=True)
         claims = await client.list(NODE_CLAIM, live=True)

@@ -33,7 +33,9 @@ for s in "${scenarios[@]}"; do
   case $s in
     1|2|3|4) locked pytest -p no:cacheprovider -s -q "${files[$s]}" || status=1 ;;
     5) locked python benchmarks/load_bench.py || status=1 ;;
-    6) locked python benchmarks/scaleup_bench.py --pods 3000 --max-cpu 4 || status=1 ;;
+    6) locked python benchmarks/scaleup_bench.py --pods 3000 --max-cpu 4 || status=1
+       # the floor: the control plane alone binding the same pods onto pre-made nodes
+       locked python benchmarks/scaleup_bench.py --pods 3000 --floor || status=1 ;;
     *) echo "chaos.sh: unknown scenario $s" >&2; exit 2 ;;
   esac
 done

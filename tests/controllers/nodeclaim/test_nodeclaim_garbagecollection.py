@@ -130,3 +130,26 @@ async def test_a_machine_listed_late_but_found_by_get_keeps_its_nodeclaim(
     provider.list = real_list  # type: ignore[method-assign]
     assert not kube.peek(NODE_CLAIM, "default-abcde")["metadata"].get("deletionTimestamp")
     assert provider.get_calls  # it asked before deciding
+
+
+async def test_only_the_nodeclaims_whose_machine_vanished_are_parsed(
+    kube: FakeClient, provider: FakeCloudProvider, collector: GarbageCollector,
+    lifecycle: LifecycleController, monkeypatch,
+) -> None:
+    names = [f"default-{i:05d}" for i in range(12)]
+    for name in names:
+        await kube.create(NODE_CLAIM, nodeclaim_manifest(name))
+        await lifecycle.reconcile(Request("", name))
+    gone = kube.peek(NODE_CLAIM, names[0])["status"]["providerID"]
+    provider.instances.pop(gone)  # one machine terminated behind karpy's back
+
+    parsed: list[str] = []
+    real = NodeClaim.from_dict
+    monkeypatch.setattr(NodeClaim, "from_dict", lambda data: (
+        parsed.append(data["metadata"]["name"]), real(data))[1])
+    await collector.reconcile()
+
+    assert parsed == [names[0]]
+    assert kube.peek(NODE_CLAIM, names[0])["metadata"].get("deletionTimestamp")
+    assert not any(kube.peek(NODE_CLAIM, n)["metadata"].get("deletionTimestamp")
+                   for n in names[1:])
