@@ -75,6 +75,8 @@ class Expiration:
             obj = await self._client.get(NODE_CLAIM, request.name)
         except errors.NotFound:
             return Result()
+        if (obj.get("spec") or {}).get("expireAfter") == "Never":
+            return Result()  # never expires: not worth parsing on each of its updates
         nodeclaim = NodeClaim.from_dict(obj)
         uid = nodeclaim.metadata.uid or ""
         if nodeclaim.metadata.deletion_timestamp is not None or uid in self._deleted:

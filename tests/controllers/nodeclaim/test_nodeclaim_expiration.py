@@ -117,3 +117,16 @@ async def test_deleted_exactly_when_expire_after_has_passed(expire: int, elapsed
     assert deleting(kube) is (elapsed >= expire)
     if elapsed < expire:
         assert result.requeue_after == pytest.approx(expire - elapsed)
+
+
+async def test_a_nodeclaim_that_never_expires_is_not_parsed(
+    kube: FakeClient, metrics: Metrics, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from karpy.apis import NodeClaim
+
+    await kube.create(NODE_CLAIM, nodeclaim("Never"))
+    parsed: list[str] = []
+    real = NodeClaim.from_dict
+    monkeypatch.setattr(NodeClaim, "from_dict", lambda data: (parsed.append("x"), real(data))[1])
+    assert await expiration(kube, metrics, clock).reconcile(REQUEST) == Result()
+    assert parsed == []
