@@ -72,6 +72,8 @@ def label_messages(provider: str) -> list[str]:
 
 
 CORE_MESSAGES = [
+    'label domain "kubernetes.io" is restricted',
+    'label domain "k8s.io" is restricted',
     'label domain "karpenter.sh" is restricted',
     'label "karpenter.sh/nodepool" is restricted',
     'label "kubernetes.io/hostname" is restricted',
@@ -195,15 +197,11 @@ def test_nodepool_label_rules_cover_core_and_provider_domains() -> None:
     spec = at(schema_of("aws/karpenter.sh_nodepools.yaml"), "spec")
     key_rules = at(spec, "template.spec.requirements.[].key")["x-kubernetes-validations"]
     messages = [r["message"] for r in key_rules]
-    assert messages[:3] == [
-        'label domain "karpenter.sh" is restricted',
-        'label "karpenter.sh/nodepool" is restricted',
-        'label "kubernetes.io/hostname" is restricted',
-    ]
+    assert messages[:5] == CORE_MESSAGES
     label_rules = at(spec, "template.metadata.labels")["x-kubernetes-validations"]
     assert [r["message"] for r in label_rules] == messages
     assert all(r["rule"].startswith("self.all(x, ") for r in label_rules)
-    assert messages[3:] == ['label domain "karpenter.k8s.aws" is restricted']
+    assert messages[5:] == ['label domain "karpenter.k8s.aws" is restricted']
     claim_rules = at(schema_of("aws/karpenter.sh_nodeclaims.yaml"), "spec.requirements.[].key")[
         "x-kubernetes-validations"
     ]
