@@ -7,21 +7,17 @@ code (:mod:`karpy.tools.view`), never writing.
 """
 
 from karpy.tools.simulate._render import render
-from karpy.tools.simulate._report import (
-    SCHEMA_VERSION,
+from karpy.tools.simulate._report import SCHEMA_VERSION, Difference, Report, compare
+from karpy.tools.simulate._rows import (
     CandidateRow,
     ClaimRow,
     CommandRow,
-    Difference,
     LowerBound,
     NodePoolRow,
     PendingRow,
-    Report,
-    claim_row,
-    compare,
-    simulate,
 )
 from karpy.tools.simulate._run import SimulateOptions, load_live, run_simulation
+from karpy.tools.simulate._simulate import claim_row, simulate
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from karpy.tools.simulate._report import ClaimRow, Report, compare
+from karpy.tools.simulate._report import Report, compare
+from karpy.tools.simulate._rows import ClaimRow
 
 __all__ = ["render"]
 

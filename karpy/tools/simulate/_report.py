@@ -1,177 +1,29 @@
-"""What ``karpy simulate`` reports, computed from a :class:`~karpy.tools.view.ClusterView`.
-
-:func:`simulate` asks the view's provisioner for one round's decision and the
-disruption controller for its next pass, and turns both into plain values: the
-NodeClaims provisioning would create (with the offerings they can launch and the price
-of the cheapest), the pods that stay pending with the provisioner's own reason, the
-consolidation commands, the cluster's $/h before and after, and the LP lower bound
-(:func:`karpy.scheduling.cost_floor`) on what any plan for those pods could cost.
-:func:`compare` says how a what-if run differs from the unchanged one.
-
-``Report.to_json()`` is the stable ``-o json`` schema (docs/tools.md); every price is
-US dollars per hour.
+"""What ``karpy simulate`` reports: a :class:`Report` (the plan, what stays pending, the
+disruption commands, the lower bound and the $/h totals) and, for ``-f``, how a what-if
+run differs from the unchanged one (:func:`compare`). ``Report.to_json()`` is the stable
+``-o json`` document (docs/tools.md); every price is US dollars per hour.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
-from karpy.controllers.disruption import Command
-from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, cost_floor
-from karpy.tools.view import ClusterView, LiveCluster
+from karpy.tools.simulate._rows import (
+    ClaimRow,
+    CommandRow,
+    LowerBound,
+    NodePoolRow,
+    PendingRow,
+)
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "CandidateRow",
-    "ClaimRow",
-    "CommandRow",
-    "Difference",
-    "LowerBound",
-    "NodePoolRow",
-    "PendingRow",
-    "Report",
-    "compare",
-    "simulate",
-]
+__all__ = ["SCHEMA_VERSION", "Difference", "Report", "compare"]
 
 SCHEMA_VERSION = 1
 """Bumped when a field of the JSON output changes meaning or goes away (new fields may
 be added without a bump)."""
-
-CHEAPEST_SHOWN = 5
-"""How many of a claim's instance types are named (cheapest first)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimRow:
-    """A NodeClaim provisioning (or a replacement) would create."""
-
-    nodepool: str
-    instance_types: tuple[str, ...]
-    """Every type it may launch as, cheapest first."""
-    zones: tuple[str, ...]
-    capacity_types: tuple[str, ...]
-    pods: int
-    requests: Mapping[str, str]
-    """The pods' requests plus DaemonSet overhead, as the NodeClaim would carry them."""
-    price: float
-    """$/h of the cheapest offering it can launch."""
-    cheapest: tuple[str, str, str]
-    """(instance type, zone, capacity type) of that offering."""
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``-o json`` form."""
-        return {
-            "nodepool": self.nodepool,
-            "instanceTypes": {"count": len(self.instance_types),
-                              "cheapest": list(self.instance_types[:CHEAPEST_SHOWN])},
-            "zones": list(self.zones),
-            "capacityTypes": list(self.capacity_types),
-            "pods": self.pods,
-            "requests": dict(self.requests),
-            "pricePerHour": round(self.price, 6),
-            "cheapestOffering": {"instanceType": self.cheapest[0], "zone": self.cheapest[1],
-                                 "capacityType": self.cheapest[2]},
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class PendingRow:
-    """A pod provisioning cannot place, and the provisioner's reason."""
-
-    pod: str
-    reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``-o json`` form."""
-        return {"pod": self.pod, "reason": self.reason}
-
-
-@dataclass(frozen=True, slots=True)
-class CandidateRow:
-    """A node a disruption command would remove."""
-
-    node: str
-    nodeclaim: str
-    nodepool: str
-    instance_type: str
-    zone: str
-    capacity_type: str
-    price: float
-    pods: int
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``-o json`` form."""
-        return {"node": self.node, "nodeclaim": self.nodeclaim, "nodepool": self.nodepool,
-                "instanceType": self.instance_type, "zone": self.zone,
-                "capacityType": self.capacity_type, "pricePerHour": round(self.price, 6),
-                "pods": self.pods}
-
-
-@dataclass(frozen=True, slots=True)
-class CommandRow:
-    """A disruption command: candidates out, replacements in, what it saves."""
-
-    reason: str
-    decision: str
-    candidates: tuple[CandidateRow, ...]
-    replacements: tuple[ClaimRow, ...]
-    savings: float
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``-o json`` form."""
-        return {"reason": self.reason, "decision": self.decision,
-                "candidates": [c.to_json() for c in self.candidates],
-                "replacements": [r.to_json() for r in self.replacements],
-                "savingsPerHour": round(self.savings, 6)}
-
-
-@dataclass(frozen=True, slots=True)
-class NodePoolRow:
-    """A NodePool and whether provisioning can use it."""
-
-    name: str
-    usable: bool
-    reason: str
-    """Why not ("" when usable)."""
-    instance_types: int
-    nodes: int
-    price: float
-    """$/h of its nodes now."""
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``-o json`` form."""
-        return {"name": self.name, "usable": self.usable, "reason": self.reason,
-                "instanceTypes": self.instance_types, "nodes": self.nodes,
-                "pricePerHour": round(self.price, 6)}
-
-
-@dataclass(frozen=True, slots=True)
-class LowerBound:
-    """The LP floor on the plan's new capacity, and how far above it the plan is."""
-
-    price: float
-    plan_price: float
-    forced_nodes: int
-
-    @property
-    def above_percent(self) -> float | None:
-        """How much more the plan costs than the floor, in percent (None: floor 0)."""
-        if self.price <= 0:
-            return None
-        return (self.plan_price / self.price - 1.0) * 100.0
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``-o json`` form."""
-        above = self.above_percent
-        return {"pricePerHour": round(self.price, 6),
-                "planPricePerHour": round(self.plan_price, 6),
-                "abovePercent": None if above is None else round(above, 2),
-                "forcedNodes": self.forced_nodes}
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,147 +158,3 @@ def compare(unchanged: Report, what_if: Report) -> Difference:
         savings=(unchanged.savings, what_if.savings),
         after_price=(unchanged.after_price, what_if.after_price),
     )
-
-
-# -- building ------------------------------------------------------------------------------
-
-
-def claim_row(plan: NodeClaimPlan) -> ClaimRow:
-    """A planned NodeClaim as a row: the offerings it can launch and the cheapest."""
-    zones: set[str] = set()
-    capacity: set[str] = set()
-    best: tuple[float, str, str, str] | None = None
-    for it in plan.instance_types:
-        for offering in it.offerings:
-            if not offering.available or not plan.requirements.overlaps(offering.requirements):
-                continue
-            zones.add(offering.zone)
-            capacity.add(offering.capacity_type)
-            key = (offering.price, it.name, offering.zone, offering.capacity_type)
-            if best is None or key < best:
-                best = key
-    return ClaimRow(
-        nodepool=plan.nodepool,
-        instance_types=tuple(plan.instance_type_names),
-        zones=tuple(sorted(zones)),
-        capacity_types=tuple(sorted(capacity)),
-        pods=len(plan.pods),
-        requests=plan.resource_requests(),
-        price=plan.price,
-        cheapest=(best[1], best[2], best[3]) if best is not None else ("", "", ""),
-    )
-
-
-def _lower_bound(claims: Sequence[NodeClaimPlan],
-                 templates: Sequence[NodePoolTemplate]) -> LowerBound | None:
-    pods = [pod for plan in claims for pod in plan.pods]
-    if not pods or not templates:
-        return None
-    try:
-        floor = cost_floor(pods, templates)
-    except ValueError:  # no offering can hold them: no floor to speak of
-        return None
-    return LowerBound(price=floor.price, plan_price=sum(p.price for p in claims),
-                      forced_nodes=floor.forced_nodes)
-
-
-def _command_row(command: Command) -> CommandRow:
-    rows = []
-    for c in command.candidates:
-        labels = c.state.labels
-        rows.append(CandidateRow(
-            node=c.name, nodeclaim=c.state.nodeclaim_name, nodepool=c.nodepool,
-            instance_type=labels.get(LABEL_INSTANCE_TYPE, ""),
-            zone=labels.get(LABEL_ZONE, ""), capacity_type=labels.get(LABEL_CAPACITY_TYPE, ""),
-            price=c.price, pods=len(c.pods),
-        ))
-    return CommandRow(
-        reason=command.reason, decision=str(command.decision), candidates=tuple(rows),
-        replacements=tuple(claim_row(p) for p in command.replacements),
-        savings=command.estimated_savings,
-    )
-
-
-async def _nodepools(view: ClusterView) -> tuple[list[NodePoolRow], int, float]:
-    nodes: Counter[str] = Counter()
-    prices: dict[str, float] = {}
-    for state in view.cluster.nodes():
-        if not state.managed or state.marked_for_deletion:
-            continue
-        nodes[state.nodepool] += 1
-        prices[state.nodepool] = prices.get(state.nodepool, 0.0) + (
-            await view.node_price(state) or 0.0)
-    rows = []
-    for entry in view.cluster.nodepools():
-        reason = ""
-        count = 0
-        if entry.model is None:
-            reason = f"invalid: {entry.error}"
-        elif entry.deleting:
-            reason = "being deleted"
-        elif not entry.ready:
-            reason = "not ready"
-        else:
-            try:
-                count = len(await view.instance_types(entry.name))
-            except Exception as exc:
-                reason = f"unable to resolve instance types: {exc}"
-            else:
-                reason = "" if count else "no instance types"
-        rows.append(NodePoolRow(name=entry.name, usable=not reason, reason=reason,
-                                instance_types=count, nodes=nodes[entry.name],
-                                price=prices.get(entry.name, 0.0)))
-    return rows, sum(nodes.values()), sum(prices.values())
-
-
-def _source_name(view: ClusterView) -> str:
-    source = view.source
-    if isinstance(source, LiveCluster):
-        return f"cluster ({source.kubeconfig or 'default kubeconfig'})"
-    return source.source
-
-
-async def simulate(view: ClusterView) -> Report:
-    """Simulate one provisioning round, then one disruption pass, on ``view``."""
-    pending_pods = view.pending_pods()
-    templates = await view.templates()
-    results = await view.schedule()
-    claims = results.new_nodeclaims if results is not None else ()
-    pending = [PendingRow(e.pod.key, e.reason) for e in (results.errors if results else ())]
-    placed = {p.key for plan in claims for p in plan.pods}
-    if results is not None:
-        placed |= {p.key for n in results.existing_nodes for p in n.pods}
-    named = {row.pod for row in pending}
-    for event in view.recorder.events:
-        key = f"{event.namespace}/{event.name}"
-        if (event.kind == "Pod" and event.reason == "FailedScheduling"
-                and key not in named and key not in placed):
-            named.add(key)
-            pending.append(PendingRow(key, event.message.removeprefix("Failed to schedule pod, ")))
-    if results is None and pending_pods and not templates:
-        pending += [PendingRow(p.key, "no usable NodePool") for p in pending_pods
-                    if p.key not in named]
-    pools, nodes, current = await _nodepools(view)
-    if results is not None:
-        # Ask disruption about the cluster provisioning is heading for, not about the
-        # moment before it acts (pending pods would count twice otherwise).
-        view.land(results)
-    decision = await view.disruption_pass()
-    return Report(
-        source=_source_name(view),
-        provider=view.provider_name,
-        synced=view.synced,
-        nodepools=tuple(pools),
-        pending_pods=len(pending_pods),
-        claims=tuple(claim_row(p) for p in claims),
-        on_existing={n.node: len(n.pods) for n in (results.existing_nodes if results else ())
-                     if n.pods},
-        pending=tuple(sorted(pending, key=lambda r: r.pod)),
-        lower_bound=_lower_bound(claims, templates),
-        disruption_method=decision.method if decision is not None else "",
-        commands=tuple(_command_row(c) for c in decision.commands) if decision else (),
-        nodes=nodes,
-        current_price=current,
-    )
-
-

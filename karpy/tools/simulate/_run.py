@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client
-from karpy.tools.simulate._report import Report, simulate
+from karpy.tools.simulate._report import Report
+from karpy.tools.simulate._simulate import simulate
 from karpy.tools.view import (
     ReadOnlyClient,
     Snapshot,
