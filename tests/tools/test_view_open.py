@@ -121,3 +121,20 @@ def test_the_provider_is_guessed_from_the_nodeclass_the_nodepools_reference(
                                      "name": "default"})
     assert guess_provider([aws]) == "aws"
     assert guess_provider([]) == "kwok"
+
+
+async def test_land_puts_the_plan_in_the_model_launched_with_its_pods(small: Snapshot) -> None:
+    async with open_view(small) as view:
+        results = await view.schedule()
+        assert results is not None
+        landed = view.land(results)
+        (name,) = landed
+        state = view.cluster.node_by_name(name)
+        assert state is not None and state.initialized and state.managed
+        assert state.nodepool == "default"
+        assert sorted(state.bound.pods) == [f"shop/web-6d9f7-{i}" for i in range(6)]
+        # Launched as a provider would: the cheapest offering the plan allows.
+        (plan,) = results.new_nodeclaims
+        assert await view.node_price(state) == pytest.approx(plan.price)
+        assert not [p for p in view.pending_pods() if p.name.startswith("web-")]
+        assert _writes(view) == []

@@ -111,3 +111,14 @@ def test_bad_input_names_the_document_and_the_problem(text: str, message: str) -
 def test_an_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(SnapshotError, match=r"missing\.yaml: cannot read"):
         Snapshot.load(tmp_path / "missing.yaml")
+
+
+async def test_take_snapshot_lists_every_kind_through_a_read_only_client() -> None:
+    from karpy.tools.view import ReadOnlyClient, SnapshotClient, take_snapshot
+
+    original = Snapshot.from_documents([every_kind()])
+    fake = SnapshotClient(original)
+    taken = await take_snapshot(ReadOnlyClient(fake), source="fake")
+    assert taken.count() == original.count()
+    assert taken.source == "fake"
+    assert fake.calls == []  # nothing was written

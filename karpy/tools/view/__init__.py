@@ -6,7 +6,8 @@ and disruption controller built on it. ::
 
     async with open_view(Snapshot.load("cluster.yaml")) as view:
         results = await view.schedule()          # what provisioning would create
-        decision = await view.disruption_pass()  # what disruption would start
+        view.land(results)                       # as if it had launched (in memory)
+        decision = await view.disruption_pass()  # what disruption would start next
         view.cluster.nodes(); view.pending_pods(); await view.instance_types("default")
 
     async with open_view(LiveCluster(kubeconfig="~/.kube/config")) as view:

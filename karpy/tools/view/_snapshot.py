@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from karpy.runtime import Client, Kind, errors, thaw
+from karpy.state import NODE_POOL
 from karpy.tools.view._kinds import node_class_kinds, view_kinds
 
 __all__ = ["Snapshot", "SnapshotError", "take_snapshot"]
@@ -218,6 +219,12 @@ def _key_of(kind: Kind, obj: dict[str, Any], where: str) -> ObjectKey:
     return (namespace, name)
 
 
+def _node_class_ref(nodepool: Mapping[str, Any]) -> tuple[str, str]:
+    spec = ((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}
+    ref = spec.get("nodeClassRef") or {}
+    return (str(ref.get("group", "")), str(ref.get("kind", "")))
+
+
 def _show(key: ObjectKey) -> str:
     namespace, name = key
     return f"{namespace}/{name}" if namespace else name
@@ -226,10 +233,12 @@ def _show(key: ObjectKey) -> str:
 async def take_snapshot(client: Client, *, source: str = "<cluster>") -> Snapshot:
     """List every kind a view reads from a live cluster (reads only).
 
-    A provider's NodeClass kind whose CRD is not installed is skipped; a kind the
+    A provider's NodeClass kind whose CRD is not installed is skipped, and so is one the
+    credentials may not list when no NodePool refers to it; any other kind the
     credentials may not list raises :class:`SnapshotError` naming the missing permission.
     """
     optional = set(node_class_kinds())
+    referenced: set[tuple[str, str]] = set()
     documents: list[dict[str, Any]] = []
     for kind in view_kinds():
         try:
@@ -239,11 +248,15 @@ async def take_snapshot(client: Client, *, source: str = "<cluster>") -> Snapsho
                 continue
             raise
         except errors.Forbidden as exc:
+            if kind in optional and (kind.group, kind.kind) not in referenced:
+                continue  # another provider's NodeClass, which no NodePool uses
             resource = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
             raise SnapshotError(
                 f"{source}: may not list {resource} (RBAC: grant get/list/watch on "
                 f"{resource}): {exc}"
             ) from exc
+        if kind == NODE_POOL:
+            referenced = {_node_class_ref(pool) for pool in listed}
         for obj in listed:
             item = thaw(obj)
             item.get("metadata", {}).pop("managedFields", None)

@@ -24,6 +24,7 @@ from typing import Any
 from opentelemetry.metrics import NoOpMeter
 
 from karpy.apis.extension import load_extensions
+from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from karpy.cloudprovider import (
     CloudProvider,
     InstanceType,
@@ -56,8 +57,10 @@ from karpy.runtime import (
     kinds,
 )
 from karpy.runtime.kinds import Kind
-from karpy.scheduling import NodePoolTemplate, Pod, Results
+from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
 from karpy.state import NODE_POOL, Cluster, UnavailableOfferings
+from karpy.state.statenode import StateNode
+from karpy.tools.view._landing import land
 from karpy.tools.view._readonly import ReadOnlyClient, Reads
 from karpy.tools.view._recorder import CapturingRecorder
 from karpy.tools.view._snapshot import Snapshot
@@ -158,11 +161,33 @@ class ClusterView:
 
     async def instance_types(self, nodepool: str) -> Sequence[InstanceType]:
         """The instance types ``nodepool`` may launch, as the provisioner sees them
-        (unavailable offerings masked); empty for an unknown or invalid NodePool."""
+        (unavailable offerings masked); empty for an unknown or invalid NodePool. Raises
+        what the provider raises (a NodeClass that is missing or not ready, ...)."""
         entry = self.cluster.nodepool(nodepool)
         if entry is None:
             return ()
         return await self.provisioner.instance_types.get(entry)
+
+    async def node_price(self, state: StateNode) -> float | None:
+        """What a managed machine costs per hour: the price of its offering (its
+        NodePool's instance type in its zone and capacity type, available or not); None
+        for an unmanaged node, or one whose type the provider cannot price."""
+        labels = state.labels
+        name = labels.get(LABEL_INSTANCE_TYPE)
+        if not state.nodepool or not name:
+            return None
+        try:
+            types = {it.name: it for it in await self.instance_types(state.nodepool)}
+        except Exception:  # the provider cannot list them (another provider's pool, ...)
+            return None
+        instance_type = types.get(name)
+        if instance_type is None:
+            return None
+        zone, capacity = labels.get(LABEL_ZONE), labels.get(LABEL_CAPACITY_TYPE)
+        prices = [o.price for o in instance_type.offerings
+                  if (zone is None or o.zone == zone)
+                  and (capacity is None or o.capacity_type == capacity)]
+        return min(prices, default=None)
 
     def pending_pods(self) -> list[Pod]:
         """The pods the provisioner would provision for (provisionable, not nominated,
@@ -178,6 +203,13 @@ class ClusterView:
         NodePool is usable). Like the provisioner, it nominates pods that fit existing
         capacity in the model, so a second call answers for what is left."""
         return await self.provisioner.schedule()
+
+    def land(self, results: Results) -> Mapping[str, NodeClaimPlan]:
+        """Assume ``results`` has landed: its NodeClaims launched and initialized, its
+        pods running where it put them (in the model only; see ``_landing``). Returns
+        the simulated machines' names and their plans. Call before
+        :meth:`disruption_pass` to ask what disruption would do next."""
+        return land(self.cluster, self.cache, results)
 
     async def disruption_pass(self) -> DisruptionPass | None:
         """What the next disruption pass would start (None: nothing to disrupt). Never
@@ -283,7 +315,9 @@ async def open_view(
                 settings=dict(provider_settings or {}),
             ))
         except Exception as exc:
-            raise ViewError(f"cannot build cloud provider {name!r}: {exc}") from exc
+            # The registry's message ends with the provider's traceback: keep the first line.
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise ViewError(f"cannot build cloud provider {name!r}: {first}") from exc
         try:
             if static is not None and what_if is not None:
                 await _refresh_nodepool_status(

@@ -1,0 +1,82 @@
+"""`karpy simulate`: a dry run of provisioning and consolidation (docs/tools.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cmd = commands.add_parser(
+        "simulate",
+        help="show what provisioning and consolidation would do (read-only dry run)",
+        description="Run karpy's provisioner and disruption controller on a live cluster "
+        "or a snapshot without writing anything, and show the NodeClaims it would create, "
+        "the pods that would stay pending, the consolidation it would start and the $/h "
+        "before and after. -f replaces or adds objects (usually NodePools) to ask "
+        "'what if'; the output then shows the difference.",
+    )
+    source = cmd.add_mutually_exclusive_group(required=True)
+    source.add_argument("--kubeconfig", help="a live cluster (read with get/list only)")
+    source.add_argument("--snapshot", metavar="FILE",
+                        help="a snapshot file (karpy snapshot, or kubectl get -o yaml)")
+    cmd.add_argument("--context", help="the kubeconfig context (default: current)")
+    cmd.add_argument("-f", "--filename", action="append", default=[], metavar="FILE",
+                     help="objects replacing or adding to the cluster's, e.g. a changed "
+                     "NodePool (repeatable)")
+    cmd.add_argument("-o", "--output", choices=("table", "json"), default="table",
+                     help="table (default) or json (docs/tools.md has the schema)")
+    cmd.add_argument("--cloud-provider", metavar="NAME",
+                     help="whose catalogue to price with (default: the provider serving the "
+                     "NodePools' NodeClasses, else kwok)")
+    cmd.add_argument("--provider-setting", action="append", default=[], metavar="KEY=VALUE",
+                     help="a provider setting, as for karpy run (repeatable)")
+    cmd.add_argument("--cluster-name", default="", help="as karpy run's --cluster-name")
+    cmd.add_argument("--feature-gates", metavar="NAME=BOOL,...", default="",
+                     help="as karpy run's, e.g. SpotToSpotConsolidation=true")
+    cmd.add_argument("--log-level", default="critical",
+                     help="show the controllers' own log lines at this level (default: none)")
+    cmd.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+
+    from rich.console import Console
+
+    from karpy.controllers.settings import FeatureGates, Settings
+    from karpy.runtime import configure_logging
+    from karpy.tools.simulate import SimulateOptions, render, run_simulation
+    from karpy.tools.view import SnapshotError, ViewError
+
+    configure_logging(args.log_level.upper())
+    settings_ = {}
+    for item in args.provider_setting:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            print(f"karpy simulate: --provider-setting {item!r}: expected KEY=VALUE",
+                  file=sys.stderr)
+            return 2
+        settings_[key] = value
+    try:
+        gates = FeatureGates.parse(args.feature_gates)
+    except ValueError as exc:
+        print(f"karpy simulate: --feature-gates: {exc}", file=sys.stderr)
+        return 2
+    options = SimulateOptions(
+        snapshot=args.snapshot, kubeconfig=args.kubeconfig, context=args.context,
+        what_if=tuple(args.filename), provider=args.cloud_provider,
+        provider_settings=settings_,
+        settings=Settings(cluster_name=args.cluster_name, feature_gates=gates),
+    )
+    try:
+        report = asyncio.run(run_simulation(options))
+    except (SnapshotError, ViewError) as exc:
+        print(f"karpy simulate: {exc}", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        render(report, Console())
+    return 0
