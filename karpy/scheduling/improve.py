@@ -147,6 +147,8 @@ class Improver:
         self.strict_min_values = strict_min_values
         self.budget = budget
         self.moves = 0
+        # NodeClaims whose requirements the stage narrowed (see _finish)
+        self.narrowed = 0
         self.keys = sorted(k for k in topology.topology_keys if k != LABEL_HOSTNAME)
         self._movable: dict[Signature, bool] = {}
         self._zonal: dict[Signature, bool] = {}
@@ -177,6 +179,8 @@ class Improver:
         if len(claims) < 2 or self.budget <= 0:
             return
         self.items = [self._items(c) for c in claims]
+        # what first fit gave each NodeClaim, to tell when the stage narrowed one
+        self.first_req = [c.req for c in claims]
         self.totals = [list(c.total) for c in claims]
         self.size = len(self.totals[0])
         self.none = [-1] * self.size
@@ -773,6 +777,11 @@ class Improver:
             claim.total = self.totals[number]
             if pods:
                 claim.mask = self._types(number, claim.total)
+                # Narrowed: it took a zonal pod by giving up zones (and with them,
+                # maybe, types) that first fit left open. Reported, not hidden.
+                if claim.req != self.first_req[number]:
+                    claim.narrowed = True
+                    self.narrowed += 1
 
 
 def _shift(group: TopologyGroup, source: str, target: str) -> None:

@@ -33,6 +33,8 @@ HONOR: Final = "Honor"
 IGNORE: Final = "Ignore"
 
 _EMPTY_LABELS: Mapping[str, str] = MappingProxyType({})
+# A pod without a nodeSelector selects any node; one shared (immutable) value for all.
+_ANY = Requirements()
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,10 +181,12 @@ def pod_requests(spec: Mapping[str, Any]) -> res.ResourceList:
 
 def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
     ports: list[HostPort] = []
-    containers = list(spec.get("containers") or ())
-    containers += [
-        c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"
-    ]
+    containers: Iterable[Mapping[str, Any]] = spec.get("containers") or ()
+    init = spec.get("initContainers")
+    if init:
+        containers = [
+            *containers, *(c for c in init if c.get("restartPolicy") == "Always")
+        ]
     for container in containers:
         for port in container.get("ports") or ():
             host_port = port.get("hostPort") or 0
@@ -195,6 +199,27 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
                     )
                 )
     return tuple(ports)
+
+
+def _required_terms(
+    block: Mapping[str, Any] | None, namespace: str, labels: Mapping[str, str]
+) -> tuple[AffinityTerm, ...]:
+    terms = block.get("requiredDuringSchedulingIgnoredDuringExecution") if block else None
+    if not terms:
+        return ()
+    return tuple(_affinity_term(t, namespace, labels) for t in terms)
+
+
+def _preferred_terms(
+    block: Mapping[str, Any] | None, namespace: str, labels: Mapping[str, str]
+) -> tuple[AffinityTerm, ...]:
+    terms = block.get("preferredDuringSchedulingIgnoredDuringExecution") if block else None
+    if not terms:
+        return ()
+    return tuple(
+        _affinity_term(t.get("podAffinityTerm") or {}, namespace, labels, weight)
+        for weight, t in _weighted(terms)
+    )
 
 
 def _weighted(terms: Iterable[Mapping[str, Any]]) -> list[tuple[int, Mapping[str, Any]]]:
@@ -277,14 +302,21 @@ class Pod:
         status = pod.get("status") or {}
         namespace = metadata.get("namespace") or "default"
         labels: Mapping[str, str] = metadata.get("labels") or {}
-        affinity = spec.get("affinity") or {}
-        node_affinity = affinity.get("nodeAffinity") or {}
-        required = (node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
-            "nodeSelectorTerms"
-        ) or ()
-        preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
-        pod_affinity = affinity.get("podAffinity") or {}
-        pod_anti = affinity.get("podAntiAffinity") or {}
+        # Most pods have few of the optional fields: each block is skipped when absent
+        # (parsing is paid per pod as it arrives, so the common case is kept short).
+        affinity = spec.get("affinity")
+        required: Iterable[Mapping[str, Any]] = ()
+        preferred: Iterable[Mapping[str, Any]] = ()
+        pod_affinity: Mapping[str, Any] | None = None
+        pod_anti: Mapping[str, Any] | None = None
+        if affinity:
+            node_affinity = affinity.get("nodeAffinity") or {}
+            required = (
+                node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+            ).get("nodeSelectorTerms") or ()
+            preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+            pod_affinity = affinity.get("podAffinity")
+            pod_anti = affinity.get("podAntiAffinity")
 
         spreads = []
         for tsc in spec.get("topologySpreadConstraints") or ():
@@ -303,29 +335,21 @@ class Pod:
                     node_taints_policy=tsc.get("nodeTaintsPolicy") or IGNORE,
                 )
             )
-
-        def required_terms(block: Mapping[str, Any]) -> tuple[AffinityTerm, ...]:
-            terms = block.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
-            return tuple(_affinity_term(t, namespace, labels) for t in terms)
-
-        def preferred_terms(block: Mapping[str, Any]) -> tuple[AffinityTerm, ...]:
-            terms = block.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
-            return tuple(
-                _affinity_term(t.get("podAffinityTerm") or {}, namespace, labels, weight)
-                for weight, t in _weighted(terms)
-            )
-
-        owners = metadata.get("ownerReferences") or ()
+        node_selector = spec.get("nodeSelector")
+        tolerations = spec.get("tolerations")
+        owners = metadata.get("ownerReferences")
         return cls(
             name=metadata.get("name") or "",
             namespace=namespace,
             uid=metadata.get("uid") or "",
             labels=labels,
             requests=pod_requests(spec),
-            node_selector=Requirements.from_labels(spec.get("nodeSelector")),
+            node_selector=Requirements.from_labels(node_selector) if node_selector else _ANY,
             required_node_terms=tuple(
                 Requirements.from_node_selector(t.get("matchExpressions")) for t in required
-            ),
+            )
+            if required
+            else (),
             preferred_node_terms=tuple(
                 (
                     weight,
@@ -334,17 +358,19 @@ class Pod:
                     ),
                 )
                 for weight, t in _weighted(preferred)
-            ),
-            tolerations=tuple(Toleration.from_dict(t) for t in spec.get("tolerations") or ()),
+            )
+            if preferred
+            else (),
+            tolerations=tuple(Toleration.from_dict(t) for t in tolerations) if tolerations else (),
             spread_constraints=tuple(spreads),
-            pod_affinity=required_terms(pod_affinity),
-            preferred_pod_affinity=preferred_terms(pod_affinity),
-            pod_anti_affinity=required_terms(pod_anti),
-            preferred_pod_anti_affinity=preferred_terms(pod_anti),
+            pod_affinity=_required_terms(pod_affinity, namespace, labels),
+            preferred_pod_affinity=_preferred_terms(pod_affinity, namespace, labels),
+            pod_anti_affinity=_required_terms(pod_anti, namespace, labels),
+            preferred_pod_anti_affinity=_preferred_terms(pod_anti, namespace, labels),
             host_ports=_host_ports(spec),
             volume_requirements=tuple(volume_requirements),
             node_name=spec.get("nodeName") or "",
-            is_daemon=any(o.get("kind") == "DaemonSet" for o in owners),
+            is_daemon=any(o.get("kind") == "DaemonSet" for o in owners) if owners else False,
             terminal=status.get("phase") in ("Succeeded", "Failed")
             or bool(metadata.get("deletionTimestamp")),
             raw=pod if keep_raw else None,

@@ -17,10 +17,27 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scheduling_support import HOSTNAME, ZONE, ZONES, itype, nodepool, pod, spread, term
+from scheduling_support import (
+    HOSTNAME,
+    INSTANCE_TYPE,
+    ZONE,
+    ZONES,
+    itype,
+    nodepool,
+    pod,
+    spread,
+    term,
+)
 
 from karpy.apis.labels import WELL_KNOWN_LABELS
-from karpy.scheduling import NodePoolTemplate, Pod, Results, SchedulerOptions, cost_floor
+from karpy.scheduling import (
+    NodeClaimPlan,
+    NodePoolTemplate,
+    Pod,
+    Results,
+    SchedulerOptions,
+    cost_floor,
+)
 from karpy.scheduling import resources as res
 from karpy.scheduling.simulator import Simulator
 from karpy.scheduling.taints import untolerated
@@ -221,3 +238,63 @@ def test_benchmark_mix_comes_much_closer_to_the_floor() -> None:
     # first fit checks a hostname spread when its pod is placed, so pods placed later
     # can take a NodeClaim over maxSkew; the improved plan never adds such a case
     assert broken(violations(pools, pods, improved)) <= broken(violations(pools, pods, first))
+
+
+def every_fitting_type(pool: NodePoolTemplate, claim: NodeClaimPlan) -> set[str]:
+    """Karpenter's rule, computed here from the catalogue: every instance type of the
+    pool that meets the NodeClaim's requirements (the instance-type list aside), has an
+    available offering they allow, and holds its pods."""
+    reqs = claim.requirements.without(INSTANCE_TYPE)
+    total = res.add(*(p.requests for p in claim.pods))
+    return {
+        it.name
+        for it in pool.instance_types
+        if it.requirements.intersects(reqs) is None
+        and it.cheapest_price(reqs) is not None
+        and res.fits(total, it.allocatable)
+    }
+
+
+def check_breadth(pools: list[NodePoolTemplate], first: Results, improved: Results) -> None:
+    """Every NodeClaim lists every type that fits its pods; the stage's narrowing is
+    flagged and counted, and is only ever a zone given up."""
+    by_pool = {p.name: p for p in pools}
+    assert first.narrowed_nodeclaims == 0
+    assert improved.narrowed_nodeclaims == sum(c.narrowed for c in improved.new_nodeclaims)
+    first_zones = {
+        frozenset(c.pods): c.requirements.get(ZONE) for c in first.new_nodeclaims
+    }
+    for claim in improved.new_nodeclaims:
+        assert set(claim.instance_type_names) == every_fitting_type(
+            by_pool[claim.nodepool], claim
+        ), claim
+        zone = claim.requirements.get(ZONE)
+        if claim.narrowed:
+            assert zone is not None and zone.single() is not None, claim
+        elif frozenset(claim.pods) in first_zones:
+            # a NodeClaim the stage left alone is the one first fit made
+            assert zone == first_zones[frozenset(claim.pods)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches())
+def test_claims_stay_as_broad_as_their_pods_allow(
+    batch: tuple[list[NodePoolTemplate], list[Pod]],
+) -> None:
+    pools, pods = batch
+    check_breadth(pools, plan(pools, pods, improve=False), plan(pools, pods))
+
+
+def test_narrowed_claims_are_reported() -> None:
+    """On the benchmark mix the stage moves zone-spread pods onto NodeClaims that had
+    no zone rule, which pins those to one zone: every such NodeClaim is flagged, the
+    others keep the zones and types first fit gave them."""
+    pods = [Pod.from_dict(p) for p in bench.PodFactory().diverse(600)]
+    pools = [NodePoolTemplate(name="default", instance_types=bench.instance_types(60))]
+    first = plan(pools, pods, improve=False)
+    improved = plan(pools, pods)
+    assert improved.narrowed_nodeclaims > 0
+    check_breadth(pools, first, improved)
+    zones = {z for c in first.new_nodeclaims if (z := c.requirements.get(ZONE)) is None
+             or z.single() is None}
+    assert zones, "first fit left some NodeClaims free to launch in any zone"
