@@ -9,10 +9,11 @@ dict again ("parse once at the edge").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 from karpy.scheduling import resources as res
 from karpy.scheduling.requirements import Requirements
@@ -35,6 +36,28 @@ IGNORE: Final = "Ignore"
 _EMPTY_LABELS: Mapping[str, str] = MappingProxyType({})
 # A pod without a nodeSelector selects any node; one shared (immutable) value for all.
 _ANY = Requirements()
+_NO_TOLERATIONS: frozenset[Toleration] = frozenset()
+
+# Pods of one workload are alike: equal labels, requests and signatures are stored once
+# and shared (they are immutable). Fewer objects make parsing and the garbage
+# collector's passes cheaper, and equal signatures compare by identity first. The table
+# is bounded: when full it starts again, which only costs sharing.
+_SHARED: dict[Hashable, Any] = {}
+_SHARED_LIMIT: Final = 1 << 16
+_T = TypeVar("_T")
+
+
+def _same(value: _T) -> _T:
+    return value
+
+
+def _shared(key: Hashable, make: Callable[[], _T]) -> _T:
+    found = _SHARED.get(key)
+    if found is None:
+        if len(_SHARED) >= _SHARED_LIMIT:
+            _SHARED.clear()
+        found = _SHARED[key] = make()
+    return cast(_T, found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,13 +144,14 @@ def _affinity_term(
     ns_selector = None if raw_ns_selector is None else LabelSelector.from_dict(raw_ns_selector)
     if not namespaces and ns_selector is None:
         namespaces = frozenset((namespace,))
-    return AffinityTerm(
+    parsed = AffinityTerm(
         topology_key=term.get("topologyKey") or "",
         selector=selector,
         namespaces=namespaces,
         namespace_selector=ns_selector,
         weight=weight,
     )
+    return _shared(("term", parsed), partial(_same, parsed))
 
 
 def _container_requests(container: Mapping[str, Any]) -> res.ResourceList:
@@ -263,30 +287,33 @@ class Pod:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
-        object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
-        object.__setattr__(self, "requests", MappingProxyType(dict(self.requests)))
+        label_items = frozenset(self.labels.items())
+        labels, label_items = _shared(("labels", label_items), lambda: (
+            MappingProxyType(dict(self.labels)), label_items))
+        object.__setattr__(self, "labels", labels)
+        request_items = frozenset(self.requests.items())
+        object.__setattr__(self, "requests", _shared(
+            ("requests", request_items), lambda: MappingProxyType(dict(self.requests))))
         # Everything that decides where the pod may go, except its requests: pods with
         # equal signatures are interchangeable for the simulator, which schedules them
         # as one group. Labels and namespace count because other pods select on them.
-        object.__setattr__(
-            self,
-            "signature",
-            (
-                self.namespace,
-                frozenset(self.labels.items()),
-                self.node_selector,
-                self.required_node_terms,
-                self.preferred_node_terms,
-                frozenset(self.tolerations),
-                self.spread_constraints,
-                self.pod_affinity,
-                self.preferred_pod_affinity,
-                self.pod_anti_affinity,
-                self.preferred_pod_anti_affinity,
-                self.host_ports,
-                self.volume_requirements,
-            ),
+        signature = (
+            self.namespace,
+            label_items,
+            self.node_selector,
+            self.required_node_terms,
+            self.preferred_node_terms,
+            frozenset(self.tolerations) if self.tolerations else _NO_TOLERATIONS,
+            self.spread_constraints,
+            self.pod_affinity,
+            self.preferred_pod_affinity,
+            self.pod_anti_affinity,
+            self.preferred_pod_anti_affinity,
+            self.host_ports,
+            self.volume_requirements,
         )
+        object.__setattr__(self, "signature", _shared(("signature", signature),
+                                                      partial(_same, signature)))
 
     @classmethod
     def from_dict(
@@ -324,17 +351,16 @@ class Pod:
             extra = _terms_from_keys(tsc.get("matchLabelKeys"), labels, "In")
             if extra:
                 selector = selector.with_terms(extra)
-            spreads.append(
-                SpreadConstraint(
-                    topology_key=tsc["topologyKey"],
-                    max_skew=int(tsc.get("maxSkew") or 1),
-                    selector=selector,
-                    when_unsatisfiable=tsc.get("whenUnsatisfiable") or DO_NOT_SCHEDULE,
-                    min_domains=tsc.get("minDomains"),
-                    node_affinity_policy=tsc.get("nodeAffinityPolicy") or HONOR,
-                    node_taints_policy=tsc.get("nodeTaintsPolicy") or IGNORE,
-                )
+            constraint = SpreadConstraint(
+                topology_key=tsc["topologyKey"],
+                max_skew=int(tsc.get("maxSkew") or 1),
+                selector=selector,
+                when_unsatisfiable=tsc.get("whenUnsatisfiable") or DO_NOT_SCHEDULE,
+                min_domains=tsc.get("minDomains"),
+                node_affinity_policy=tsc.get("nodeAffinityPolicy") or HONOR,
+                node_taints_policy=tsc.get("nodeTaintsPolicy") or IGNORE,
             )
+            spreads.append(_shared(("spread", constraint), partial(_same, constraint)))
         node_selector = spec.get("nodeSelector")
         tolerations = spec.get("tolerations")
         owners = metadata.get("ownerReferences")
