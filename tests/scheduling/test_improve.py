@@ -265,9 +265,14 @@ def check_breadth(pools: list[NodePoolTemplate], first: Results, improved: Resul
         frozenset(c.pods): c.requirements.get(ZONE) for c in first.new_nodeclaims
     }
     for claim in improved.new_nodeclaims:
-        assert set(claim.instance_type_names) == every_fitting_type(
-            by_pool[claim.nodepool], claim
-        ), claim
+        pool = by_pool[claim.nodepool]
+        fitting = every_fitting_type(pool, claim)
+        if pool.limits:
+            # a limited NodePool keeps only the types within what is left of its
+            # limits (the largest is reserved), in first fit as in Karpenter
+            assert claim.instance_type_names and set(claim.instance_type_names) <= fitting
+        else:
+            assert set(claim.instance_type_names) == fitting, claim
         zone = claim.requirements.get(ZONE)
         if claim.narrowed:
             assert zone is not None and zone.single() is not None, claim
@@ -298,3 +303,72 @@ def test_narrowed_claims_are_reported() -> None:
     zones = {z for c in first.new_nodeclaims if (z := c.requirements.get(ZONE)) is None
              or z.single() is None}
     assert zones, "first fit left some NodeClaims free to launch in any zone"
+
+
+TAINT = {"key": "dedicated", "value": "batch", "effect": "NoSchedule"}
+TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}
+
+
+@st.composite
+def pooled_batches(draw: st.DrawFn) -> tuple[list[NodePoolTemplate], list[Pod]]:
+    """Two NodePools: a preferred one with a CPU limit and a tainted fallback; pods
+    that tolerate the taint, bind host ports, or carry the rules of :func:`batches`."""
+    pools, pods = draw(batches())
+    types = list(pools[0].instance_types)
+    limit = draw(st.sampled_from([8, 16, 32, 64]))
+    pools = [
+        nodepool("main", types, weight=10, limits={"cpu": str(limit)}),
+        nodepool("tainted", types, taints=[TAINT]),
+    ]
+    extra = []
+    for i in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["tolerant", "ports", "tolerant-anti"]))
+        common: dict[str, Any] = {
+            "cpu": draw(st.sampled_from(["250m", "1", "1500m"])),
+            "memory": draw(st.sampled_from(["256Mi", "2Gi", "4Gi"])),
+            "tolerations": [TOLERATION],
+        }
+        if kind == "ports":
+            common["host_ports"] = [8080]
+        elif kind == "tolerant-anti":
+            common["labels"] = {"app": "solo"}
+            common["anti_affinity"] = [term(HOSTNAME, {"app": "solo"})]
+        extra.append(pod(f"{kind}-x{i}", **common))
+    return pools, pods + extra
+
+
+def pool_violations(pools: list[NodePoolTemplate], results: Results) -> list[str]:
+    """Host ports and NodePool limits, checked from the plan: no two pods on a
+    NodeClaim bind the same host port, and the largest type each NodeClaim may launch,
+    summed per NodePool, stays within the NodePool's CPU limit."""
+    found = []
+    reserved: Counter[str] = Counter()
+    for number, claim in enumerate(results.new_nodeclaims):
+        ports = [port for p in claim.pods for port in p.host_ports]
+        if len(ports) != len(set(ports)):
+            found.append(f"claim {number}: a host port twice")
+        reserved[claim.nodepool] += max(it.capacity.get(res.CPU, 0) for it in claim.instance_types)
+    for pool in pools:
+        limit = (pool.limits or {}).get(res.CPU)
+        if limit is not None and reserved[pool.name] > limit:
+            found.append(f"{pool.name}: {reserved[pool.name]}m reserved over {limit}m")
+    return found
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pooled_batches())
+def test_improved_plan_keeps_taints_ports_and_limits(
+    batch: tuple[list[NodePoolTemplate], list[Pod]],
+) -> None:
+    pools, pods = batch
+    first = plan(pools, pods, improve=False)
+    improved = plan(pools, pods)
+    assert improved.price <= first.price + 1e-9
+    assert {e.pod.key for e in improved.errors} == {e.pod.key for e in first.errors}
+    if improved.new_nodeclaims:
+        placed = [p for c in improved.new_nodeclaims for p in c.pods]
+        assert improved.price >= cost_floor(placed, pools).price - 1e-6
+    assert pool_violations(pools, first) == []
+    assert pool_violations(pools, improved) == []
+    assert broken(violations(pools, pods, improved)) <= broken(violations(pools, pods, first))
+    check_breadth(pools, first, improved)
