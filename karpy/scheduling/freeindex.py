@@ -38,7 +38,10 @@ class FreeIndex:
         """Set the free resources of the node at ``position``."""
         tree = self._tree
         i = self._size + position
-        tree[i] = tuple([v if v > 0 else 0 for v in free])
+        leaf = tuple([v if v > 0 else 0 for v in free])
+        if leaf == tree[i]:
+            return  # unchanged, so are the maxima above
+        tree[i] = leaf
         i >>= 1
         while i:
             left = 2 * i
