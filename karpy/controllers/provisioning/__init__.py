@@ -13,7 +13,6 @@ from karpy.controllers.provisioning.batcher import Batcher
 from karpy.controllers.provisioning.provisioner import PROVISIONED_REASON, Provisioner
 from karpy.controllers.provisioning.trigger import ProvisionerTrigger
 from karpy.runtime import kinds
-from karpy.scheduling.simulator import SchedulerOptions
 from karpy.state import NODE_POOL
 
 __all__ = ["PROVISIONED_REASON", "Batcher", "Provisioner", "ProvisionerTrigger", "register"]
@@ -34,7 +33,6 @@ def register(deps: Deps) -> Provisioner:
         clock=deps.clock,
         settings=deps.settings,
         metrics=deps.metrics,
-        options=SchedulerOptions(improvement_budget=deps.settings.improvement_budget),
     )
     deps.manager.singleton(provisioner.name, provisioner, period=_PERIOD)
     deps.cluster.add_release_handler(provisioner.release)

@@ -82,7 +82,9 @@ class Provisioner:
         self.clock = clock
         self.settings = settings
         self.metrics = metrics
-        self.options = options or SchedulerOptions()
+        self.options = options or SchedulerOptions(
+            improvement_budget=settings.improvement_budget
+        )
         self.batcher = Batcher(
             clock, idle=settings.batch_idle_duration, maximum=settings.batch_max_duration
         )
