@@ -49,8 +49,11 @@ __all__ = ["Improver"]
 
 _INF: Final = float("inf")
 # How many candidate NodeClaims with enough room one pod's destination search checks
-# before giving up (a rule such as a hostname spread can refuse many in a row).
-_DESTINATION_TRIES: Final = 4
+# before giving up (a rule such as a hostname spread can refuse many in a row). 8, not
+# 4: on the kwok c/m/r catalogue a zonal pod often finds room only past several
+# NodeClaims of other zones (1k/5k/20k pods: 26.4/17.8/19.4 % above the LP floor with
+# 4, 19.0/14.6/16.3 % with 8, at the same speed; the benchmark mix is unchanged).
+_DESTINATION_TRIES: Final = 8
 # A NodeClaim is only emptied when it has at most this many pods (all movable).
 _EMPTY_AT_MOST: Final = 8
 # A NodeClaim is drained of at most this many of its smallest pods at once.
