@@ -19,6 +19,7 @@ from typing import Any
 from karpy.apis.duration import parse_duration
 from karpy.cloudprovider import CLOUD_PROVIDER_ENV, installed_providers
 from karpy.controllers.settings import FeatureGates, Settings
+from karpy.scheduling.simulator import IMPROVEMENT_BUDGET
 
 __all__ = [
     "SETTINGS",
@@ -112,6 +113,18 @@ def _gates(text: str) -> FeatureGates:
     return FeatureGates.parse(text)
 
 
+def _budget(text: str) -> int:
+    try:
+        budget = int(text)
+    except ValueError:
+        budget = -1
+    if budget < 0:
+        raise ValueError(
+            f"{text!r} is not a whole number >= 0 (0 turns the cost-improvement stage off)"
+        )
+    return budget
+
+
 def _text(text: str) -> str:
     return text.strip()
 
@@ -178,6 +191,10 @@ SETTINGS: tuple[Setting, ...] = (
             _duration, "DURATION"),
     Setting("--disruption-poll-period", "DISRUPTION_POLL_PERIOD", "10s",
             "how often disruption looks for nodes to remove", _duration, "DURATION"),
+    Setting("--cost-improvement-budget", "COST_IMPROVEMENT_BUDGET", str(IMPROVEMENT_BUDGET),
+            "karpy only: work the scheduler may spend after first fit making new NodeClaims "
+            "cheaper, in evaluations per pod; 0 turns the cost-improvement stage off",
+            _budget, "N"),
 )  # fmt: skip
 """Every setting ``karpy run`` reads, in the order ``--help`` lists them."""
 
@@ -250,6 +267,7 @@ def options_from_args(
     settings = Settings(
         cluster_name=values["--cluster-name"],
         feature_gates=values["--feature-gates"],
+        improvement_budget=values["--cost-improvement-budget"],
         **{name: values[flag] for flag, name in _DURATION_FIELDS.items()},
     )
     return Options(

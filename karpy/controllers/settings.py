@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
+from karpy.scheduling.simulator import IMPROVEMENT_BUDGET
+
 __all__ = ["FeatureGates", "Settings"]
 
 
@@ -97,3 +99,6 @@ class Settings:
     """Time bound of one single-node consolidation pass."""
     split_consolidation: bool = True
     """Let single-node consolidation replace one node by several cheaper ones (karpy)."""
+    improvement_budget: int = IMPROVEMENT_BUDGET
+    """Evaluations per pod the scheduler's cost-improvement stage may spend after first
+    fit (karpy; ``SchedulerOptions.improvement_budget``); 0 turns the stage off."""

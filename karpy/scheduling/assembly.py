@@ -126,6 +126,7 @@ def _plan(
         taints=template.pool.taints,
         startup_taints=template.pool.startup_taints,
         hostname=claim.hostname,
+        narrowed=claim.narrowed,
     )
 
 

@@ -87,6 +87,7 @@ class Claim:
         "hostname",
         "index",
         "mask",
+        "narrowed",
         "pods",
         "ports",
         "req",
@@ -110,6 +111,8 @@ class Claim:
         self.runs: list[tuple[Signature, list[int], int]] = []
         self.reserved: dict[str, int] = {}
         self.index = -1
+        # set by the improvement stage when it narrowed the requirements (a zone)
+        self.narrowed = False
 
 
 class Node:

@@ -38,10 +38,14 @@ class FreeIndex:
         """Set the free resources of the node at ``position``."""
         tree = self._tree
         i = self._size + position
-        tree[i] = tuple(max(v, 0) for v in free)
+        leaf = tuple([v if v > 0 else 0 for v in free])
+        if leaf == tree[i]:
+            return  # unchanged, so are the maxima above
+        tree[i] = leaf
         i >>= 1
         while i:
-            merged = tuple(map(max, tree[2 * i], tree[2 * i + 1]))
+            left = 2 * i
+            merged = tuple(map(max, tree[left], tree[left + 1]))
             if merged == tree[i]:
                 break  # the maxima above do not change either
             tree[i] = merged
@@ -53,19 +57,18 @@ class FreeIndex:
         if start >= size:
             return None
         tree = self._tree
-
-        def fits(vector: tuple[int, ...]) -> bool:
-            return all(map(ge, vector, need))
-
+        # ``all(map(ge, entry, need))`` is "entry holds need", written out at each use:
+        # this loop runs a few million times per large solve, and a helper function
+        # call would cost more than the comparison itself.
         # From the start, descend from the root; otherwise walk right from the leaf.
         i = 1 if start == 0 else start + size
         while True:
-            if fits(tree[i]):
+            if all(map(ge, tree[i], need)):
                 while i < size:
                     left = 2 * i
-                    if fits(tree[left]):
+                    if all(map(ge, tree[left], need)):
                         i = left
-                    elif fits(tree[left + 1]):
+                    elif all(map(ge, tree[left + 1], need)):
                         i = left + 1
                     else:
                         break  # the maxima came from different nodes: nothing fits here

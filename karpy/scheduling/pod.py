@@ -9,10 +9,11 @@ dict again ("parse once at the edge").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 from karpy.scheduling import resources as res
 from karpy.scheduling.requirements import Requirements
@@ -33,6 +34,30 @@ HONOR: Final = "Honor"
 IGNORE: Final = "Ignore"
 
 _EMPTY_LABELS: Mapping[str, str] = MappingProxyType({})
+# A pod without a nodeSelector selects any node; one shared (immutable) value for all.
+_ANY = Requirements()
+_NO_TOLERATIONS: frozenset[Toleration] = frozenset()
+
+# Pods of one workload are alike: equal labels, requests and signatures are stored once
+# and shared (they are immutable). Fewer objects make parsing and the garbage
+# collector's passes cheaper, and equal signatures compare by identity first. The table
+# is bounded: when full it starts again, which only costs sharing.
+_SHARED: dict[Hashable, Any] = {}
+_SHARED_LIMIT: Final = 1 << 16
+_T = TypeVar("_T")
+
+
+def _same(value: _T) -> _T:
+    return value
+
+
+def _shared(key: Hashable, make: Callable[[], _T]) -> _T:
+    found = _SHARED.get(key)
+    if found is None:
+        if len(_SHARED) >= _SHARED_LIMIT:
+            _SHARED.clear()
+        found = _SHARED[key] = make()
+    return cast(_T, found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,13 +144,14 @@ def _affinity_term(
     ns_selector = None if raw_ns_selector is None else LabelSelector.from_dict(raw_ns_selector)
     if not namespaces and ns_selector is None:
         namespaces = frozenset((namespace,))
-    return AffinityTerm(
+    parsed = AffinityTerm(
         topology_key=term.get("topologyKey") or "",
         selector=selector,
         namespaces=namespaces,
         namespace_selector=ns_selector,
         weight=weight,
     )
+    return _shared(("term", parsed), partial(_same, parsed))
 
 
 def _container_requests(container: Mapping[str, Any]) -> res.ResourceList:
@@ -179,10 +205,12 @@ def pod_requests(spec: Mapping[str, Any]) -> res.ResourceList:
 
 def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
     ports: list[HostPort] = []
-    containers = list(spec.get("containers") or ())
-    containers += [
-        c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"
-    ]
+    containers: Iterable[Mapping[str, Any]] = spec.get("containers") or ()
+    init = spec.get("initContainers")
+    if init:
+        containers = [
+            *containers, *(c for c in init if c.get("restartPolicy") == "Always")
+        ]
     for container in containers:
         for port in container.get("ports") or ():
             host_port = port.get("hostPort") or 0
@@ -195,6 +223,27 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
                     )
                 )
     return tuple(ports)
+
+
+def _required_terms(
+    block: Mapping[str, Any] | None, namespace: str, labels: Mapping[str, str]
+) -> tuple[AffinityTerm, ...]:
+    terms = block.get("requiredDuringSchedulingIgnoredDuringExecution") if block else None
+    if not terms:
+        return ()
+    return tuple(_affinity_term(t, namespace, labels) for t in terms)
+
+
+def _preferred_terms(
+    block: Mapping[str, Any] | None, namespace: str, labels: Mapping[str, str]
+) -> tuple[AffinityTerm, ...]:
+    terms = block.get("preferredDuringSchedulingIgnoredDuringExecution") if block else None
+    if not terms:
+        return ()
+    return tuple(
+        _affinity_term(t.get("podAffinityTerm") or {}, namespace, labels, weight)
+        for weight, t in _weighted(terms)
+    )
 
 
 def _weighted(terms: Iterable[Mapping[str, Any]]) -> list[tuple[int, Mapping[str, Any]]]:
@@ -238,30 +287,33 @@ class Pod:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
-        object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
-        object.__setattr__(self, "requests", MappingProxyType(dict(self.requests)))
+        label_items = frozenset(self.labels.items())
+        labels, label_items = _shared(("labels", label_items), lambda: (
+            MappingProxyType(dict(self.labels)), label_items))
+        object.__setattr__(self, "labels", labels)
+        request_items = frozenset(self.requests.items())
+        object.__setattr__(self, "requests", _shared(
+            ("requests", request_items), lambda: MappingProxyType(dict(self.requests))))
         # Everything that decides where the pod may go, except its requests: pods with
         # equal signatures are interchangeable for the simulator, which schedules them
         # as one group. Labels and namespace count because other pods select on them.
-        object.__setattr__(
-            self,
-            "signature",
-            (
-                self.namespace,
-                frozenset(self.labels.items()),
-                self.node_selector,
-                self.required_node_terms,
-                self.preferred_node_terms,
-                frozenset(self.tolerations),
-                self.spread_constraints,
-                self.pod_affinity,
-                self.preferred_pod_affinity,
-                self.pod_anti_affinity,
-                self.preferred_pod_anti_affinity,
-                self.host_ports,
-                self.volume_requirements,
-            ),
+        signature = (
+            self.namespace,
+            label_items,
+            self.node_selector,
+            self.required_node_terms,
+            self.preferred_node_terms,
+            frozenset(self.tolerations) if self.tolerations else _NO_TOLERATIONS,
+            self.spread_constraints,
+            self.pod_affinity,
+            self.preferred_pod_affinity,
+            self.pod_anti_affinity,
+            self.preferred_pod_anti_affinity,
+            self.host_ports,
+            self.volume_requirements,
         )
+        object.__setattr__(self, "signature", _shared(("signature", signature),
+                                                      partial(_same, signature)))
 
     @classmethod
     def from_dict(
@@ -277,14 +329,21 @@ class Pod:
         status = pod.get("status") or {}
         namespace = metadata.get("namespace") or "default"
         labels: Mapping[str, str] = metadata.get("labels") or {}
-        affinity = spec.get("affinity") or {}
-        node_affinity = affinity.get("nodeAffinity") or {}
-        required = (node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
-            "nodeSelectorTerms"
-        ) or ()
-        preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
-        pod_affinity = affinity.get("podAffinity") or {}
-        pod_anti = affinity.get("podAntiAffinity") or {}
+        # Most pods have few of the optional fields: each block is skipped when absent
+        # (parsing is paid per pod as it arrives, so the common case is kept short).
+        affinity = spec.get("affinity")
+        required: Iterable[Mapping[str, Any]] = ()
+        preferred: Iterable[Mapping[str, Any]] = ()
+        pod_affinity: Mapping[str, Any] | None = None
+        pod_anti: Mapping[str, Any] | None = None
+        if affinity:
+            node_affinity = affinity.get("nodeAffinity") or {}
+            required = (
+                node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+            ).get("nodeSelectorTerms") or ()
+            preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+            pod_affinity = affinity.get("podAffinity")
+            pod_anti = affinity.get("podAntiAffinity")
 
         spreads = []
         for tsc in spec.get("topologySpreadConstraints") or ():
@@ -292,40 +351,31 @@ class Pod:
             extra = _terms_from_keys(tsc.get("matchLabelKeys"), labels, "In")
             if extra:
                 selector = selector.with_terms(extra)
-            spreads.append(
-                SpreadConstraint(
-                    topology_key=tsc["topologyKey"],
-                    max_skew=int(tsc.get("maxSkew") or 1),
-                    selector=selector,
-                    when_unsatisfiable=tsc.get("whenUnsatisfiable") or DO_NOT_SCHEDULE,
-                    min_domains=tsc.get("minDomains"),
-                    node_affinity_policy=tsc.get("nodeAffinityPolicy") or HONOR,
-                    node_taints_policy=tsc.get("nodeTaintsPolicy") or IGNORE,
-                )
+            constraint = SpreadConstraint(
+                topology_key=tsc["topologyKey"],
+                max_skew=int(tsc.get("maxSkew") or 1),
+                selector=selector,
+                when_unsatisfiable=tsc.get("whenUnsatisfiable") or DO_NOT_SCHEDULE,
+                min_domains=tsc.get("minDomains"),
+                node_affinity_policy=tsc.get("nodeAffinityPolicy") or HONOR,
+                node_taints_policy=tsc.get("nodeTaintsPolicy") or IGNORE,
             )
-
-        def required_terms(block: Mapping[str, Any]) -> tuple[AffinityTerm, ...]:
-            terms = block.get("requiredDuringSchedulingIgnoredDuringExecution") or ()
-            return tuple(_affinity_term(t, namespace, labels) for t in terms)
-
-        def preferred_terms(block: Mapping[str, Any]) -> tuple[AffinityTerm, ...]:
-            terms = block.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
-            return tuple(
-                _affinity_term(t.get("podAffinityTerm") or {}, namespace, labels, weight)
-                for weight, t in _weighted(terms)
-            )
-
-        owners = metadata.get("ownerReferences") or ()
+            spreads.append(_shared(("spread", constraint), partial(_same, constraint)))
+        node_selector = spec.get("nodeSelector")
+        tolerations = spec.get("tolerations")
+        owners = metadata.get("ownerReferences")
         return cls(
             name=metadata.get("name") or "",
             namespace=namespace,
             uid=metadata.get("uid") or "",
             labels=labels,
             requests=pod_requests(spec),
-            node_selector=Requirements.from_labels(spec.get("nodeSelector")),
+            node_selector=Requirements.from_labels(node_selector) if node_selector else _ANY,
             required_node_terms=tuple(
                 Requirements.from_node_selector(t.get("matchExpressions")) for t in required
-            ),
+            )
+            if required
+            else (),
             preferred_node_terms=tuple(
                 (
                     weight,
@@ -334,17 +384,19 @@ class Pod:
                     ),
                 )
                 for weight, t in _weighted(preferred)
-            ),
-            tolerations=tuple(Toleration.from_dict(t) for t in spec.get("tolerations") or ()),
+            )
+            if preferred
+            else (),
+            tolerations=tuple(Toleration.from_dict(t) for t in tolerations) if tolerations else (),
             spread_constraints=tuple(spreads),
-            pod_affinity=required_terms(pod_affinity),
-            preferred_pod_affinity=preferred_terms(pod_affinity),
-            pod_anti_affinity=required_terms(pod_anti),
-            preferred_pod_anti_affinity=preferred_terms(pod_anti),
+            pod_affinity=_required_terms(pod_affinity, namespace, labels),
+            preferred_pod_affinity=_preferred_terms(pod_affinity, namespace, labels),
+            pod_anti_affinity=_required_terms(pod_anti, namespace, labels),
+            preferred_pod_anti_affinity=_preferred_terms(pod_anti, namespace, labels),
             host_ports=_host_ports(spec),
             volume_requirements=tuple(volume_requirements),
             node_name=spec.get("nodeName") or "",
-            is_daemon=any(o.get("kind") == "DaemonSet" for o in owners),
+            is_daemon=any(o.get("kind") == "DaemonSet" for o in owners) if owners else False,
             terminal=status.get("phase") in ("Succeeded", "Failed")
             or bool(metadata.get("deletionTimestamp")),
             raw=pod if keep_raw else None,

@@ -113,7 +113,18 @@ def _is_bytes(resource: str) -> bool:
 
 def to_canonical(resource: str, value: str | int | float) -> int:
     """``value`` of ``resource`` in canonical units: millicores for cpu, else base units."""
+    if type(value) is str:
+        # Pods of one workload repeat the same few strings: parse each once.
+        return _canonical_str(resource, value)
     quantity = parse_quantity(value)
+    if resource == CPU:
+        quantity *= 1000
+    return ceil(quantity)
+
+
+@lru_cache(maxsize=4096)
+def _canonical_str(resource: str, text: str) -> int:
+    quantity = _parse_str(text)
     if resource == CPU:
         quantity *= 1000
     return ceil(quantity)

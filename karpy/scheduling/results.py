@@ -37,6 +37,10 @@ class NodeClaimPlan:
     taints: tuple[Taint, ...] = ()
     startup_taints: tuple[Taint, ...] = ()
     hostname: str = ""
+    narrowed: bool = False
+    """The cost-improvement stage narrowed ``requirements`` (to one zone) so that the
+    NodeClaim could take a pod moved onto it: it launches in fewer zones, and may list
+    fewer instance types, than first fit would have given it for its pods."""
 
     @property
     def price(self) -> float:
@@ -109,6 +113,12 @@ class Results:
         return sum(len(n.pods) for n in self.new_nodeclaims) + sum(
             len(n.pods) for n in self.existing_nodes
         )
+
+    @property
+    def narrowed_nodeclaims(self) -> int:
+        """How many new NodeClaims the cost-improvement stage narrowed (see
+        :attr:`NodeClaimPlan.narrowed`): launch flexibility traded for price."""
+        return sum(1 for n in self.new_nodeclaims if n.narrowed)
 
     @property
     def price(self) -> float:

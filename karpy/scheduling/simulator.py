@@ -33,7 +33,9 @@ This module is the entry point; one solve runs in :mod:`karpy.scheduling.solver`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import gc
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -147,7 +149,8 @@ class Simulator:
         """Place ``pods`` on ``nodes`` (existing and in-flight capacity) or new
         NodeClaims. ``namespaces`` maps namespace names to their labels, for affinity
         terms with a ``namespaceSelector``."""
-        return Solve(self, pods, nodes, namespaces or {}).run()
+        with _collection_paused():
+            return Solve(self, pods, nodes, namespaces or {}).run()
 
 
 def solve(
@@ -162,6 +165,28 @@ def solve(
     """One-shot :meth:`Simulator.solve` (builds the instance-type indexes each call)."""
     simulator = Simulator(nodepools, daemonsets=daemonsets, options=options)
     return simulator.solve(pods, nodes=nodes, namespaces=namespaces)
+
+
+@contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for one solve.
+
+    A solve allocates hundreds of thousands of small objects (topology counts,
+    requirement merges, request vectors) that live until it returns and hold few
+    reference cycles. Their allocation keeps triggering collections, and each full one
+    walks the whole heap -- in the operator, every cached Kubernetes object -- to find
+    almost nothing: about a tenth of a 20,000-pod solve. Reference counting still frees
+    what a solve drops; cycles wait for the first collection after it. A caller that
+    turned the collector off keeps it off.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _by_price(instance_types: Iterable[InstanceType]) -> list[InstanceType]:

@@ -17,10 +17,27 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scheduling_support import HOSTNAME, ZONE, ZONES, itype, nodepool, pod, spread, term
+from scheduling_support import (
+    HOSTNAME,
+    INSTANCE_TYPE,
+    ZONE,
+    ZONES,
+    itype,
+    nodepool,
+    pod,
+    spread,
+    term,
+)
 
 from karpy.apis.labels import WELL_KNOWN_LABELS
-from karpy.scheduling import NodePoolTemplate, Pod, Results, SchedulerOptions, cost_floor
+from karpy.scheduling import (
+    NodeClaimPlan,
+    NodePoolTemplate,
+    Pod,
+    Results,
+    SchedulerOptions,
+    cost_floor,
+)
 from karpy.scheduling import resources as res
 from karpy.scheduling.simulator import Simulator
 from karpy.scheduling.taints import untolerated
@@ -221,3 +238,137 @@ def test_benchmark_mix_comes_much_closer_to_the_floor() -> None:
     # first fit checks a hostname spread when its pod is placed, so pods placed later
     # can take a NodeClaim over maxSkew; the improved plan never adds such a case
     assert broken(violations(pools, pods, improved)) <= broken(violations(pools, pods, first))
+
+
+def every_fitting_type(pool: NodePoolTemplate, claim: NodeClaimPlan) -> set[str]:
+    """Karpenter's rule, computed here from the catalogue: every instance type of the
+    pool that meets the NodeClaim's requirements (the instance-type list aside), has an
+    available offering they allow, and holds its pods."""
+    reqs = claim.requirements.without(INSTANCE_TYPE)
+    total = res.add(*(p.requests for p in claim.pods))
+    return {
+        it.name
+        for it in pool.instance_types
+        if it.requirements.intersects(reqs) is None
+        and it.cheapest_price(reqs) is not None
+        and res.fits(total, it.allocatable)
+    }
+
+
+def check_breadth(pools: list[NodePoolTemplate], first: Results, improved: Results) -> None:
+    """Every NodeClaim lists every type that fits its pods; the stage's narrowing is
+    flagged and counted, and is only ever a zone given up."""
+    by_pool = {p.name: p for p in pools}
+    assert first.narrowed_nodeclaims == 0
+    assert improved.narrowed_nodeclaims == sum(c.narrowed for c in improved.new_nodeclaims)
+    first_zones = {
+        frozenset(c.pods): c.requirements.get(ZONE) for c in first.new_nodeclaims
+    }
+    for claim in improved.new_nodeclaims:
+        pool = by_pool[claim.nodepool]
+        fitting = every_fitting_type(pool, claim)
+        if pool.limits:
+            # a limited NodePool keeps only the types within what is left of its
+            # limits (the largest is reserved), in first fit as in Karpenter
+            assert claim.instance_type_names and set(claim.instance_type_names) <= fitting
+        else:
+            assert set(claim.instance_type_names) == fitting, claim
+        zone = claim.requirements.get(ZONE)
+        if claim.narrowed:
+            assert zone is not None and zone.single() is not None, claim
+        elif frozenset(claim.pods) in first_zones:
+            # a NodeClaim the stage left alone is the one first fit made
+            assert zone == first_zones[frozenset(claim.pods)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches())
+def test_claims_stay_as_broad_as_their_pods_allow(
+    batch: tuple[list[NodePoolTemplate], list[Pod]],
+) -> None:
+    pools, pods = batch
+    check_breadth(pools, plan(pools, pods, improve=False), plan(pools, pods))
+
+
+def test_narrowed_claims_are_reported() -> None:
+    """On the benchmark mix the stage moves zone-spread pods onto NodeClaims that had
+    no zone rule, which pins those to one zone: every such NodeClaim is flagged, the
+    others keep the zones and types first fit gave them."""
+    pods = [Pod.from_dict(p) for p in bench.PodFactory().diverse(600)]
+    pools = [NodePoolTemplate(name="default", instance_types=bench.instance_types(60))]
+    first = plan(pools, pods, improve=False)
+    improved = plan(pools, pods)
+    assert improved.narrowed_nodeclaims > 0
+    check_breadth(pools, first, improved)
+    zones = {z for c in first.new_nodeclaims if (z := c.requirements.get(ZONE)) is None
+             or z.single() is None}
+    assert zones, "first fit left some NodeClaims free to launch in any zone"
+
+
+TAINT = {"key": "dedicated", "value": "batch", "effect": "NoSchedule"}
+TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}
+
+
+@st.composite
+def pooled_batches(draw: st.DrawFn) -> tuple[list[NodePoolTemplate], list[Pod]]:
+    """Two NodePools: a preferred one with a CPU limit and a tainted fallback; pods
+    that tolerate the taint, bind host ports, or carry the rules of :func:`batches`."""
+    pools, pods = draw(batches())
+    types = list(pools[0].instance_types)
+    limit = draw(st.sampled_from([8, 16, 32, 64]))
+    pools = [
+        nodepool("main", types, weight=10, limits={"cpu": str(limit)}),
+        nodepool("tainted", types, taints=[TAINT]),
+    ]
+    extra = []
+    for i in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["tolerant", "ports", "tolerant-anti"]))
+        common: dict[str, Any] = {
+            "cpu": draw(st.sampled_from(["250m", "1", "1500m"])),
+            "memory": draw(st.sampled_from(["256Mi", "2Gi", "4Gi"])),
+            "tolerations": [TOLERATION],
+        }
+        if kind == "ports":
+            common["host_ports"] = [8080]
+        elif kind == "tolerant-anti":
+            common["labels"] = {"app": "solo"}
+            common["anti_affinity"] = [term(HOSTNAME, {"app": "solo"})]
+        extra.append(pod(f"{kind}-x{i}", **common))
+    return pools, pods + extra
+
+
+def pool_violations(pools: list[NodePoolTemplate], results: Results) -> list[str]:
+    """Host ports and NodePool limits, checked from the plan: no two pods on a
+    NodeClaim bind the same host port, and the largest type each NodeClaim may launch,
+    summed per NodePool, stays within the NodePool's CPU limit."""
+    found = []
+    reserved: Counter[str] = Counter()
+    for number, claim in enumerate(results.new_nodeclaims):
+        ports = [port for p in claim.pods for port in p.host_ports]
+        if len(ports) != len(set(ports)):
+            found.append(f"claim {number}: a host port twice")
+        reserved[claim.nodepool] += max(it.capacity.get(res.CPU, 0) for it in claim.instance_types)
+    for pool in pools:
+        limit = (pool.limits or {}).get(res.CPU)
+        if limit is not None and reserved[pool.name] > limit:
+            found.append(f"{pool.name}: {reserved[pool.name]}m reserved over {limit}m")
+    return found
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pooled_batches())
+def test_improved_plan_keeps_taints_ports_and_limits(
+    batch: tuple[list[NodePoolTemplate], list[Pod]],
+) -> None:
+    pools, pods = batch
+    first = plan(pools, pods, improve=False)
+    improved = plan(pools, pods)
+    assert improved.price <= first.price + 1e-9
+    assert {e.pod.key for e in improved.errors} == {e.pod.key for e in first.errors}
+    if improved.new_nodeclaims:
+        placed = [p for c in improved.new_nodeclaims for p in c.pods]
+        assert improved.price >= cost_floor(placed, pools).price - 1e-6
+    assert pool_violations(pools, first) == []
+    assert pool_violations(pools, improved) == []
+    assert broken(violations(pools, pods, improved)) <= broken(violations(pools, pods, first))
+    check_breadth(pools, first, improved)

@@ -82,7 +82,9 @@ class Provisioner:
         self.clock = clock
         self.settings = settings
         self.metrics = metrics
-        self.options = options or SchedulerOptions()
+        self.options = options or SchedulerOptions(
+            improvement_budget=settings.improvement_budget
+        )
         self.batcher = Batcher(
             clock, idle=settings.batch_idle_duration, maximum=settings.batch_max_duration
         )
@@ -282,6 +284,14 @@ class Provisioner:
             "computed new nodeclaim(s) to fit pod(s)",
             extra={"nodeclaims": len(results.new_nodeclaims), "pods": new_pods},
         )
+        narrowed = results.narrowed_nodeclaims
+        if narrowed:
+            # karpy's own line: the cost-improvement stage gave up zones on these
+            # NodeClaims to take pods moved onto them (launch flexibility for price)
+            log.info(
+                "narrowed nodeclaim(s) to fewer zones to lower their price",
+                extra={"nodeclaims": narrowed, "of": len(results.new_nodeclaims)},
+            )
         existing = [p for p in results.existing_nodes if p.pods]
         if existing:
             log.info(

@@ -12,6 +12,7 @@ from provisioning_support import Harness, build
 
 from karpy.apis import NodeClaim
 from karpy.cloudprovider import OfferingKey
+from karpy.controllers.settings import Settings
 from karpy.runtime import errors
 from karpy.state.testing import daemonset, node, nodeclaim, nodepool, pod
 
@@ -360,3 +361,44 @@ async def test_the_nodepool_hash_is_computed_once_per_nodepool_version(
     later = {c["metadata"]["annotations"]["karpenter.sh/nodepool-hash"]
              for c in h.client.created[before:]}
     assert len(hashed) == 2 and later and later.isdisjoint(first)
+
+
+async def test_nodeclaims_the_cost_stage_pins_to_one_zone_are_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Four pods that need a node each and six zone-spread pods: the cost-improvement
+    stage moves a spread pod onto a NodeClaim no zone rule looked at, pinning it to one
+    zone; the provisioner says so. With the stage off nothing is narrowed."""
+
+    def workload(h: Harness) -> None:
+        for i in range(4):
+            p = pod(f"solo-{i}", cpu="100m", memory="128Mi", labels={"app": "solo"})
+            p["spec"]["affinity"] = {"podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [{
+                    "labelSelector": {"matchLabels": {"app": "solo"}},
+                    "topologyKey": "kubernetes.io/hostname"}]}}
+            h.cluster.update_pod(p)
+        for i in range(6):
+            p = pod(f"web-{i}", cpu="1", memory="1Gi", labels={"app": "web"})
+            p["spec"]["topologySpreadConstraints"] = [{
+                "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}}}]
+            h.cluster.update_pod(p)
+
+    message = "narrowed nodeclaim(s) to fewer zones to lower their price"
+    caplog.set_level(logging.INFO, LOGGER)
+    h = build()
+    h.cluster.update_nodepool(nodepool("default"))
+    workload(h)
+    assert await h.provisioner.provision() == 0
+    [narrowed] = records(caplog, message)
+    assert 1 <= narrowed.nodeclaims <= narrowed.of == len(h.client.created)  # type: ignore[attr-defined]
+
+    caplog.clear()
+    off = build(Settings(improvement_budget=0))
+    off.cluster.update_nodepool(nodepool("default"))
+    workload(off)
+    assert await off.provisioner.provision() == 0
+    assert off.client.created
+    assert records(caplog, message) == []
