@@ -1,5 +1,6 @@
-"""karpy.cloudprovider's public surface is exactly what docs/providers.md documents, and
-the instance-type types are the simulator's own (re-exported, not redefined)."""
+"""The instance-type types of karpy.cloudprovider are the simulator's own (re-exported,
+not redefined), and its submodules and protocol are documented. (The exact surface is
+pinned to docs/providers.md by tests/test_public_surface.py.)"""
 
 from __future__ import annotations
 
@@ -14,27 +15,6 @@ import karpy.scheduling as scheduling
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "providers.md"
 
 
-def test_the_exported_names_are_the_contract() -> None:
-    assert set(cp.__all__) == {
-        "CLOUD_PROVIDER_ENV", "ENTRY_POINT_GROUP", "NODE_CLASS_READY",
-        "CloudProvider", "CloudProviderError", "ContributesControllers", "CreateError",
-        "DriftReason", "InstanceType",
-        "InsufficientCapacityError", "LaunchChoice", "NodeClaimNotFoundError",
-        "NodeClassKind", "NodeClassNotReadyError", "NodeClassReadiness", "Offering",
-        "OfferingKey", "Overhead", "ProviderContext", "ProviderFactory", "ProviderLoadError",
-        "ProviderRegistryError", "RepairPolicy", "UnknownProviderError", "build_provider",
-        "choose_launch", "close_provider", "installed_providers", "launched_labels",
-        "launched_nodeclaim", "load_factory", "node_class_readiness", "nodeclaim_requests",
-        "nodeclaim_requirements", "offering_key", "open_provider", "provider_name",
-        "register_provider_controllers", "resolve_node_class",
-        # a provider's settings, for karpy run --help and start-up checks
-        "ProviderSetting", "ProviderSettingsError", "check_provider_settings",
-        "provider_settings",
-    }
-    for name in cp.__all__:
-        assert getattr(cp, name) is not None, name
-
-
 def test_instance_types_are_the_simulators_types() -> None:
     assert cp.InstanceType is scheduling.InstanceType
     assert cp.Offering is scheduling.Offering
@@ -44,7 +24,8 @@ def test_instance_types_are_the_simulators_types() -> None:
 @pytest.mark.parametrize(
     "module",
     ["karpy.cloudprovider.kwok", "karpy.cloudprovider.fake", "karpy.cloudprovider.testing",
-     "karpy.cloudprovider.errors"],
+     "karpy.cloudprovider.errors", "karpy.cloudprovider.launch", "karpy.cloudprovider.registry",
+     "karpy.cloudprovider.nodeclass"],
 )
 def test_every_submodule_export_resolves(module: str) -> None:
     mod = importlib.import_module(module)
