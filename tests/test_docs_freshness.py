@@ -1,0 +1,110 @@
+"""The user docs name only things that exist: every ``karpy <command>`` is a real
+subcommand, ``karpy run``'s flag table is exactly its flags and environment variables,
+every environment variable a settings table names is read by karpy or a provider (or
+the row says it is ignored), and every metric name is one karpy registers.
+
+Fast and cluster-free: it reads the Markdown and karpy's own parser and sources."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+
+from karpy.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted(
+    [ROOT / "README.md", ROOT / "charts" / "karpy" / "README.md",
+     ROOT / "examples" / "provider-plugin" / "README.md"]
+    + list((ROOT / "docs").rglob("*.md")),
+)
+SOURCES = [ROOT / "karpy", ROOT / "providers" / "aws" / "karpy_aws",
+           ROOT / "providers" / "azure" / "karpy_azure"]
+
+
+def _code(text: str) -> list[str]:
+    """The code in a Markdown page: fenced blocks and inline code spans."""
+    fenced = re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.M | re.S)
+    inline = re.findall(r"`([^`\n]+)`", re.sub(r"^```.*?^```", "", text, flags=re.M | re.S))
+    return fenced + inline
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _literals() -> set[str]:
+    return {
+        literal
+        for root in SOURCES
+        for path in root.rglob("*.py")
+        for literal in re.findall(r"\"([A-Za-z0-9_]+)\"", path.read_text())
+    }
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_karpy_command_in_the_docs_exists(page: Path) -> None:
+    commands = set(_subcommands(build_parser()))
+    # karpy in command position: at the start of a line or span, or after ; | && $( ...,
+    # with shell comments dropped (``helm install karpy charts/karpy`` is not a command).
+    named = {
+        match
+        for code in _code(page.read_text())
+        for line in code.splitlines()
+        for match in re.findall(
+            r"(?:^|[;|&(]\s*|\$ )karpy ([a-z][a-z-]*)", line.split(" #")[0].strip()
+        )
+    }
+    assert named - commands == set(), f"{page.name} names karpy subcommands that do not exist"
+
+
+def test_the_run_flag_table_is_exactly_karpy_runs_flags_and_env_names() -> None:
+    run = _subcommands(build_parser())["run"]
+    flags = {s for a in run._actions for s in a.option_strings if s.startswith("--")}
+    flags.discard("--help")
+    table = [
+        line for line in (ROOT / "docs" / "operating.md").read_text().splitlines()
+        if line.startswith("| `--")
+    ]
+    documented = {re.match(r"\| `(--[a-z-]+)", line)[1] for line in table}  # type: ignore[index]
+    assert documented == flags
+    options = (ROOT / "karpy" / "options.py").read_text()
+    for line in table:
+        env = line.split("|")[2].strip().strip("`")
+        if env:
+            assert env in options or env == "KUBECONFIG", line
+
+
+ENV_PAGES = [ROOT / "docs" / "operating.md", ROOT / "docs" / "install.md",
+             ROOT / "charts" / "karpy" / "README.md", *sorted((ROOT / "docs" / "providers").glob("*.md"))]
+
+
+SDK_ENV = {"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_FEDERATED_TOKEN_FILE"}
+"""Read by azure-identity's DefaultAzureCredential (workload identity), not by karpy."""
+
+
+@pytest.mark.parametrize("page", ENV_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_settings_env_name_is_read_or_said_to_be_ignored(page: Path) -> None:
+    literals = _literals() | SDK_ENV
+    unread = []
+    for line in page.read_text().splitlines():
+        for name in re.findall(r"`([A-Z][A-Z0-9]*_[A-Z0-9_]+)`", line):
+            if name not in literals and "ignored" not in line and "not read" not in line:
+                unread.append(name)
+    assert unread == [], f"{page.name}: environment variables nothing reads: {unread}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_metric_name_in_the_docs_is_registered(page: Path) -> None:
+    literals = _literals()
+    named = set(re.findall(
+        r"(?<![\w*.])((?:karpenter|controller_runtime|workqueue)_[a-z0-9_]*[a-z0-9])\b(?![*{])",
+        page.read_text(),
+    ))
+    assert named - literals == set(), f"{page.name} names metrics karpy does not register"
