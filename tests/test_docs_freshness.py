@@ -8,6 +8,7 @@ Fast and cluster-free: it reads the Markdown and karpy's own parser and sources.
 from __future__ import annotations
 
 import argparse
+import importlib
 import re
 from pathlib import Path
 
@@ -16,11 +17,12 @@ import pytest
 from karpy.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = sorted(
-    [ROOT / "README.md", ROOT / "charts" / "karpy" / "README.md",
-     ROOT / "examples" / "provider-plugin" / "README.md"]
-    + list((ROOT / "docs").rglob("*.md")),
-)
+PAGES = sorted([
+    ROOT / "README.md",
+    ROOT / "charts" / "karpy" / "README.md",
+    *(ROOT / "examples").glob("*/README.md"),
+    *(ROOT / "docs").rglob("*.md"),
+])
 SOURCES = [ROOT / "karpy", ROOT / "providers" / "aws" / "karpy_aws",
            ROOT / "providers" / "azure" / "karpy_azure"]
 
@@ -81,8 +83,12 @@ def test_the_run_flag_table_is_exactly_karpy_runs_flags_and_env_names() -> None:
             assert env in options or env == "KUBECONFIG", line
 
 
-ENV_PAGES = [ROOT / "docs" / "operating.md", ROOT / "docs" / "install.md",
-             ROOT / "charts" / "karpy" / "README.md", *sorted((ROOT / "docs" / "providers").glob("*.md"))]
+ENV_PAGES = [
+    ROOT / "docs" / "operating.md",
+    ROOT / "docs" / "install.md",
+    ROOT / "charts" / "karpy" / "README.md",
+    *sorted((ROOT / "docs" / "providers").glob("*.md")),
+]
 
 
 SDK_ENV = {"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_FEDERATED_TOKEN_FILE"}
@@ -108,3 +114,41 @@ def test_every_metric_name_in_the_docs_is_registered(page: Path) -> None:
         page.read_text(),
     ))
     assert named - literals == set(), f"{page.name} names metrics karpy does not register"
+
+
+NOT_MODULES = {"karpy.cloudproviders", "karpy.crds", "karpy.dev"}
+"""Dotted names in the docs that are entry-point groups or DNS names, not modules."""
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_path_and_module_in_the_docs_exists(page: Path) -> None:
+    text = page.read_text()
+    top = "karpy|providers|tests|benchmarks|scripts|examples|charts|deploy|crds|docs"
+    missing = [
+        path
+        for path in set(re.findall(rf"(?<![\w/.-])((?:{top})/[\w./-]*[\w/])", text))
+        if not (ROOT / path).exists() and not (page.parent / path).exists()
+        and not path.startswith("charts/karpenter")  # Karpenter's chart, in its own repo
+    ]
+    missing += [
+        dotted
+        for dotted in set(re.findall(r"\b(karpy(?:_aws|_azure)?(?:\.[A-Za-z_]\w*)+)", text))
+        if dotted not in NOT_MODULES and not _resolves(dotted)
+    ]
+    assert sorted(missing) == [], f"{page.name} names paths or modules that do not exist"
