@@ -5,6 +5,7 @@ pinned to docs/providers.md by tests/test_public_surface.py.)"""
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,13 @@ def test_the_docs_name_every_protocol_member_and_error() -> None:
                  "karpy.cloudproviders", "CloudProviderConformance", "from_context",
                  "register_controllers"):
         assert name in text, name
+
+
+def test_the_docs_protocol_block_is_the_protocol() -> None:
+    text = DOCS.read_text()
+    block = text.split("class CloudProvider(Protocol):", 1)[1].split("```", 1)[0]
+    documented = set(re.findall(r"def (\w+)\(", block))
+    members = {name for name in vars(cp.CloudProvider) if not name.startswith("_")}
+    assert documented == members
+    count = {8: "eight", 9: "nine", 10: "ten"}[len(members)]
+    assert f"{count} members" in text
