@@ -152,3 +152,12 @@ def test_every_path_and_module_in_the_docs_exists(page: Path) -> None:
         if dotted not in NOT_MODULES and not _resolves(dotted)
     ]
     assert sorted(missing) == [], f"{page.name} names paths or modules that do not exist"
+
+
+@pytest.mark.parametrize("provider", ["aws", "azure"])
+def test_every_provider_setting_in_the_docs_is_a_setting(provider: str) -> None:
+    page = (ROOT / "docs" / "providers" / f"{provider}.md").read_text()
+    settings = (ROOT / "providers" / provider / f"karpy_{provider}" / "_settings.py").read_text()
+    keys = re.findall(r"^\| `([a-zA-Z]+)` \| `[A-Z][A-Z0-9_]+`", page, flags=re.M)
+    assert len(keys) >= 5, "the settings table was not found"
+    assert [key for key in keys if f'"{key}"' not in settings] == []
