@@ -91,17 +91,32 @@ ENV_PAGES = [
 ]
 
 
-SDK_ENV = {"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_FEDERATED_TOKEN_FILE"}
-"""Read by azure-identity's DefaultAzureCredential (workload identity), not by karpy."""
+def _statements(text: str) -> list[str]:
+    """Table rows, and the sentences of every other paragraph (joined across lines)."""
+    units: list[str] = []
+    for paragraph in text.split("\n\n"):
+        if paragraph.lstrip().startswith("|"):
+            units += paragraph.splitlines()
+        else:
+            units += re.split(r"(?<=[.;:])\s+", paragraph.replace("\n", " "))
+    return units
+
+
+SDK_ENV = {"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_FEDERATED_TOKEN_FILE",
+           "KUBERNETES_SERVICE_PORT"}
+"""Read by a library, not by karpy's code: azure-identity's DefaultAzureCredential
+(workload identity) and kubernetes-asyncio's in-cluster configuration."""
+IGNORED = ("ignored", "not read", "does not read")
+"""Words with which a line says that karpy leaves a variable alone."""
 
 
 @pytest.mark.parametrize("page", ENV_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_settings_env_name_is_read_or_said_to_be_ignored(page: Path) -> None:
     literals = _literals() | SDK_ENV
     unread = []
-    for line in page.read_text().splitlines():
-        for name in re.findall(r"`([A-Z][A-Z0-9]*_[A-Z0-9_]+)`", line):
-            if name not in literals and "ignored" not in line and "not read" not in line:
+    for unit in _statements(page.read_text()):
+        for name in re.findall(r"`([A-Z][A-Z0-9]*_[A-Z0-9_]+)`", unit):
+            if name not in literals and not any(word in unit for word in IGNORED):
                 unread.append(name)
     assert unread == [], f"{page.name}: environment variables nothing reads: {unread}"
 
@@ -118,6 +133,10 @@ def test_every_metric_name_in_the_docs_is_registered(page: Path) -> None:
 
 NOT_MODULES = {"karpy.cloudproviders", "karpy.crds", "karpy.dev"}
 """Dotted names in the docs that are entry-point groups or DNS names, not modules."""
+
+
+FILE_SUFFIXES = (".log", ".py", ".yaml", ".json", ".md", ".txt", ".toml")
+"""A dotted name ending so is a file name (``karpy.log``), not a module."""
 
 
 def _resolves(dotted: str) -> bool:
@@ -150,6 +169,7 @@ def test_every_path_and_module_in_the_docs_exists(page: Path) -> None:
         dotted
         for dotted in set(re.findall(r"\b(karpy(?:_aws|_azure)?(?:\.[A-Za-z_]\w*)+)", text))
         if dotted not in NOT_MODULES and not _resolves(dotted)
+        and not dotted.endswith(FILE_SUFFIXES)
     ]
     assert sorted(missing) == [], f"{page.name} names paths or modules that do not exist"
 
