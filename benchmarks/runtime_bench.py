@@ -38,7 +38,6 @@ from karpy.runtime import (
     Controller,
     FuncHandler,
     Informer,
-    Metrics,
     Result,
     WorkQueue,
     errors,
@@ -46,6 +45,7 @@ from karpy.runtime import (
     run,
 )
 from karpy.runtime._objects import loads_frozen
+from karpy.runtime.telemetry import Metrics
 
 REPO = Path(__file__).resolve().parent.parent
 

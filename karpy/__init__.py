@@ -1,6 +1,6 @@
 """karpy: a Kubernetes node autoscaler that speaks Karpenter's v1 API.
 
-The package is three things at once (see DESIGN.md): an importable async controller
+The package is three things at once (see docs/design.md): an importable async controller
 runtime (:mod:`karpy.runtime`), the autoscaler built on it, and a CloudProvider protocol
 that clouds plug into through the ``karpy.cloudproviders`` entry-point group.
 """

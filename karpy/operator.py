@@ -10,9 +10,8 @@ import logging
 from collections.abc import Callable
 
 from karpy import __version__
-from karpy.cloudprovider import (
-    CloudProvider,
-    ProviderContext,
+from karpy.cloudprovider import CloudProvider, ProviderContext
+from karpy.cloudprovider.registry import (
     build_provider,
     close_provider,
     register_provider_controllers,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy.apis.duration import parse_duration
-from karpy.cloudprovider import CLOUD_PROVIDER_ENV, installed_providers
+from karpy.cloudprovider.registry import CLOUD_PROVIDER_ENV, installed_providers
 from karpy.controllers.settings import FeatureGates, Settings
 from karpy.scheduling.simulator import IMPROVEMENT_BUDGET
 

@@ -16,7 +16,7 @@ def add(
 
 
 def _run_providers(args: argparse.Namespace) -> int:
-    from karpy.cloudprovider import installed_providers
+    from karpy.cloudprovider.registry import installed_providers
 
     for name, target in sorted(installed_providers().items()):
         print(f"{name}\t{target}")

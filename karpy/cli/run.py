@@ -37,7 +37,7 @@ class _HelpWithProviders(argparse.Action):
 
 def providers_epilog() -> str:
     """The installed providers' settings as ``karpy run --help`` shows them."""
-    from karpy.cloudprovider import installed_providers, provider_settings
+    from karpy.cloudprovider.registry import installed_providers, provider_settings
 
     lines = []
     for name in installed_providers():
@@ -60,7 +60,7 @@ def providers_epilog() -> str:
 def settings_markdown() -> str:
     """The settings table of docs/install.md: karpy's settings (the same table as
     ``--help``), then each installed provider's. tests/cli checks the page holds it."""
-    from karpy.cloudprovider import installed_providers, provider_settings
+    from karpy.cloudprovider.registry import installed_providers, provider_settings
     from karpy.options import SETTINGS
 
     def cell(text: str) -> str:
@@ -109,11 +109,8 @@ def _fail(message: str, status: int = 2) -> int:
 def _run_operator(args: argparse.Namespace) -> int:
     import os
 
-    from karpy.cloudprovider import (
-        ProviderSettingsError,
-        UnknownProviderError,
-        check_provider_settings,
-    )
+    from karpy.cloudprovider.errors import UnknownProviderError
+    from karpy.cloudprovider.registry import ProviderSettingsError, check_provider_settings
     from karpy.options import ConfigError, options_from_args
 
     try:

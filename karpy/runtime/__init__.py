@@ -13,22 +13,28 @@ The pieces, bottom up:
 * :class:`Controller` and :class:`Manager` — workers around a :class:`Reconciler`, and the
   lifecycle around them (cache sync, leader election, probes, metrics, shutdown).
 
-See docs/runtime.md for a complete controller in under a page.
+This module's names are what a controller author needs, on one page (docs/runtime.md has
+a complete controller in under a page). The rest sits in named submodules:
+:mod:`~karpy.runtime.errors` (the error tree), :mod:`~karpy.runtime.kinds` (built-in
+kinds), :mod:`~karpy.runtime.ratelimit` (work-queue rate limiters, backoff),
+:mod:`~karpy.runtime.indexes` (cache indexes, parsed selector queries),
+:mod:`~karpy.runtime.telemetry` (metrics registry, JSON log formatter),
+:mod:`~karpy.runtime.leaderelection` (a leader elector without a manager),
+:mod:`~karpy.runtime.objects` (the read-only object containers) and
+:mod:`~karpy.runtime.testing` (fakes and test aids).
 """
 
 from . import errors, kinds
-from ._backoff import Backoff
 from ._cache import Cache, InformerOptions
 from ._client import Client, ObjectList, PatchType, Reader, WatchEvent
 from ._clock import Clock, SystemClock
 from ._controller import Controller, singleton_controller
 from ._events import EventRecorder
 from ._informer import Informer
-from ._leaderelection import LeaderElectionConfig, LeaderElector
-from ._logging import JsonFormatter, configure_logging, logging_context
+from ._leaderelection import LeaderElectionConfig
+from ._logging import configure_logging, logging_context
 from ._manager import Manager, Runnable
-from ._metrics import Metrics
-from ._objects import FrozenDict, FrozenList, Object, freeze, thaw
+from ._objects import Object, freeze, thaw
 from ._predicates import (
     ANNOTATIONS_CHANGED,
     GENERATION_CHANGED,
@@ -39,74 +45,35 @@ from ._predicates import (
     Predicate,
     predicate_from,
 )
-from ._ratelimit import (
-    BucketRateLimiter,
-    ItemExponentialFailureRateLimiter,
-    ItemFastSlowRateLimiter,
-    MaxOfRateLimiter,
-    RateLimiter,
-    default_controller_rate_limiter,
-)
 from ._reconcile import Reconciler, Request, Result, SingletonReconciler
 from ._run import run
-from ._selectors import FieldSelector, LabelSelector
 from ._sources import InformerSource, MapFunc, Source, enqueue_object, enqueue_owner
-from ._store import (
-    INDEX_NAMESPACE,
-    INDEX_NODE_NAME,
-    INDEX_OWNER,
-    IndexFunc,
-    Store,
-    index_by_field,
-    index_by_namespace,
-    index_by_node_name,
-    index_by_owner,
-    object_key,
-)
-from ._workqueue import QueueMetrics, WorkQueue
+from ._workqueue import WorkQueue
 from .kinds import Kind
 
 __all__ = [
     "ANNOTATIONS_CHANGED",
     "GENERATION_CHANGED",
-    "INDEX_NAMESPACE",
-    "INDEX_NODE_NAME",
-    "INDEX_OWNER",
     "LABELS_CHANGED",
     "RESOURCE_VERSION_CHANGED",
-    "Backoff",
-    "BucketRateLimiter",
     "Cache",
     "Client",
     "Clock",
     "Controller",
     "EventHandler",
     "EventRecorder",
-    "FieldSelector",
-    "FrozenDict",
-    "FrozenList",
     "FuncHandler",
-    "IndexFunc",
     "Informer",
     "InformerOptions",
     "InformerSource",
-    "ItemExponentialFailureRateLimiter",
-    "ItemFastSlowRateLimiter",
-    "JsonFormatter",
     "Kind",
-    "LabelSelector",
     "LeaderElectionConfig",
-    "LeaderElector",
     "Manager",
     "MapFunc",
-    "MaxOfRateLimiter",
-    "Metrics",
     "Object",
     "ObjectList",
     "PatchType",
     "Predicate",
-    "QueueMetrics",
-    "RateLimiter",
     "Reader",
     "Reconciler",
     "Request",
@@ -114,23 +81,16 @@ __all__ = [
     "Runnable",
     "SingletonReconciler",
     "Source",
-    "Store",
     "SystemClock",
     "WatchEvent",
     "WorkQueue",
     "configure_logging",
-    "default_controller_rate_limiter",
     "enqueue_object",
     "enqueue_owner",
     "errors",
     "freeze",
-    "index_by_field",
-    "index_by_namespace",
-    "index_by_node_name",
-    "index_by_owner",
     "kinds",
     "logging_context",
-    "object_key",
     "predicate_from",
     "run",
     "singleton_controller",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ._client import Client, Selector
 from ._informer import Informer
 from ._objects import Object
-from ._selectors import FieldSelector, LabelSelector
+from ._selectors import FieldQuery, LabelQuery
 from ._store import INDEX_NAMESPACE, IndexFunc
 from .errors import NotFound
 from .kinds import Kind
@@ -163,10 +163,10 @@ class Cache:
         else:
             items = store.list()
         if label_selector:
-            labels = LabelSelector.parse(label_selector)
+            labels = LabelQuery.parse(label_selector)
             items = [o for o in items if labels.matches(o["metadata"].get("labels"))]
         if field_selector:
-            fields = FieldSelector.parse(field_selector)
+            fields = FieldQuery.parse(field_selector)
             items = [o for o in items if fields.matches(o)]
         return items
 

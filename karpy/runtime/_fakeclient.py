@@ -52,7 +52,7 @@ from . import kinds
 from ._client import PatchType
 from ._clock import Clock, SystemClock
 from ._objects import Object, freeze
-from ._selectors import FieldSelector, LabelSelector
+from ._selectors import FieldQuery, LabelQuery
 from .errors import AlreadyExists, Conflict, NotFound, ServerError, TooManyRequests
 from .kinds import Kind
 
@@ -196,8 +196,8 @@ class FakeClient:
         **_: Any,
     ) -> list[Object]:
         """``Client.list``: read-only copies of the matching objects."""
-        labels = LabelSelector.parse(label_selector)
-        fields = FieldSelector.parse(field_selector)
+        labels = LabelQuery.parse(label_selector)
+        fields = FieldQuery.parse(field_selector)
         out = []
         for obj in self._objects(kind).values():
             meta = obj["metadata"]
@@ -482,8 +482,8 @@ def _healthy(pod: Mapping[str, Any]) -> bool:
     )
 
 
-def _selector(pdb: Mapping[str, Any]) -> LabelSelector:
-    """A PDB's metav1.LabelSelector in the selector syntax LabelSelector parses."""
+def _selector(pdb: Mapping[str, Any]) -> LabelQuery:
+    """A PDB's metav1.LabelSelector in the selector syntax LabelQuery parses."""
     selector = (pdb.get("spec") or {}).get("selector") or {}
     terms = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
     for expr in selector.get("matchExpressions") or ():
@@ -496,7 +496,7 @@ def _selector(pdb: Mapping[str, Any]) -> LabelSelector:
                 "DoesNotExist": f"!{key}",
             }[op]
         )
-    return LabelSelector.parse(",".join(terms))
+    return LabelQuery.parse(",".join(terms))
 
 
 def _min_healthy(pdb: Mapping[str, Any], covered: int) -> int:

@@ -1,4 +1,4 @@
-"""Label and field selectors, parsed once and matched against cached objects.
+"""Label and field selector query strings, parsed once and matched against cached objects.
 
 The API server filters watches and lists itself; these classes let the cache answer the
 same questions locally (``Client.list(kind, label_selector=...)`` served from the cache)
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FieldSelector", "LabelSelector"]
+__all__ = ["FieldQuery", "LabelQuery"]
 
 _TERM = re.compile(
     r"""\s*(?:
@@ -44,14 +44,15 @@ class _Requirement:
 
 
 @dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """A parsed label selector; the empty selector matches everything."""
+class LabelQuery:
+    """A parsed ``label_selector=`` query string (``a=b,c in (x,y),!d``) or equality
+    mapping; the empty query matches everything."""
 
     requirements: tuple[_Requirement, ...] = ()
     text: str = ""
 
     @classmethod
-    def parse(cls, selector: str | Mapping[str, str] | None) -> LabelSelector:
+    def parse(cls, selector: str | Mapping[str, str] | None) -> LabelQuery:
         """Parse the server's string syntax, or take a ``{key: value}`` equality mapping."""
         if selector is None:
             return cls()
@@ -96,14 +97,14 @@ def _as_text(value: Any) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class FieldSelector:
+class FieldQuery:
     """A parsed field selector (``path=value`` / ``path!=value`` terms, ANDed)."""
 
     terms: tuple[tuple[tuple[str, ...], bool, str], ...] = ()
     text: str = ""
 
     @classmethod
-    def parse(cls, selector: str | None) -> FieldSelector:
+    def parse(cls, selector: str | None) -> FieldQuery:
         """Parse ``a.b=c,d!=e``; values compare as strings, as the server does."""
         if not selector:
             return cls()

@@ -32,8 +32,11 @@ IndexFunc = Callable[[Object], Iterable[str]]
 """Computes the index values of an object (an object may have several, or none)."""
 
 INDEX_NAMESPACE = "namespace"
+"""The index of objects by namespace (every informer has it)."""
 INDEX_OWNER = "owner"
+"""The conventional name for :func:`index_by_owner` (owners' UIDs); add it with ``indexers=``."""
 INDEX_NODE_NAME = "spec.nodeName"
+"""The conventional name for :func:`index_by_node_name` (a pod's ``spec.nodeName``)."""
 
 
 def object_key(obj: Mapping[str, Any]) -> str:

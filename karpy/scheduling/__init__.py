@@ -15,9 +15,9 @@ from karpy.scheduling.nodepool import NodePoolTemplate
 from karpy.scheduling.pod import AffinityTerm, HostPort, Pod, SpreadConstraint
 from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.scheduling.results import ExistingNodePlan, NodeClaimPlan, PodError, Results
-from karpy.scheduling.selectors import LabelSelector
+from karpy.scheduling.selectors import LabelMatcher
 from karpy.scheduling.simulator import SchedulerOptions, Simulator, solve
-from karpy.scheduling.taints import Taint, Toleration
+from karpy.scheduling.taints import NodeTaint, Toleration
 
 __all__ = [
     "AffinityTerm",
@@ -26,9 +26,10 @@ __all__ = [
     "ExistingNodePlan",
     "HostPort",
     "InstanceType",
-    "LabelSelector",
+    "LabelMatcher",
     "NodeClaimPlan",
     "NodePoolTemplate",
+    "NodeTaint",
     "Offering",
     "Overhead",
     "Pod",
@@ -39,7 +40,6 @@ __all__ = [
     "SchedulerOptions",
     "Simulator",
     "SpreadConstraint",
-    "Taint",
     "Toleration",
     "cost_floor",
     "resources",

@@ -19,14 +19,14 @@ from karpy.scheduling.pod import HostPort
 from karpy.scheduling.reqcache import RequirementCache
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.signature import Signature
-from karpy.scheduling.taints import Taint, untolerated
+from karpy.scheduling.taints import NodeTaint, untolerated
 from karpy.scheduling.topology import UNLIMITED
 from karpy.scheduling.topologyrules import TopologyRules
 
 __all__ = ["Checker", "taint_reason"]
 
 
-def taint_reason(sig: Signature, taints: Sequence[Taint]) -> str | None:
+def taint_reason(sig: Signature, taints: Sequence[NodeTaint]) -> str | None:
     """The first of ``taints`` the signature does not tolerate, as a reason."""
     tolerations = sig.tolerations
     prefer = not sig.relaxation.tolerate_prefer_no_schedule

@@ -16,7 +16,7 @@ from karpy.scheduling.catalog import Catalog, DaemonGroup
 from karpy.scheduling.nodepool import NodePoolTemplate
 from karpy.scheduling.pod import HostPort, Pod
 from karpy.scheduling.requirements import IN, Requirement, Requirements
-from karpy.scheduling.taints import PREFER_NO_SCHEDULE, Taint, untolerated
+from karpy.scheduling.taints import PREFER_NO_SCHEDULE, NodeTaint, untolerated
 
 __all__ = ["daemon_groups", "daemon_runs_on"]
 
@@ -35,7 +35,7 @@ def _node_terms(pod: Pod) -> list[Requirements]:
     return [pod.node_selector.intersect(term) for term in pod.required_node_terms]
 
 
-def daemon_runs_on(pod: Pod, taints: Sequence[Taint], labels: Requirements) -> bool:
+def daemon_runs_on(pod: Pod, taints: Sequence[NodeTaint], labels: Requirements) -> bool:
     """Whether a DaemonSet pod would run on a node with these taints and labels.
 
     PreferNoSchedule taints never keep a DaemonSet pod away.

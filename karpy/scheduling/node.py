@@ -11,7 +11,7 @@ from karpy.apis.labels import LABEL_HOSTNAME
 from karpy.scheduling import resources as res
 from karpy.scheduling.pod import Pod
 from karpy.scheduling.requirements import Requirements
-from karpy.scheduling.taints import EPHEMERAL_TAINTS, Taint
+from karpy.scheduling.taints import EPHEMERAL_TAINTS, NodeTaint
 
 __all__ = ["ExistingNode", "nodeclaim_labels"]
 
@@ -43,11 +43,11 @@ class ExistingNode:
 
     name: str
     labels: Mapping[str, str] = field(default_factory=dict)
-    taints: tuple[Taint, ...] = ()
+    taints: tuple[NodeTaint, ...] = ()
     allocatable: Mapping[str, int] = field(default_factory=dict)
     capacity: Mapping[str, int] = field(default_factory=dict)
     pods: tuple[Pod, ...] = ()
-    startup_taints: tuple[Taint, ...] = ()
+    startup_taints: tuple[NodeTaint, ...] = ()
     initialized: bool = True
     schedulable: bool = True
     nodepool: str = ""
@@ -69,7 +69,7 @@ class ExistingNode:
         node: Mapping[str, Any],
         pods: Iterable[Pod] = (),
         *,
-        startup_taints: Iterable[Taint] = (),
+        startup_taints: Iterable[NodeTaint] = (),
         initialized: bool | None = None,
     ) -> ExistingNode:
         """From a Kubernetes Node dict and the pods bound to it.
@@ -87,7 +87,7 @@ class ExistingNode:
         return cls(
             name=metadata.get("name") or "",
             labels=labels,
-            taints=tuple(Taint.from_dict(t) for t in spec.get("taints") or ()),
+            taints=tuple(NodeTaint.from_dict(t) for t in spec.get("taints") or ()),
             allocatable=res.parse_resource_list(status.get("allocatable")),
             capacity=res.parse_resource_list(status.get("capacity")),
             pods=tuple(pods),
@@ -121,11 +121,11 @@ class ExistingNode:
         return cls(
             name=status.get("nodeName") or metadata.get("name") or "",
             labels=labels,
-            taints=tuple(Taint.from_dict(t) for t in spec.get("taints") or ()),
+            taints=tuple(NodeTaint.from_dict(t) for t in spec.get("taints") or ()),
             allocatable=allocatable,
             capacity=res.parse_resource_list(status.get("capacity")) or allocatable,
             pods=tuple(pods),
-            startup_taints=tuple(Taint.from_dict(t) for t in spec.get("startupTaints") or ()),
+            startup_taints=tuple(NodeTaint.from_dict(t) for t in spec.get("startupTaints") or ()),
             initialized=False,
             nodepool=labels.get("karpenter.sh/nodepool", ""),
         )
@@ -152,7 +152,7 @@ class ExistingNode:
             value = self._memo[key] = compute()
             return value
 
-    def effective_taints(self) -> tuple[Taint, ...]:
+    def effective_taints(self) -> tuple[NodeTaint, ...]:
         """The taints that keep pods off this node now and later (see class docstring)."""
         if self.initialized:
             return self.taints

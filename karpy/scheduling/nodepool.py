@@ -12,7 +12,7 @@ from karpy.apis.labels import LABEL_NODEPOOL, nodeclass_label_key
 from karpy.scheduling import resources as res
 from karpy.scheduling.instancetype import InstanceType
 from karpy.scheduling.requirements import Requirements
-from karpy.scheduling.taints import Taint
+from karpy.scheduling.taints import NodeTaint
 
 __all__ = ["NODES", "NodePoolTemplate"]
 
@@ -38,8 +38,8 @@ class NodePoolTemplate:
     weight: int = 0
     labels: Mapping[str, str] = field(default_factory=dict)
     requirements: Requirements = field(default_factory=Requirements)
-    taints: tuple[Taint, ...] = ()
-    startup_taints: tuple[Taint, ...] = ()
+    taints: tuple[NodeTaint, ...] = ()
+    startup_taints: tuple[NodeTaint, ...] = ()
     limits: Mapping[str, int] | None = None
     usage: Mapping[str, int] = field(default_factory=dict)
 
@@ -81,9 +81,9 @@ class NodePoolTemplate:
             weight=int(spec.get("weight") or 0),
             labels=labels,
             requirements=Requirements.from_node_selector(template_spec.get("requirements")),
-            taints=tuple(Taint.from_dict(t) for t in template_spec.get("taints") or ()),
+            taints=tuple(NodeTaint.from_dict(t) for t in template_spec.get("taints") or ()),
             startup_taints=tuple(
-                Taint.from_dict(t) for t in template_spec.get("startupTaints") or ()
+                NodeTaint.from_dict(t) for t in template_spec.get("startupTaints") or ()
             ),
             limits=limits,
             usage=usage or {},

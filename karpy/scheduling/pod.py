@@ -17,7 +17,7 @@ from typing import Any, Final, TypeVar, cast
 
 from karpy.scheduling import resources as res
 from karpy.scheduling.requirements import Requirements
-from karpy.scheduling.selectors import LabelSelector, SelectorTerm
+from karpy.scheduling.selectors import LabelMatcher, SelectorTerm
 from karpy.scheduling.taints import Toleration
 
 __all__ = [
@@ -87,7 +87,7 @@ class SpreadConstraint:
 
     topology_key: str
     max_skew: int
-    selector: LabelSelector
+    selector: LabelMatcher
     when_unsatisfiable: str = DO_NOT_SCHEDULE
     min_domains: int | None = None
     node_affinity_policy: str = HONOR
@@ -112,9 +112,9 @@ class AffinityTerm:
     resolved against the cluster's namespaces by the simulator."""
 
     topology_key: str
-    selector: LabelSelector
+    selector: LabelMatcher
     namespaces: frozenset[str]
-    namespace_selector: LabelSelector | None = None
+    namespace_selector: LabelMatcher | None = None
     weight: int = 0
 
     def __str__(self) -> str:
@@ -134,14 +134,14 @@ def _terms_from_keys(
 def _affinity_term(
     term: Mapping[str, Any], namespace: str, labels: Mapping[str, str], weight: int = 0
 ) -> AffinityTerm:
-    selector = LabelSelector.from_dict(term.get("labelSelector"))
+    selector = LabelMatcher.from_dict(term.get("labelSelector"))
     extra = _terms_from_keys(term.get("matchLabelKeys"), labels, "In")
     extra += _terms_from_keys(term.get("mismatchLabelKeys"), labels, "NotIn")
     if extra:
         selector = selector.with_terms(extra)
     namespaces = frozenset(term.get("namespaces") or ())
     raw_ns_selector = term.get("namespaceSelector")
-    ns_selector = None if raw_ns_selector is None else LabelSelector.from_dict(raw_ns_selector)
+    ns_selector = None if raw_ns_selector is None else LabelMatcher.from_dict(raw_ns_selector)
     if not namespaces and ns_selector is None:
         namespaces = frozenset((namespace,))
     parsed = AffinityTerm(
@@ -347,7 +347,7 @@ class Pod:
 
         spreads = []
         for tsc in spec.get("topologySpreadConstraints") or ():
-            selector = LabelSelector.from_dict(tsc.get("labelSelector"))
+            selector = LabelMatcher.from_dict(tsc.get("labelSelector"))
             extra = _terms_from_keys(tsc.get("matchLabelKeys"), labels, "In")
             if extra:
                 selector = selector.with_terms(extra)

@@ -12,7 +12,7 @@ from karpy.scheduling import resources as res
 from karpy.scheduling.instancetype import InstanceType
 from karpy.scheduling.pod import Pod
 from karpy.scheduling.requirements import Requirements
-from karpy.scheduling.taints import Taint
+from karpy.scheduling.taints import NodeTaint
 
 __all__ = ["ExistingNodePlan", "NodeClaimPlan", "PodError", "Results"]
 
@@ -34,8 +34,8 @@ class NodeClaimPlan:
     instance_types: tuple[InstanceType, ...]
     requests: Mapping[str, int]
     labels: Mapping[str, str] = field(default_factory=dict)
-    taints: tuple[Taint, ...] = ()
-    startup_taints: tuple[Taint, ...] = ()
+    taints: tuple[NodeTaint, ...] = ()
+    startup_taints: tuple[NodeTaint, ...] = ()
     hostname: str = ""
     narrowed: bool = False
     """The cost-improvement stage narrowed ``requirements`` (to one zone) so that the

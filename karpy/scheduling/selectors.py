@@ -1,4 +1,6 @@
-"""Label selectors (``matchLabels`` + ``matchExpressions``) as hashable values."""
+"""Label selectors (``matchLabels`` + ``matchExpressions``) compiled into hashable
+matchers. (The ``a=b,c in (x)`` query strings of a list call are
+``karpy.runtime.indexes.LabelQuery``.)"""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LabelSelector", "SelectorTerm"]
+__all__ = ["LabelMatcher", "SelectorTerm"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,16 +38,16 @@ class SelectorTerm:
 
 
 @dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """A Kubernetes label selector. ``nothing`` is the selector of an absent (null)
-    ``labelSelector`` in a spread constraint or affinity term, which selects no pod;
-    an empty selector selects every pod."""
+class LabelMatcher:
+    """A Kubernetes ``metav1.LabelSelector`` compiled for matching. ``nothing`` is the
+    selector of an absent (null) ``labelSelector`` in a spread constraint or affinity
+    term, which selects no pod; an empty selector selects every pod."""
 
     terms: frozenset[SelectorTerm] = frozenset()
     nothing: bool = False
 
     @classmethod
-    def from_dict(cls, selector: Mapping[str, Any] | None) -> LabelSelector:
+    def from_dict(cls, selector: Mapping[str, Any] | None) -> LabelMatcher:
         """From a ``labelSelector`` dict; None gives the select-nothing selector."""
         if selector is None:
             return cls(nothing=True)
@@ -64,11 +66,11 @@ class LabelSelector:
             )
         return cls(frozenset(terms))
 
-    def with_terms(self, terms: Iterable[SelectorTerm]) -> LabelSelector:
+    def with_terms(self, terms: Iterable[SelectorTerm]) -> LabelMatcher:
         """This selector AND more expressions (``matchLabelKeys`` turn into these)."""
         if self.nothing:
             return self
-        return LabelSelector(self.terms | frozenset(terms))
+        return LabelMatcher(self.terms | frozenset(terms))
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         """Whether a pod with ``labels`` is selected."""

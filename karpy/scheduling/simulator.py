@@ -48,7 +48,7 @@ from karpy.scheduling.nodepool import NodePoolTemplate
 from karpy.scheduling.pod import Pod
 from karpy.scheduling.results import Results
 from karpy.scheduling.solver import Solve
-from karpy.scheduling.taints import Taint
+from karpy.scheduling.taints import NodeTaint
 
 __all__ = ["SchedulerOptions", "Simulator", "solve"]
 
@@ -103,7 +103,7 @@ class Simulator:
             names.update(daemon.requests)
         self._base_resources = names
         self._catalogs: dict[tuple[str, tuple[str, ...]], Catalog] = {}
-        self._universe: dict[str, dict[str, list[tuple[Taint, ...]]]] | None = None
+        self._universe: dict[str, dict[str, list[tuple[NodeTaint, ...]]]] | None = None
 
     def catalog(self, pool: NodePoolTemplate, resource_names: tuple[str, ...]) -> Catalog:
         """The (cached) mask index of a NodePool's instance types."""
@@ -116,11 +116,11 @@ class Simulator:
             self._catalogs[key] = catalog
         return catalog
 
-    def universe(self) -> dict[str, dict[str, list[tuple[Taint, ...]]]]:
+    def universe(self) -> dict[str, dict[str, list[tuple[NodeTaint, ...]]]]:
         """Every domain a NodePool could create per label key, with the taints of the
         pools that offer it (Karpenter's topology domain groups)."""
         if self._universe is None:
-            universe: dict[str, dict[str, list[tuple[Taint, ...]]]] = {}
+            universe: dict[str, dict[str, list[tuple[NodeTaint, ...]]]] = {}
             for pool in self.nodepools:
                 seen: set[tuple[str, str]] = set()
                 for it in pool.instance_types:

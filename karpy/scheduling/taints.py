@@ -16,7 +16,7 @@ __all__ = [
     "NO_EXECUTE",
     "NO_SCHEDULE",
     "PREFER_NO_SCHEDULE",
-    "Taint",
+    "NodeTaint",
     "Toleration",
     "untolerated",
 ]
@@ -27,15 +27,17 @@ PREFER_NO_SCHEDULE: Final = "PreferNoSchedule"
 
 
 @dataclass(frozen=True, slots=True)
-class Taint:
-    """A node taint: ``key=value:effect``."""
+class NodeTaint:
+    """A node taint as the simulator matches it: ``key=value:effect``, a plain frozen
+    value. (The CRD field model of a taint, in NodeClaim/NodePool specs, is
+    :class:`karpy.apis.Taint`; :meth:`from_dict` reads either's JSON form.)"""
 
     key: str
     effect: str
     value: str = ""
 
     @classmethod
-    def from_dict(cls, taint: Mapping[str, Any]) -> Taint:
+    def from_dict(cls, taint: Mapping[str, Any]) -> NodeTaint:
         """From a Kubernetes taint dict (``{key, value, effect}``)."""
         return cls(key=taint["key"], effect=taint.get("effect", ""), value=taint.get("value") or "")
 
@@ -46,7 +48,7 @@ class Taint:
             out["value"] = self.value
         return out
 
-    def matches(self, other: Taint) -> bool:
+    def matches(self, other: NodeTaint) -> bool:
         """Same key and effect (how Kubernetes identifies a taint on a node)."""
         return self.key == other.key and self.effect == other.effect
 
@@ -76,7 +78,7 @@ class Toleration:
             effect=toleration.get("effect") or "",
         )
 
-    def tolerates(self, taint: Taint) -> bool:
+    def tolerates(self, taint: NodeTaint) -> bool:
         """Whether this toleration tolerates ``taint`` (k8s ``Toleration.ToleratesTaint``)."""
         if self.effect and self.effect != taint.effect:
             return False
@@ -104,8 +106,8 @@ def _as_int(value: str) -> int | None:
 
 
 def untolerated(
-    taints: Iterable[Taint], tolerations: Sequence[Toleration], *, prefer: bool = True
-) -> Taint | None:
+    taints: Iterable[NodeTaint], tolerations: Sequence[Toleration], *, prefer: bool = True
+) -> NodeTaint | None:
     """The first taint the tolerations do not tolerate, or None when all are tolerated.
 
     With ``prefer=False`` PreferNoSchedule taints are ignored (they are only a
@@ -122,9 +124,9 @@ def untolerated(
 #: Taints a node carries while it starts; ignored on nodes that are not initialized yet
 #: (Karpenter's KnownEphemeralTaints).
 EPHEMERAL_TAINTS: Final = (
-    Taint("node.kubernetes.io/not-ready", NO_SCHEDULE),
-    Taint("node.kubernetes.io/not-ready", NO_EXECUTE),
-    Taint("node.kubernetes.io/unreachable", NO_SCHEDULE),
-    Taint("node.cloudprovider.kubernetes.io/uninitialized", NO_SCHEDULE, "true"),
-    Taint("karpenter.sh/unregistered", NO_EXECUTE),
+    NodeTaint("node.kubernetes.io/not-ready", NO_SCHEDULE),
+    NodeTaint("node.kubernetes.io/not-ready", NO_EXECUTE),
+    NodeTaint("node.kubernetes.io/unreachable", NO_SCHEDULE),
+    NodeTaint("node.cloudprovider.kubernetes.io/uninitialized", NO_SCHEDULE, "true"),
+    NodeTaint("karpenter.sh/unregistered", NO_EXECUTE),
 )

@@ -26,8 +26,8 @@ from typing import Final
 
 from karpy.apis.labels import LABEL_HOSTNAME
 from karpy.scheduling.requirements import Requirement, Requirements
-from karpy.scheduling.selectors import LabelSelector
-from karpy.scheduling.taints import Taint, Toleration, untolerated
+from karpy.scheduling.selectors import LabelMatcher
+from karpy.scheduling.taints import NodeTaint, Toleration, untolerated
 
 __all__ = ["AFFINITY", "ANTI_AFFINITY", "SPREAD", "NodeFilter", "TopologyGroup"]
 
@@ -54,7 +54,7 @@ class NodeFilter:
 
     def matches(
         self,
-        taints: Iterable[Taint],
+        taints: Iterable[NodeTaint],
         requirements: Requirements,
         allow_undefined: frozenset[str] = frozenset(),
     ) -> bool:
@@ -71,7 +71,7 @@ class NodeFilter:
                 return False
         return True
 
-    def tolerates(self, taints: Iterable[Taint]) -> bool:
+    def tolerates(self, taints: Iterable[NodeTaint]) -> bool:
         """Whether the pod tolerates ``taints`` (only asked when taints are honoured)."""
         return untolerated(taints, tuple(self.tolerations), prefer=False) is None
 
@@ -83,7 +83,7 @@ class GroupSpec:
     kind: str
     key: str
     namespaces: frozenset[str]
-    selector: LabelSelector
+    selector: LabelMatcher
     max_skew: int = UNLIMITED
     min_domains: int | None = None
     node_filter: NodeFilter | None = None

@@ -23,7 +23,7 @@ from karpy.scheduling.pod import AffinityTerm, Pod, SpreadConstraint
 from karpy.scheduling.reqcache import RequirementCache
 from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.scheduling.signature import Signature
-from karpy.scheduling.taints import Taint
+from karpy.scheduling.taints import NodeTaint
 from karpy.scheduling.topology import (
     AFFINITY,
     ANTI_AFFINITY,
@@ -36,7 +36,7 @@ from karpy.scheduling.topology import (
 
 __all__ = ["TopologyRules", "node_domain"]
 
-Universe = dict[str, dict[str, list[tuple[Taint, ...]]]]
+Universe = dict[str, dict[str, list[tuple[NodeTaint, ...]]]]
 
 
 def _exists(key: str) -> Requirement:
@@ -488,7 +488,7 @@ class TopologyRules:
         count: int,
         host: str,
         reqs: Requirements,
-        taints: Sequence[Taint],
+        taints: Sequence[NodeTaint],
         claim: bool,
     ) -> None:
         """Count ``count`` pods of ``sig`` placed on the node or NodeClaim ``host``."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from karpy.apis.labels import LABEL_INITIALIZED, LABEL_NODEPOOL
 from karpy.runtime import Object
-from karpy.scheduling import ExistingNode, Pod, Taint
+from karpy.scheduling import ExistingNode, NodeTaint, Pod
 from karpy.scheduling import resources as res
 from karpy.scheduling.node import nodeclaim_labels
 
@@ -127,8 +127,8 @@ class StateNode:
         self.initialized_at: float | None = None
         """Monotonic time at which the model first saw this node initialized."""
         self._labels: Mapping[str, str] = _EMPTY_LABELS
-        self._taints: tuple[Taint, ...] = ()
-        self._startup_taints: tuple[Taint, ...] = ()
+        self._taints: tuple[NodeTaint, ...] = ()
+        self._startup_taints: tuple[NodeTaint, ...] = ()
         self._capacity: Mapping[str, int] = _EMPTY_LIST
         self._allocatable: Mapping[str, int] = _EMPTY_LIST
 
@@ -164,18 +164,19 @@ class StateNode:
         # taints come and go); the NodeClaim says what they will be.
         if claim is not None and not (initialized and node is not None):
             spec = claim.get("spec") or {}
-            self._taints = tuple(Taint.from_dict(t) for t in spec.get("taints") or ())
+            self._taints = tuple(NodeTaint.from_dict(t) for t in spec.get("taints") or ())
             self._startup_taints = tuple(
-                Taint.from_dict(t) for t in spec.get("startupTaints") or ()
+                NodeTaint.from_dict(t) for t in spec.get("startupTaints") or ()
             )
         elif node is not None:
             self._taints = tuple(
-                Taint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or ()
+                NodeTaint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or ()
             )
             self._startup_taints = ()
             if claim is not None:
                 self._startup_taints = tuple(
-                    Taint.from_dict(t) for t in (claim.get("spec") or {}).get("startupTaints") or ()
+                    NodeTaint.from_dict(t)
+                    for t in (claim.get("spec") or {}).get("startupTaints") or ()
                 )
         # A node reports its full capacity only once initialized (extended resources
         # appear when device plugins start); until then the NodeClaim's estimate holds.
@@ -283,7 +284,7 @@ class StateNode:
         return self._labels
 
     @property
-    def taints(self) -> tuple[Taint, ...]:
+    def taints(self) -> tuple[NodeTaint, ...]:
         """The taints pods must tolerate (before initialization: the NodeClaim's)."""
         return self._taints
 

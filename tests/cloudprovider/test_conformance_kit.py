@@ -13,7 +13,7 @@ import pytest
 
 PROVIDERS = '''
 import pytest
-from karpy.cloudprovider import choose_launch, launched_nodeclaim
+from karpy.cloudprovider.launch import choose_launch, launched_nodeclaim
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.cloudprovider.testing import CloudProviderConformance
 from karpy.apis import NodeClaim

@@ -29,9 +29,8 @@ from karpy.cloudprovider import (
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
     ProviderContext,
-    ProviderLoadError,
-    build_provider,
 )
+from karpy.cloudprovider.errors import ProviderLoadError
 from karpy.cloudprovider.kwok import (
     API_EXTENSION,
     FAULT_CREATE_ERROR,
@@ -45,6 +44,7 @@ from karpy.cloudprovider.kwok import (
     KwokOptions,
     OfferingPattern,
 )
+from karpy.cloudprovider.registry import build_provider
 from karpy.cloudprovider.testing import (
     CORE_WELL_KNOWN_LABELS,
     CloudProviderConformance,

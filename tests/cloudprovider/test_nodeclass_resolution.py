@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from karpy.cloudprovider import (
-    NodeClassKind,
+from karpy.cloudprovider import NodeClassKind
+from karpy.cloudprovider.nodeclass import (
     NodeClassReadiness,
     node_class_readiness,
     resolve_node_class,

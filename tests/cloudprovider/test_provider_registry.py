@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from karpy.cloudprovider import (
-    CLOUD_PROVIDER_ENV,
-    ENTRY_POINT_GROUP,
-    CloudProvider,
-    ProviderContext,
+from karpy.cloudprovider import CloudProvider, ProviderContext
+from karpy.cloudprovider.errors import (
     ProviderLoadError,
     ProviderRegistryError,
     UnknownProviderError,
+)
+from karpy.cloudprovider.registry import (
+    CLOUD_PROVIDER_ENV,
+    ENTRY_POINT_GROUP,
     build_provider,
     installed_providers,
     load_factory,
@@ -192,7 +193,8 @@ def test_two_distributions_claiming_one_name_is_an_error_naming_both(
 def test_a_provider_contributes_its_controllers_to_the_manager() -> None:
     from typing import Any
 
-    from karpy.cloudprovider import ContributesControllers, register_provider_controllers
+    from karpy.cloudprovider import ContributesControllers
+    from karpy.cloudprovider.registry import register_provider_controllers
 
     class WithControllers:
         def __init__(self) -> None:

@@ -8,7 +8,7 @@ from karpy.cloudprovider import NodeClaimNotFoundError
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.instrumented_provider import InstrumentedCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.runtime import Metrics
+from karpy.runtime.telemetry import Metrics
 
 
 async def test_calls_are_timed_and_errors_counted_by_method_and_type() -> None:

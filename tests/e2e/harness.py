@@ -28,7 +28,8 @@ from urllib.parse import urlsplit
 from karpy.controllers.settings import Settings
 from karpy.operator import Operator
 from karpy.options import Options
-from karpy.runtime import Client, JsonFormatter
+from karpy.runtime import Client
+from karpy.runtime.telemetry import JsonFormatter
 
 __all__ = ["RunningKarpy", "in_cluster_env", "karpy_operator", "karpy_process"]
 

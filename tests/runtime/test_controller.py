@@ -12,16 +12,8 @@ from typing import Any
 
 import pytest
 
-from karpy.runtime import (
-    Controller,
-    JsonFormatter,
-    Metrics,
-    Request,
-    Result,
-    WorkQueue,
-    errors,
-    singleton_controller,
-)
+from karpy.runtime import Controller, Request, Result, WorkQueue, errors, singleton_controller
+from karpy.runtime.telemetry import JsonFormatter, Metrics
 from karpy.runtime.testing import FakeClock, ReconcileDriver, eventually, reconcile_once
 
 REQ = Request("ns", "obj")

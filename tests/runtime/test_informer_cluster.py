@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from karpy.runtime import (
-    INDEX_NAMESPACE,
     Cache,
     Client,
     FuncHandler,
@@ -18,9 +17,9 @@ from karpy.runtime import (
     InformerOptions,
     Object,
     errors,
-    index_by_field,
     kinds,
 )
+from karpy.runtime.indexes import INDEX_NAMESPACE, index_by_field
 from karpy.runtime.testing import eventually
 
 

@@ -14,7 +14,8 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio import client as k8s_client
 
-from karpy.runtime import Backoff, Client, FuncHandler, Informer, kinds
+from karpy.runtime import Client, FuncHandler, Informer, kinds
+from karpy.runtime.ratelimit import Backoff
 from karpy.runtime.testing import eventually
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from karpy.runtime import Client, LeaderElectionConfig, LeaderElector, kinds
+from karpy.runtime import Client, LeaderElectionConfig, kinds
+from karpy.runtime.leaderelection import LeaderElector
 from karpy.runtime.testing import FakeClock
 
 

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
-from karpy.runtime import Client, LeaderElectionConfig, LeaderElector
+from karpy.runtime import Client, LeaderElectionConfig
 from karpy.runtime.errors import LeaderElectionLost
+from karpy.runtime.leaderelection import LeaderElector
 
 _PATH = "/apis/coordination.k8s.io/v1/namespaces/ns/leases"
 

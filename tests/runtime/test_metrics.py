@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from karpy.runtime import Metrics, WorkQueue
+from karpy.runtime import WorkQueue
+from karpy.runtime.telemetry import Metrics
 from karpy.runtime.testing import FakeClock
 
 # client-go's workqueue buckets, as Prometheus renders them.

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from karpy.runtime import FrozenDict, FrozenList, freeze, thaw
+from karpy.runtime import freeze, thaw
 from karpy.runtime._objects import loads_frozen
+from karpy.runtime.objects import FrozenDict, FrozenList
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),

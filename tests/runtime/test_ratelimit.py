@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from karpy.runtime import (
+from karpy.runtime.ratelimit import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     ItemFastSlowRateLimiter,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from karpy.runtime import FieldSelector, LabelSelector
+from karpy.runtime.indexes import FieldQuery, LabelQuery
 
 LABELS = {"app": "web", "tier": "front", "env": "prod"}
 
@@ -31,19 +31,19 @@ LABELS = {"app": "web", "tier": "front", "env": "prod"}
     ],
 )
 def test_label_selector_syntax(selector: str, matches: bool) -> None:
-    assert LabelSelector.parse(selector).matches(LABELS) is matches
+    assert LabelQuery.parse(selector).matches(LABELS) is matches
 
 
 def test_mapping_selector_and_none() -> None:
-    assert LabelSelector.parse({"app": "web"}).matches(LABELS)
-    assert not LabelSelector.parse({"app": "web", "x": "y"}).matches(LABELS)
-    assert LabelSelector.parse(None).matches({})
-    assert str(LabelSelector.parse({"b": "2", "a": "1"})) == "a=1,b=2"
+    assert LabelQuery.parse({"app": "web"}).matches(LABELS)
+    assert not LabelQuery.parse({"app": "web", "x": "y"}).matches(LABELS)
+    assert LabelQuery.parse(None).matches({})
+    assert str(LabelQuery.parse({"b": "2", "a": "1"})) == "a=1,b=2"
 
 
 def test_malformed_label_selector_is_refused() -> None:
     with pytest.raises(ValueError, match="invalid label selector"):
-        LabelSelector.parse("a in (b")
+        LabelQuery.parse("a in (b")
 
 
 @given(
@@ -53,7 +53,7 @@ def test_malformed_label_selector_is_refused() -> None:
 def test_equality_selectors_match_exactly_their_subset(
     required: dict[str, str], labels: dict[str, str]
 ) -> None:
-    selector = LabelSelector.parse(",".join(f"{k}={v}" for k, v in required.items()))
+    selector = LabelQuery.parse(",".join(f"{k}={v}" for k, v in required.items()))
     assert selector.matches(labels) == all(labels.get(k) == v for k, v in required.items())
 
 
@@ -64,10 +64,10 @@ def test_field_selector() -> None:
         "status": {"phase": "Running"},
         "ready": True,
     }
-    assert FieldSelector.parse("spec.nodeName=n1").matches(pod)
-    assert FieldSelector.parse("spec.nodeName!=n2,status.phase==Running").matches(pod)
-    assert not FieldSelector.parse("metadata.namespace=other").matches(pod)
-    assert FieldSelector.parse("spec.missing=").matches(pod)  # absent reads as ""
-    assert FieldSelector.parse("ready=true").matches(pod)
+    assert FieldQuery.parse("spec.nodeName=n1").matches(pod)
+    assert FieldQuery.parse("spec.nodeName!=n2,status.phase==Running").matches(pod)
+    assert not FieldQuery.parse("metadata.namespace=other").matches(pod)
+    assert FieldQuery.parse("spec.missing=").matches(pod)  # absent reads as ""
+    assert FieldQuery.parse("ready=true").matches(pod)
     with pytest.raises(ValueError, match="path=value"):
-        FieldSelector.parse("nonsense")
+        FieldQuery.parse("nonsense")

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from karpy.runtime import (
+from karpy.runtime import freeze
+from karpy.runtime.indexes import (
     INDEX_NAMESPACE,
     INDEX_NODE_NAME,
     INDEX_OWNER,
     Store,
-    freeze,
     index_by_field,
     index_by_namespace,
     index_by_node_name,

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from karpy.runtime import ItemExponentialFailureRateLimiter, WorkQueue
+from karpy.runtime import WorkQueue
 from karpy.runtime.errors import QueueShutDown
+from karpy.runtime.ratelimit import ItemExponentialFailureRateLimiter
 from karpy.runtime.testing import FakeClock
 
 

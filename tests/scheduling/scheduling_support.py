@@ -14,12 +14,12 @@ from karpy.scheduling import (
     ExistingNode,
     InstanceType,
     NodePoolTemplate,
+    NodeTaint,
     Offering,
     Overhead,
     Pod,
     Requirements,
     Results,
-    Taint,
 )
 from karpy.scheduling.resources import parse_resource_list
 
@@ -314,8 +314,8 @@ __all__ = [
     "INSTANCE_TYPE",
     "ZONE",
     "ZONES",
+    "NodeTaint",
     "Overhead",
-    "Taint",
     "claim_of",
     "domain_of",
     "expr",

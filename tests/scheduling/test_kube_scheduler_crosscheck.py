@@ -390,6 +390,6 @@ def test_kube_scheduler_binds_every_planned_pod(
 
 
 def taint_of(raw: dict[str, str]) -> Any:
-    from karpy.scheduling import Taint
+    from karpy.scheduling import NodeTaint
 
-    return Taint.from_dict(raw)
+    return NodeTaint.from_dict(raw)

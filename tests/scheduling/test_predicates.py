@@ -8,7 +8,14 @@ from hypothesis import strategies as st
 from scheduling_support import ARCH, ZONE, ZONES, expr, itype, pod
 
 from karpy.apis.labels import WELL_KNOWN_LABELS
-from karpy.scheduling import HostPort, LabelSelector, Requirement, Requirements, Taint, Toleration
+from karpy.scheduling import (
+    HostPort,
+    LabelMatcher,
+    NodeTaint,
+    Requirement,
+    Requirements,
+    Toleration,
+)
 from karpy.scheduling.catalog import Catalog, iter_bits
 from karpy.scheduling.daemons import daemon_runs_on
 from karpy.scheduling.freeindex import FreeIndex
@@ -101,7 +108,7 @@ def spread_group(key: str = ZONE, min_domains: int | None = None) -> TopologyGro
         kind=SPREAD,
         key=key,
         namespaces=frozenset({"default"}),
-        selector=LabelSelector.from_dict({"matchLabels": {"app": "a"}}),
+        selector=LabelMatcher.from_dict({"matchLabels": {"app": "a"}}),
         max_skew=1,
         min_domains=min_domains,
     )
@@ -140,7 +147,7 @@ def test_group_selects_by_namespace_and_labels() -> None:
 def test_node_filter_policies() -> None:
     terms = (Requirements.from_labels({ZONE: "zone-a"}),)
     honor_both = NodeFilter(terms, frozenset(), affinity_honored=True, taints_honored=True)
-    tainted = [Taint("dedicated", "NoSchedule")]
+    tainted = [NodeTaint("dedicated", "NoSchedule")]
     in_a = Requirements.from_labels({ZONE: "zone-a"})
     in_b = Requirements.from_labels({ZONE: "zone-b"})
     assert honor_both.matches([], in_a)
@@ -178,8 +185,8 @@ def test_daemonsets_follow_taints_and_node_affinity() -> None:
     assert not daemon_runs_on(
         linux_only, [], Requirements.from_labels({"kubernetes.io/os": "windows"})
     )
-    assert not daemon_runs_on(linux_only, [Taint("gpu", "NoSchedule")], labels)
-    assert daemon_runs_on(linux_only, [Taint("gpu", "PreferNoSchedule")], labels)
+    assert not daemon_runs_on(linux_only, [NodeTaint("gpu", "NoSchedule")], labels)
+    assert daemon_runs_on(linux_only, [NodeTaint("gpu", "PreferNoSchedule")], labels)
 
 
 def test_volume_topology_alternatives() -> None:

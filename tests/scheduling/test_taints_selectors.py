@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from karpy.scheduling import LabelSelector, Taint, Toleration
+from karpy.scheduling import LabelMatcher, NodeTaint, Toleration
 from karpy.scheduling.taints import untolerated
 
-GPU = Taint("gpu", "NoSchedule", "true")
+GPU = NodeTaint("gpu", "NoSchedule", "true")
 
 
 @pytest.mark.parametrize(
@@ -28,31 +28,31 @@ def test_toleration_matching(toleration: Toleration, tolerated: bool) -> None:
 
 
 def test_numeric_toleration_operators() -> None:
-    taint = Taint("budget", "NoSchedule", "5")
+    taint = NodeTaint("budget", "NoSchedule", "5")
     assert Toleration(key="budget", operator="Gt", value="3").tolerates(taint)
     assert not Toleration(key="budget", operator="Lt", value="3").tolerates(taint)
 
 
 def test_prefer_no_schedule_counts_only_until_relaxed() -> None:
-    soft = Taint("spot", "PreferNoSchedule")
+    soft = NodeTaint("spot", "PreferNoSchedule")
     assert untolerated([soft], ()) == soft
     assert untolerated([soft], (), prefer=False) is None
 
 
 def test_taint_round_trip_and_text() -> None:
-    assert Taint.from_dict(GPU.to_dict()) == GPU
+    assert NodeTaint.from_dict(GPU.to_dict()) == GPU
     assert str(GPU) == "gpu=true:NoSchedule"
-    assert str(Taint("x", "NoExecute")) == "x:NoExecute"
+    assert str(NodeTaint("x", "NoExecute")) == "x:NoExecute"
 
 
 @given(st.dictionaries(st.sampled_from("abc"), st.sampled_from("xyz"), max_size=3))
 def test_match_labels_selects_supersets(labels: dict[str, str]) -> None:
-    selector = LabelSelector.from_dict({"matchLabels": {"a": "x"}})
+    selector = LabelMatcher.from_dict({"matchLabels": {"a": "x"}})
     assert selector.matches(labels) == (labels.get("a") == "x")
 
 
 def test_expressions_and_null_versus_empty_selectors() -> None:
-    selector = LabelSelector.from_dict(
+    selector = LabelMatcher.from_dict(
         {
             "matchExpressions": [
                 {"key": "tier", "operator": "In", "values": ["web", "api"]},
@@ -66,7 +66,7 @@ def test_expressions_and_null_versus_empty_selectors() -> None:
     assert not selector.matches({"tier": "web", "team": "a", "canary": "1"})
     assert not selector.matches({"tier": "web", "team": "a", "env": "dev"})
     assert not selector.matches({"tier": "db", "team": "a"})
-    assert LabelSelector.from_dict({}).matches({"anything": "goes"})
-    assert not LabelSelector.from_dict(None).matches({})
+    assert LabelMatcher.from_dict({}).matches({"anything": "goes"})
+    assert not LabelMatcher.from_dict(None).matches({})
     with pytest.raises(ValueError, match="unknown operator"):
-        LabelSelector.from_dict({"matchExpressions": [{"key": "a", "operator": "Gt"}]})
+        LabelMatcher.from_dict({"matchExpressions": [{"key": "a", "operator": "Gt"}]})

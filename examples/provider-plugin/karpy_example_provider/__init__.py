@@ -28,9 +28,8 @@ from karpy.cloudprovider import (
     Overhead,
     ProviderContext,
     RepairPolicy,
-    choose_launch,
-    launched_nodeclaim,
 )
+from karpy.cloudprovider.launch import choose_launch, launched_nodeclaim
 from karpy.scheduling import resources as res
 
 __all__ = ["EXAMPLE_NODE_CLASS", "ExampleCloudProvider", "catalogue"]

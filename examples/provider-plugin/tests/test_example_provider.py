@@ -11,12 +11,9 @@ from pathlib import Path
 import pytest
 from karpy_example_provider import ExampleCloudProvider
 
-from karpy.cloudprovider import (
-    ProviderContext,
-    ProviderLoadError,
-    build_provider,
-    installed_providers,
-)
+from karpy.cloudprovider import ProviderContext
+from karpy.cloudprovider.errors import ProviderLoadError
+from karpy.cloudprovider.registry import build_provider, installed_providers
 from karpy.cloudprovider.testing import CloudProviderConformance
 
 HERE = Path(__file__).resolve().parent.parent
@@ -45,7 +42,8 @@ def test_karpy_lists_it_beside_kwok_in_a_fresh_interpreter() -> None:
     # a new process sees exactly what `karpy run` would see at start-up
     done = subprocess.run(
         [sys.executable, "-c",
-         "import karpy.cloudprovider as c; print(sorted(c.installed_providers().items()))"],
+         "import karpy.cloudprovider.registry as r;"
+         " print(sorted(r.installed_providers().items()))"],
         capture_output=True, text=True, check=True,
     )
     assert "('example', 'karpy_example_provider:ExampleCloudProvider')" in done.stdout

@@ -34,7 +34,8 @@ from karpy.controllers.disruption._pdb import PdbLimits
 from karpy.controllers.disruption._queue import OrchestrationQueue
 from karpy.controllers.disruption._whatif import Simulation, WhatIf, consolidate
 from karpy.controllers.provisioning import Provisioner
-from karpy.runtime import INDEX_NODE_NAME, index_by_node_name, kinds
+from karpy.runtime import kinds
+from karpy.runtime.indexes import INDEX_NODE_NAME, index_by_node_name
 
 __all__ = [
     "Budgets",

@@ -56,7 +56,8 @@ from karpy.controllers.disruption._whatif import WhatIf, consolidate
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning import Provisioner
 from karpy.controllers.settings import Settings
-from karpy.runtime import INDEX_NODE_NAME, Client, Clock, Kind, Object, Result, errors, kinds
+from karpy.runtime import Client, Clock, Kind, Object, Result, errors, kinds
+from karpy.runtime.indexes import INDEX_NODE_NAME
 from karpy.scheduling import Simulator
 from karpy.state import Cluster
 

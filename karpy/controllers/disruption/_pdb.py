@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from karpy.scheduling import LabelSelector
+from karpy.scheduling import LabelMatcher
 
 __all__ = ["PdbLimits"]
 
@@ -25,7 +25,7 @@ log = logging.getLogger("karpy.disruption")
 class _Budget:
     key: str
     namespace: str
-    selector: LabelSelector
+    selector: LabelMatcher
     disruptions_allowed: int
     fully_blocking: bool
     always_evict_unhealthy: bool
@@ -55,7 +55,7 @@ class PdbLimits:
                 continue  # policy/v1: a null selector selects no pods
             namespace = str(meta.get("namespace") or "default")
             try:
-                parsed = LabelSelector.from_dict(selector)
+                parsed = LabelMatcher.from_dict(selector)
             except (ValueError, KeyError) as exc:
                 # The API server validates selectors; one that fails here is not ours to
                 # fix, and one bad PDB must not stop disruption for the whole cluster.

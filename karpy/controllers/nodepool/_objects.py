@@ -9,7 +9,8 @@ from typing import Any
 
 from karpy.apis import NodePool
 from karpy.apis.labels import LABEL_NODEPOOL
-from karpy.cloudprovider import CloudProvider, NodeClassKind, resolve_node_class
+from karpy.cloudprovider import CloudProvider, NodeClassKind
+from karpy.cloudprovider.nodeclass import resolve_node_class
 from karpy.runtime import Client, Kind, Object, Request, Result, errors
 from karpy.state.kinds import NODE_POOL
 

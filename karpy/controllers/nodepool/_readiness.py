@@ -1,12 +1,13 @@
 """``nodepool.readiness``: the NodePool's ``NodeClassReady`` condition, from the NodeClass
 its ``nodeClassRef`` names (missing, terminating, or its own Ready condition), with
-Karpenter's reasons (see :func:`karpy.cloudprovider.node_class_readiness`)."""
+Karpenter's reasons (see :func:`karpy.cloudprovider.nodeclass.node_class_readiness`)."""
 
 from __future__ import annotations
 
 from karpy.apis import NodePool
 from karpy.apis.v1 import CONDITION_NODE_CLASS_READY
-from karpy.cloudprovider import CloudProvider, node_class_readiness
+from karpy.cloudprovider import CloudProvider
+from karpy.cloudprovider.nodeclass import node_class_readiness
 from karpy.controllers.nodepool._objects import (
     get_managed,
     kind_of,

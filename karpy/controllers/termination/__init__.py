@@ -36,16 +36,11 @@ from karpy.controllers.termination._objects import (
     nodes_for_nodeclaim,
 )
 from karpy.controllers.termination._terminator import DrainError, Terminator
-from karpy.runtime import (
+from karpy.runtime import Controller, Object, Predicate, Request, kinds, predicate_from
+from karpy.runtime.ratelimit import (
     BucketRateLimiter,
-    Controller,
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
-    Object,
-    Predicate,
-    Request,
-    kinds,
-    predicate_from,
 )
 from karpy.state.kinds import NODE_CLAIM
 

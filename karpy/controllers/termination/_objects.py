@@ -9,7 +9,8 @@ from typing import Any
 from karpy.apis.labels import nodeclass_label_key
 from karpy.cloudprovider import CloudProvider
 from karpy.controllers.indexes import Index, nodeclaims_for_provider_id, nodes_for_provider_id
-from karpy.runtime import INDEX_NODE_NAME, Object, index_by_node_name, kinds
+from karpy.runtime import Object, kinds
+from karpy.runtime.indexes import INDEX_NODE_NAME, index_by_node_name
 
 __all__ = [
     "INDEX_NODE_NAME",

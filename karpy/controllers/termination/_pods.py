@@ -20,7 +20,7 @@ from typing import Any, Final
 from karpy.apis.annotations import ANNOTATION_DO_NOT_DISRUPT
 from karpy.apis.duration import parse_duration
 from karpy.apis.taints import TAINT_DISRUPTED
-from karpy.scheduling.taints import Taint, Toleration
+from karpy.scheduling.taints import NodeTaint, Toleration
 
 __all__ = [
     "CRITICAL_PRIORITY_CLASSES",
@@ -43,7 +43,7 @@ CRITICAL_PRIORITY_CLASSES: Final = frozenset({"system-cluster-critical", "system
 #: A pod terminating this long past its deletion time is given up on (Karpenter: 1 min).
 STUCK_TERMINATING_AFTER: Final = timedelta(minutes=1)
 
-_DISRUPTED = Taint(key=TAINT_DISRUPTED, effect="NoSchedule")
+_DISRUPTED = NodeTaint(key=TAINT_DISRUPTED, effect="NoSchedule")
 
 Pod = Mapping[str, Any]
 

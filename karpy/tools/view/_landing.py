@@ -18,7 +18,7 @@ from typing import Any
 
 from karpy.apis import NodeClaim
 from karpy.apis.labels import LABEL_HOSTNAME, LABEL_INITIALIZED, LABEL_REGISTERED
-from karpy.cloudprovider import choose_launch, launched_nodeclaim
+from karpy.cloudprovider.launch import choose_launch, launched_nodeclaim
 from karpy.controllers.provisioning.nodeclaims import nodeclaim_manifest
 from karpy.runtime import Cache, errors, freeze, kinds, thaw
 from karpy.scheduling import NodeClaimPlan, Results

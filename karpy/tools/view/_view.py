@@ -25,14 +25,8 @@ from opentelemetry.metrics import NoOpMeter
 
 from karpy.apis.extension import load_extensions
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
-from karpy.cloudprovider import (
-    CloudProvider,
-    InstanceType,
-    ProviderContext,
-    build_provider,
-    close_provider,
-    installed_providers,
-)
+from karpy.cloudprovider import CloudProvider, InstanceType, ProviderContext
+from karpy.cloudprovider.registry import build_provider, close_provider, installed_providers
 from karpy.controllers.disruption import (
     Command,
     Decision,
@@ -45,17 +39,8 @@ from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodepool import NodePoolReadiness, NodePoolValidation
 from karpy.controllers.provisioning import Provisioner
 from karpy.controllers.settings import Settings
-from karpy.runtime import (
-    INDEX_NODE_NAME,
-    Cache,
-    Client,
-    Clock,
-    Object,
-    Request,
-    SystemClock,
-    index_by_node_name,
-    kinds,
-)
+from karpy.runtime import Cache, Client, Clock, Object, Request, SystemClock, kinds
+from karpy.runtime.indexes import INDEX_NODE_NAME, index_by_node_name
 from karpy.runtime.kinds import Kind
 from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
 from karpy.state import NODE_POOL, Cluster, UnavailableOfferings

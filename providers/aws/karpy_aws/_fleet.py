@@ -32,9 +32,8 @@ from karpy.cloudprovider import (
     InsufficientCapacityError,
     Offering,
     OfferingKey,
-    nodeclaim_requests,
-    nodeclaim_requirements,
 )
+from karpy.cloudprovider.launch import nodeclaim_requests, nodeclaim_requirements
 from karpy.scheduling import Requirement, Requirements
 from karpy.scheduling import resources as res
 from karpy_aws._errors import SPOT_SERVICE_LINKED_ROLE_CODE, is_unfulfillable_capacity

@@ -29,8 +29,9 @@ from opentelemetry.metrics import Meter
 
 from karpy.apis import labels as wk
 from karpy.cloudprovider import OfferingKey
-from karpy.runtime import Backoff, Client, EventRecorder
+from karpy.runtime import Client, EventRecorder
 from karpy.runtime import errors as kerrors
+from karpy.runtime.ratelimit import Backoff
 from karpy_aws._interruption_messages import (
     INSTANCE_STOPPED,
     INSTANCE_TERMINATED,

@@ -27,14 +27,13 @@ from karpy.cloudprovider import (
     CreateError,
     DriftReason,
     InstanceType,
-    LaunchChoice,
     NodeClaimNotFoundError,
     NodeClassKind,
     NodeClassNotReadyError,
     ProviderContext,
     RepairPolicy,
-    launched_nodeclaim,
 )
+from karpy.cloudprovider.launch import LaunchChoice, launched_nodeclaim
 from karpy.runtime import Client, Manager, thaw
 from karpy.runtime import errors as kerrors
 from karpy.scheduling import resources as res

@@ -38,13 +38,15 @@ from karpy.cloudprovider import (
     DriftReason,
     InstanceType,
     InsufficientCapacityError,
-    LaunchChoice,
     NodeClaimNotFoundError,
     NodeClassKind,
     NodeClassNotReadyError,
     OfferingKey,
     ProviderContext,
     RepairPolicy,
+)
+from karpy.cloudprovider.launch import (
+    LaunchChoice,
     choose_launch,
     launched_labels,
     launched_nodeclaim,

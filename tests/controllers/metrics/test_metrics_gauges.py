@@ -17,7 +17,8 @@ from karpy.controllers.metrics import (
     NodePoolMetrics,
     PodMetrics,
 )
-from karpy.runtime import Metrics, Request, kinds
+from karpy.runtime import Request, kinds
+from karpy.runtime.telemetry import Metrics
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.cluster import Cluster
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL

@@ -23,8 +23,9 @@ from karpy.controllers.indexes import (
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim import GarbageCollector, LifecycleController
 from karpy.controllers.settings import Settings
-from karpy.runtime import EventRecorder, JsonFormatter
+from karpy.runtime import EventRecorder
 from karpy.runtime.kinds import EVENT, NODE
+from karpy.runtime.telemetry import JsonFormatter
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.kinds import NODE_CLAIM
 from karpy.state.unavailable_offerings import UnavailableOfferings

@@ -18,7 +18,8 @@ from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning import Provisioner
 from karpy.controllers.settings import Settings
-from karpy.runtime import Client, EventRecorder, Kind, Metrics, errors
+from karpy.runtime import Client, EventRecorder, Kind, errors
+from karpy.runtime.telemetry import Metrics
 from karpy.runtime.testing import FakeClock
 from karpy.state import Cluster, UnavailableOfferings
 

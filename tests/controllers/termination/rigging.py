@@ -28,7 +28,8 @@ from karpy.controllers.termination._objects import (
     index_by_node_name,
     index_va_node_name,
 )
-from karpy.runtime import Metrics, Request, Result, kinds
+from karpy.runtime import Request, Result, kinds
+from karpy.runtime.telemetry import Metrics
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.kinds import NODE_CLAIM
 

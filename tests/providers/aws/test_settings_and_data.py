@@ -12,7 +12,9 @@ import pytest
 from karpy_aws import AWSCloudProvider, AWSSettings, AWSSettingsError
 from karpy_aws._staticdata import static_data
 
-from karpy.cloudprovider import ProviderContext, ProviderLoadError, build_provider
+from karpy.cloudprovider import ProviderContext
+from karpy.cloudprovider.errors import ProviderLoadError
+from karpy.cloudprovider.registry import build_provider
 
 SCRIPT = Path(__file__).resolve().parents[3] / "providers/aws/scripts/generate_static_data.py"
 SOURCE = Path(os.environ.get("KARPY_AWS_DATA_SOURCE", "/work/shared/data"))

@@ -8,15 +8,9 @@ from typing import Any, cast
 import pytest
 from karpy_azure import AzureCloudProvider
 
-from karpy.cloudprovider import (
-    CloudProvider,
-    ContributesControllers,
-    ProviderContext,
-    ProviderLoadError,
-    build_provider,
-    close_provider,
-    installed_providers,
-)
+from karpy.cloudprovider import CloudProvider, ContributesControllers, ProviderContext
+from karpy.cloudprovider.errors import ProviderLoadError
+from karpy.cloudprovider.registry import build_provider, close_provider, installed_providers
 from karpy.runtime import Client
 
 SUBNET = (

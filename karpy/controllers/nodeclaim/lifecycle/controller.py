@@ -54,14 +54,11 @@ from karpy.controllers.nodeclaim.lifecycle.liveness import Liveness
 from karpy.controllers.nodeclaim.lifecycle.registration import Registration
 from karpy.controllers.settings import Settings
 from karpy.runtime import (
-    BucketRateLimiter,
     Client,
     Clock,
     Controller,
     EventRecorder,
-    ItemExponentialFailureRateLimiter,
     Manager,
-    MaxOfRateLimiter,
     Object,
     Request,
     Result,
@@ -69,6 +66,11 @@ from karpy.runtime import (
     logging_context,
 )
 from karpy.runtime.kinds import NODE
+from karpy.runtime.ratelimit import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter,
+)
 from karpy.state.kinds import NODE_CLAIM
 from karpy.state.unavailable_offerings import UnavailableOfferings
 

@@ -1,0 +1,105 @@
+"""The public faces of karpy.runtime and karpy.cloudprovider are exactly the tables in
+docs/runtime.md and docs/providers.md ("Where each name lives"): every module's
+``__all__`` equals its documented row, sorted, each name with one home, and every
+public name documented in the code (a docstring, or an attribute docstring for
+constants and type aliases). Growing the surface means editing the docs on purpose."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import itertools
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = {"karpy.runtime": ROOT / "docs" / "runtime.md",
+         "karpy.cloudprovider": ROOT / "docs" / "providers.md"}
+
+
+def _documented(package: str) -> dict[str, list[str]]:
+    """The rows of the page's "Where each name lives" table: module -> names."""
+    text = PAGES[package].read_text()
+    section = text.split("## Where each name lives", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, list[str]] = {}
+    for line in section.splitlines():
+        match = re.fullmatch(r"\| `([\w.]+)` \| (.+) \|", line.strip())
+        if match:
+            rows[match[1]] = re.findall(r"`(\w+)`", match[2])
+    return rows
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    # ruff's RUF022 order: CONSTANTS, then Classes, then functions/modules.
+    kind = 0 if name.isupper() else 1 if name[0].isupper() else 2
+    return kind, name
+
+
+SURFACES = [(module, names) for package in PAGES for module, names in _documented(package).items()]
+
+
+def test_each_page_documents_its_package_and_submodules() -> None:
+    assert set(_documented("karpy.runtime")) == {
+        "karpy.runtime", "karpy.runtime.ratelimit", "karpy.runtime.indexes",
+        "karpy.runtime.telemetry", "karpy.runtime.leaderelection", "karpy.runtime.objects",
+    }
+    assert set(_documented("karpy.cloudprovider")) == {
+        "karpy.cloudprovider", "karpy.cloudprovider.launch", "karpy.cloudprovider.nodeclass",
+        "karpy.cloudprovider.registry",
+    }
+
+
+@pytest.mark.parametrize(("module", "names"), SURFACES, ids=[m for m, _ in SURFACES])
+def test_all_is_the_documented_row_sorted(module: str, names: list[str]) -> None:
+    mod = importlib.import_module(module)
+    assert mod.__doc__, f"{module} has no module docstring"
+    assert mod.__all__ == sorted(names, key=_isort_key), f"{module}.__all__ vs its docs row"
+    for name in mod.__all__:
+        assert hasattr(mod, name), f"{module}.{name}"
+
+
+def test_every_name_has_one_home() -> None:
+    homes: dict[str, list[str]] = {}
+    for module, names in SURFACES:
+        for name in names:
+            homes.setdefault(name, []).append(module)
+    assert {n: m for n, m in homes.items() if len(m) > 1} == {}
+
+
+def _attribute_docstrings(package: str) -> set[str]:
+    """Names assigned at module level somewhere in ``package`` and followed by a string
+    literal (an attribute docstring, as Sphinx reads them)."""
+    found: set[str] = set()
+    base = Path(importlib.import_module(package).__file__ or "").parent
+    for path in base.glob("*.py"):
+        body = ast.parse(path.read_text()).body
+        for stmt, following in itertools.pairwise(body):
+            target = (
+                stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                else stmt.target if isinstance(stmt, ast.AnnAssign) else None
+            )
+            if (isinstance(target, ast.Name) and isinstance(following, ast.Expr)
+                    and isinstance(following.value, ast.Constant)
+                    and isinstance(following.value.value, str)):
+                found.add(target.id)
+    return found
+
+
+@pytest.mark.parametrize(("module", "names"), SURFACES, ids=[m for m, _ in SURFACES])
+def test_every_public_name_is_documented_in_the_code(module: str, names: list[str]) -> None:
+    mod = importlib.import_module(module)
+    package = module if module in PAGES else module.rsplit(".", 1)[0]
+    attribute_docs = _attribute_docstrings(package)
+    undocumented = []
+    for name in names:
+        value = getattr(mod, name)
+        if inspect.isclass(value) or inspect.isfunction(value) or inspect.ismodule(value):
+            # inspect.getdoc would inherit a base class's docstring: ask for the object's own.
+            if not (value.__doc__ or "").strip():
+                undocumented.append(name)
+        elif name not in attribute_docs:
+            undocumented.append(name)
+    assert undocumented == [], f"{module}: no docstring for {undocumented}"
