@@ -68,7 +68,8 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _top(args: argparse.Namespace) -> int:
-    from karpy.runtime import run
+    from karpy.cloudprovider import CloudProviderError
+    from karpy.runtime import errors, run
     from karpy.tools.top import Filter
 
     try:
@@ -85,7 +86,7 @@ def _top(args: argparse.Namespace) -> int:
         return run(_main(args))
     except KeyboardInterrupt:
         return 0
-    except (TimeoutError, OSError, ValueError) as err:
+    except (TimeoutError, OSError, ValueError, errors.ClientError, CloudProviderError) as err:
         print(f"karpy top: {err}", file=sys.stderr)
         return 1
 
@@ -124,7 +125,7 @@ class _Keys:
         elif key == "s":
             self.sort = next_sort(self.sort)
         elif key == "/":
-            self.prompt = self.filter_text
+            self.prompt = ""
         elif key == "c":
             self.filter_text, self.error = "", None
         self.changed.set()
@@ -153,6 +154,7 @@ async def _main(args: argparse.Namespace) -> int:
     from karpy.state import UnavailableOfferings
     from karpy.state.cost import load_price_book
     from karpy.tools.top import Filter, render, view_of
+    from karpy.tools.view import ReadOnlyClient
     from karpy.tools.watch import watched_cluster
 
     settings: dict[str, str] = {}
@@ -162,9 +164,11 @@ async def _main(args: argparse.Namespace) -> int:
             raise ValueError(f"--provider-setting {item!r}: expected KEY=VALUE")
         settings[key] = value
     if args.kubeconfig is not None:
-        client = await Client.from_kubeconfig(args.kubeconfig)
+        connection = await Client.from_kubeconfig(args.kubeconfig)
     else:
-        client = await Client.from_environment()
+        connection = await Client.from_environment()
+    # Every write (the provider's included) is refused before it is sent.
+    client = ReadOnlyClient(connection, owns=True, tool="karpy top")
     try:
         provider = await build_provider(
             args.cloud_provider or os.environ.get(CLOUD_PROVIDER_ENV) or "kwok",

@@ -5,6 +5,11 @@ callback on every change.
 Only those four kinds are watched (not DaemonSets, volumes or Namespaces, which the
 autoscaler's model also follows), so a viewer needs no more than get/list/watch on
 them: see docs/tools.md for the RBAC. Nothing here writes to the API server.
+
+Why not :func:`karpy.tools.view.open_view`: a view also follows DaemonSets, volumes,
+Namespaces, PodDisruptionBudgets and builds the provisioner and disruption controller
+on them, so it needs read access to all of those and more memory; a live viewer of
+nodes needs four kinds and a callback on each change, which the view does not offer.
 """
 
 from __future__ import annotations
