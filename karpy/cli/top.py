@@ -145,6 +145,7 @@ def _cbreak(fd: int) -> Iterator[None]:
 async def _main(args: argparse.Namespace) -> int:
     from karpy.cloudprovider import (
         CLOUD_PROVIDER_ENV,
+        CloudProviderError,
         ProviderContext,
         build_provider,
         close_provider,
@@ -152,7 +153,7 @@ async def _main(args: argparse.Namespace) -> int:
     from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
     from karpy.runtime import Client, SystemClock
     from karpy.state import UnavailableOfferings
-    from karpy.state.cost import load_price_book
+    from karpy.state.cost import PriceBook, load_price_book
     from karpy.tools.top import Filter, render, view_of
     from karpy.tools.view import ReadOnlyClient
     from karpy.tools.watch import watched_cluster
@@ -182,12 +183,21 @@ async def _main(args: argparse.Namespace) -> int:
         try:
             async with watched_cluster(client, changed=keys.changed.set) as cluster:
 
+                books = [PriceBook()]
+
                 async def frame() -> RenderableType:
-                    book = await load_price_book(cluster.nodepools(), catalogue.get)
-                    view = view_of(cluster, book, sort=keys.sort,
+                    problem = keys.error
+                    try:
+                        books[0] = await load_price_book(cluster.nodepools(), catalogue.get)
+                    except CloudProviderError as err:
+                        if args.once:
+                            raise
+                        # Keep drawing with the last prices; say why they may be stale.
+                        problem = f"pricing failed, prices may be stale: {err}"
+                    view = view_of(cluster, books[0], sort=keys.sort,
                                    filter=Filter.parse(keys.filter_text))
                     return render(view, now=datetime.now(UTC), prompt=keys.prompt,
-                                  error=keys.error)
+                                  error=problem)
 
                 if args.once:
                     width = args.width or (None if sys.stdout.isatty() else 160)

@@ -43,8 +43,9 @@ from test_rbac import service_account_kubeconfig
 from karpy.cloudprovider.kwok import generate_catalogue, to_instance_types
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, errors, kinds
+from karpy.scheduling import resources as res
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
-from karpy.tools.top import format_price
+from karpy.tools.top import bar, format_price
 
 pytestmark = [
     pytest.mark.cluster,
@@ -89,8 +90,9 @@ def unschedulable(pod: Any) -> bool:
                for c in (pod.get("status") or {}).get("conditions") or ())
 
 
-async def expected(client: Client) -> tuple[list[Any], str]:
-    """Every Node and the TOTAL line karpy top should show for the cluster as it is."""
+async def expected(client: Client) -> tuple[list[Any], list[Any], str]:
+    """Every Node and Pod and the TOTAL line karpy top should show for the cluster as
+    it is."""
     nodes = await client.list(kinds.NODE)
     claims = await client.list(NODE_CLAIM)
     node_names = {n["metadata"]["name"] for n in nodes}
@@ -99,7 +101,7 @@ async def expected(client: Client) -> tuple[list[Any], str]:
     pods = await client.list(kinds.POD)
     pending = [p for p in pods if not p["spec"].get("nodeName") and unschedulable(p)]
     total = math.fsum(p for n in nodes if (p := node_price(n)) is not None)
-    return nodes, (f"TOTAL {len(nodes) + len(in_flight)} nodes  {format_price(total)}/h  "
+    return nodes, pods, (f"TOTAL {len(nodes) + len(in_flight)} nodes  {format_price(total)}/h  "
                    f"in flight: {len(in_flight)}  pending pods: {len(pending)}")
 
 
@@ -166,9 +168,20 @@ def shows(nodes: list[Any], total: str) -> Callable[[str], bool]:
     return check
 
 
-def assert_rows(pane: str, nodes: list[Any]) -> None:
-    """Each node's line has its instance type, zone, capacity type and price, and sits
-    under its NodePool's header."""
+def requested(pods: list[Any], node: str) -> res.ResourceList:
+    """The summed requests of the pods bound to ``node``."""
+    return res.add(*(
+        res.parse_resource_list(c.get("resources", {}).get("requests"))
+        for p in pods if p["spec"].get("nodeName") == node and not p["metadata"].get(
+            "deletionTimestamp") and p["status"].get("phase") not in ("Succeeded", "Failed")
+        for c in p["spec"]["containers"]
+    ))
+
+
+def assert_rows(pane: str, nodes: list[Any], pods: list[Any]) -> None:
+    """Each node's line has its instance type, zone, capacity type, its pods' CPU and
+    memory requests over its allocatable and its price, and sits under its NodePool's
+    header."""
     lines = pane.splitlines()
     for node in nodes:
         labels = node["metadata"].get("labels") or {}
@@ -179,9 +192,13 @@ def assert_rows(pane: str, nodes: list[Any]) -> None:
         if pool is None:
             assert " - " in line, line  # not karpy's: no price
             continue
+        allocatable = res.parse_resource_list(node["status"]["allocatable"])
+        used = requested(pods, name)
         for cell in (labels["node.kubernetes.io/instance-type"],
                      labels["topology.kubernetes.io/zone"],
-                     labels["karpenter.sh/capacity-type"], format_price(node_price(node))):
+                     labels["karpenter.sh/capacity-type"], format_price(node_price(node)),
+                     bar(used.get("cpu", 0) / allocatable["cpu"]),
+                     bar(used.get("memory", 0) / allocatable["memory"])):
             assert cell in line, f"{cell!r} missing from {line!r}"
         header = next(line for line in reversed(lines[:index])
                       if line.startswith(("nodepool ", "unmanaged")))
@@ -233,20 +250,23 @@ async def test_karpy_top_in_a_terminal_matches_the_cluster_and_follows_it(
         forced: list[str] = []
         try:
             # One pod per node (1500m on 2-CPU types): 2 web nodes, 1 batch node.
-            for app, replicas in ((WEB, 2), (BATCH, 1), (STUCK, 2)):
-                await client.create(kinds.DEPLOYMENT, deployment(
-                    app, node_selector={SELECT: app}, replicas=replicas, cpu="1500m"),
-                    namespace=namespace)
+            for app, replicas, memory in ((WEB, 2, "1536Mi"), (BATCH, 1, "3Gi"),
+                                          (STUCK, 2, "1Gi")):
+                manifest = deployment(app, node_selector={SELECT: app}, replicas=replicas,
+                                      cpu="1500m")
+                (container,) = manifest["spec"]["template"]["spec"]["containers"]
+                container["resources"]["requests"]["memory"] = memory
+                await client.create(kinds.DEPLOYMENT, manifest, namespace=namespace)
             await eventually(lambda: running_pods(client, namespace, WEB, 2), timeout=120,
                              what="2 web pods Running")
             await eventually(lambda: running_pods(client, namespace, BATCH, 1), timeout=120,
                              what="1 batch pod Running")
 
             async with karpy_top(cluster, kubeconfig, tmp_path) as tmux:
-                nodes, total = await expected(client)
+                nodes, pods, total = await expected(client)
                 assert "pending pods: 2" in total and "in flight: 0" in total
                 pane = await tmux.wait_for(f"every node and {total!r}", shows(nodes, total))
-                assert_rows(pane, nodes)
+                assert_rows(pane, nodes, pods)
                 pool_header(pane, WEB, nodes)
                 pool_header(pane, BATCH, nodes)
 
@@ -274,11 +294,22 @@ async def test_karpy_top_in_a_terminal_matches_the_cluster_and_follows_it(
                                    namespace=namespace)
                 await eventually(lambda: running_pods(client, namespace, WEB, 4), timeout=120,
                                  what="4 web pods Running")
-                nodes, total = await expected(client)
+                nodes, pods, total = await expected(client)
                 pane = await tmux.wait_for(f"the scaled cluster: {total!r}",
                                            shows(nodes, total))
-                assert_rows(pane, nodes)
+                assert_rows(pane, nodes, pods)
                 pool_header(pane, WEB, nodes)
+                # --once prints the same frame and exits.
+                once = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "karpy.cli", "top", "--once", "--width", str(WIDTH),
+                    "--kubeconfig", str(kubeconfig),
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                    env={**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"},
+                )
+                out, err = await asyncio.wait_for(once.communicate(), timeout=60)
+                assert once.returncode == 0, err.decode()
+                assert total in out.decode(), out.decode()
+                assert_rows(out.decode(), nodes, pods)
                 if path := os.environ.get("KARPY_TOP_CAPTURE"):
                     await asyncio.to_thread(Path(path).write_text, pane)
 
