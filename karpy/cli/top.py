@@ -185,7 +185,7 @@ async def _main(args: argparse.Namespace) -> int:
 
                 books = [PriceBook()]
 
-                async def frame() -> RenderableType:
+                async def frame(max_rows: int | None = None) -> RenderableType:
                     problem = keys.error
                     try:
                         books[0] = await load_price_book(cluster.nodepools(), catalogue.get)
@@ -197,7 +197,7 @@ async def _main(args: argparse.Namespace) -> int:
                     view = view_of(cluster, books[0], sort=keys.sort,
                                    filter=Filter.parse(keys.filter_text))
                     return render(view, now=datetime.now(UTC), prompt=keys.prompt,
-                                  error=problem)
+                                  error=problem, max_rows=max_rows)
 
                 if args.once:
                     width = args.width or (None if sys.stdout.isatty() else 160)
@@ -212,9 +212,17 @@ async def _main(args: argparse.Namespace) -> int:
 
 
 async def _live(
-    draw: Callable[[], Awaitable[RenderableType]], keys: _Keys, *, interval: float
+    draw: Callable[[int | None], Awaitable[RenderableType]], keys: _Keys, *, interval: float
 ) -> None:
-    """Redraw on every change (rate-limited to ``interval``) until ``q``."""
+    """Redraw on every change (rate-limited to ``interval``) until ``q``; only the rows
+    that fit on the screen are laid out."""
+    from karpy.tools.top import FOOTER_LINES
+
+    console = Console()
+
+    def rows() -> int:
+        return max(console.size.height - FOOTER_LINES, 1)
+
     loop = asyncio.get_running_loop()
     stdin = sys.stdin.fileno() if sys.stdin.isatty() else None
     with contextlib.ExitStack() as stack:
@@ -223,7 +231,8 @@ async def _live(
             loop.add_reader(stdin, lambda: keys.press(os.read(stdin, 1).decode(errors="ignore")))
             stack.callback(loop.remove_reader, stdin)
         live = stack.enter_context(
-            Live(await draw(), screen=True, auto_refresh=False, redirect_stderr=False)
+            Live(await draw(rows()), console=console, screen=True, auto_refresh=False,
+                 redirect_stderr=False)
         )
         while not keys.quit:
             with contextlib.suppress(TimeoutError):
@@ -231,5 +240,5 @@ async def _live(
             keys.changed.clear()
             if keys.quit:
                 break
-            live.update(await draw(), refresh=True)
+            live.update(await draw(rows()), refresh=True)
             await asyncio.sleep(interval)

@@ -33,6 +33,7 @@ from karpy.state.cost import MachineOffering, PriceBook, machine_offering
 
 __all__ = [
     "FILTER_KEYS",
+    "FOOTER_LINES",
     "SORT_KEYS",
     "UNMANAGED",
     "Filter",
@@ -389,11 +390,22 @@ def summary_line(view: TopView) -> str:
     )
 
 
+FOOTER_LINES: Final = 6
+"""Lines a frame uses besides the table's rows: the column header, the "more" line, a
+blank line, the totals, the keys and the prompt or error."""
+
+
 def render(
-    view: TopView, *, now: datetime, prompt: str | None = None, error: str | None = None
+    view: TopView, *, now: datetime, prompt: str | None = None, error: str | None = None,
+    max_rows: int | None = None,
 ) -> RenderableType:
     """One frame: a table of nodes grouped by NodePool with subtotals, then the totals
-    and the keys. ``prompt`` is the filter being typed; ``error`` a problem to show."""
+    and the keys. ``prompt`` is the filter being typed; ``error`` a problem to show.
+
+    ``max_rows`` bounds the table's rows (pool headers included; a live view passes
+    the screen's height less :data:`FOOTER_LINES`): the rest is counted in one line,
+    while headers and totals still cover every node. Laying out a row costs a few
+    milliseconds, so a frame of 2,000 nodes drawn in full would take seconds."""
     table = Table(box=None, pad_edge=False, expand=False, header_style="bold")
     for name, justify in (
         ("NODE", "left"), ("TYPE", "left"), ("ZONE", "left"), ("CAPACITY", "left"),
@@ -401,7 +413,13 @@ def render(
         ("$/H", "right"), ("STATUS", "left"),
     ):
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    budget = max_rows if max_rows is not None else math.inf
+    hidden = 0
     for group in view.groups:
+        if budget < 2:  # a header without a row of its own says nothing
+            hidden += len(group.rows)
+            continue
+        budget -= 1
         title = "unmanaged" if group.nodepool == UNMANAGED else f"nodepool {group.nodepool}"
         table.add_row(
             Text(f"{title}: {len(group.rows)} nodes", style="bold cyan"),
@@ -409,6 +427,10 @@ def render(
             Text(format_price(group.price), style="bold cyan"), "",
         )
         for row in group.rows:
+            if budget < 1:
+                hidden += 1
+                continue
+            budget -= 1
             table.add_row(
                 f"  {row.name}",
                 row.instance_type or "-",
@@ -429,7 +451,11 @@ def render(
         "s: next sort  /: filter  c: clear filter  q: quit",
         style="dim",
     )
-    parts: list[RenderableType] = [table, Text(""), footer, keys]
+    parts: list[RenderableType] = [table]
+    if hidden:
+        parts.append(Text(f"… {hidden} more nodes (filter with / or sort with s)",
+                          style="dim"))
+    parts += [Text(""), footer, keys]
     if prompt is not None:
         parts.append(Text(f"filter> {prompt}", style="reverse"))
     if error:

@@ -252,3 +252,18 @@ def test_deleted_pool_nodes_are_priced_from_the_catalogue_of_other_pools() -> No
     (row,) = machine_rows(c, BOOK)
     assert row.price == 0.40
     assert machine_rows(c, PriceBook())[0].price is None  # no catalogue: unknown
+
+
+def test_a_frame_lays_out_only_the_rows_that_fit_but_totals_everything(
+    scene: Cluster,
+) -> None:
+    view = view_of(scene, BOOK)
+    console = Console(width=200, record=True, color_system=None)
+    console.print(render(view, now=NOW, max_rows=4))
+    text = console.export_text()
+    # batch header + batch-1, general header + general-a; the rest is counted
+    assert "batch-1" in text and "general-a" in text
+    assert "general-b" not in text and "control-1" not in text
+    assert "… 4 more nodes" in text
+    assert "nodepool general: 4 nodes" in text  # the header still counts every node
+    assert "TOTAL 6 nodes  $0.3600/h" in text
