@@ -6,7 +6,8 @@ NodeClaim); :mod:`karpy.state.pods` the pod predicates the autoscaler sorts pods
 :mod:`karpy.state.kinds` the NodePool/NodeClaim kinds; :class:`UnavailableOfferings`
 the offerings that recently ran out of capacity; :class:`VolumeIndex` the claims,
 volumes and StorageClasses that restrict where pods can run (:class:`VolumeError` when
-they cannot be resolved).
+they cannot be resolved); :mod:`karpy.state.cost` what the machines cost (their
+offerings priced from the provider's catalogue).
 """
 
 from karpy.state.cluster import Cluster, ReleaseHandler

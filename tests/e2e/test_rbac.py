@@ -71,9 +71,12 @@ def rbac(cluster: Any) -> Iterator[None]:
         cluster.kubectl("delete", "lease", LEASE, "-n", SYSTEM_NAMESPACE, "--ignore-not-found")
 
 
-def service_account_kubeconfig(cluster: Any, path: Path) -> Path:
-    """A kubeconfig for ``cluster`` that authenticates as the karpy ServiceAccount."""
-    token = cluster.kubectl("create", "token", SERVICE_ACCOUNT, "-n", SYSTEM_NAMESPACE,
+def service_account_kubeconfig(
+    cluster: Any, path: Path, account: str = SERVICE_ACCOUNT
+) -> Path:
+    """A kubeconfig for ``cluster`` that authenticates as ServiceAccount ``account``
+    (default: karpy's) of the system namespace."""
+    token = cluster.kubectl("create", "token", account, "-n", SYSTEM_NAMESPACE,
                             "--duration=1h").strip()
     admin = yaml.safe_load(Path(cluster.kubeconfig).read_text())
     ca = admin["clusters"][0]["cluster"]["certificate-authority-data"]
@@ -82,9 +85,8 @@ def service_account_kubeconfig(cluster: Any, path: Path) -> Path:
         "kind": "Config",
         "clusters": [{"name": "karpy", "cluster": {"server": cluster.server,
                                                    "certificate-authority-data": ca}}],
-        "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
-        "contexts": [{"name": "karpy", "context": {"cluster": "karpy",
-                                                   "user": SERVICE_ACCOUNT}}],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": "karpy", "context": {"cluster": "karpy", "user": account}}],
         "current-context": "karpy",
     }
     path.write_text(yaml.safe_dump(config))

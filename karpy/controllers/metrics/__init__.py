@@ -4,7 +4,9 @@
 * ``metrics.node`` — karpenter_nodes_allocatable and the other per-node gauges,
   karpenter_cluster_utilization_percent;
 * ``metrics.pod`` — karpenter_pods_state and karpenter_pods_startup_duration_seconds;
-* ``metrics.cluster_state`` — karpenter_cluster_state_node_count / _synced.
+* ``metrics.cluster_state`` — karpenter_cluster_state_node_count / _synced;
+* ``metrics.cost`` — karpy_nodepool_cost_per_hour / karpy_cluster_cost_per_hour (karpy's
+  own: the machines' offerings priced from the provider's catalogue).
 
 Counters and histograms of events (NodeClaims created, nodes terminated, ...) are
 recorded where the events happen, through :class:`karpy.controllers.instruments.
@@ -17,18 +19,21 @@ from __future__ import annotations
 from typing import Final
 
 from karpy.controllers.deps import Deps
-from karpy.controllers.metrics import _node, _nodepool, _pod, _state
+from karpy.controllers.metrics import _cost, _node, _nodepool, _pod, _state
+from karpy.controllers.metrics._cost import CostMetrics
 from karpy.controllers.metrics._node import NodeMetrics
 from karpy.controllers.metrics._nodepool import NodePoolMetrics
 from karpy.controllers.metrics._pod import PodMetrics
 from karpy.controllers.metrics._state import ClusterStateMetrics
 from karpy.controllers.metrics._store import Gauge, GaugeStore, Sample
+from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
 from karpy.runtime import kinds
 from karpy.state.kinds import NODE_POOL
 
 __all__ = [
     "GAUGES",
     "ClusterStateMetrics",
+    "CostMetrics",
     "Gauge",
     "GaugeStore",
     "NodeMetrics",
@@ -39,7 +44,9 @@ __all__ = [
 ]
 
 #: Every gauge this package exports.
-GAUGES: Final = (*_nodepool.GAUGES, *_node.GAUGES, *_pod.GAUGES, *_state.GAUGES)
+GAUGES: Final = (
+    *_nodepool.GAUGES, *_node.GAUGES, *_pod.GAUGES, *_state.GAUGES, *_cost.GAUGES
+)
 #: Seconds between rounds of the periodic metrics controllers (Karpenter's 5 s).
 PERIOD: Final = 5.0
 
@@ -52,7 +59,8 @@ def register(deps: Deps) -> None:
     nodes = GaugeStore(_node.GAUGES)
     pods = GaugeStore(_pod.GAUGES)
     state = GaugeStore(_state.GAUGES)
-    for store in (nodepools, nodes, pods, state):
+    costs = GaugeStore(_cost.GAUGES)
+    for store in (nodepools, nodes, pods, state, costs):
         manager.metrics.registry.register(store)
 
     nodepool = NodePoolMetrics(client=deps.client, store=nodepools)
@@ -65,3 +73,8 @@ def register(deps: Deps) -> None:
     manager.singleton(node.name, node, period=PERIOD)
     cluster_state = ClusterStateMetrics(cluster=deps.cluster, store=state)
     manager.singleton(cluster_state.name, cluster_state, period=PERIOD)
+    # Its own instance-type cache: the provisioner's is not shared through Deps, and
+    # a provider's get_instance_types is cached on its side anyway.
+    catalogue = InstanceTypeCache(deps.cloud_provider, deps.unavailable_offerings, deps.clock)
+    cost = CostMetrics(cluster=deps.cluster, store=costs, instance_types=catalogue.get)
+    manager.singleton(cost.name, cost, period=PERIOD)
