@@ -262,6 +262,14 @@ async def test_karpy_top_in_a_terminal_matches_the_cluster_and_follows_it(
             await eventually(lambda: running_pods(client, namespace, BATCH, 1), timeout=120,
                              what="1 batch pod Running")
 
+            async def stuck_pending() -> bool:
+                stuck = await client.list(kinds.POD, namespace=namespace,
+                                          label_selector={"app": STUCK})
+                return len([p for p in stuck if unschedulable(p)]) == 2
+
+            await eventually(stuck_pending, timeout=60,
+                             what="kube-scheduler to mark the stuck pods Unschedulable")
+
             async with karpy_top(cluster, kubeconfig, tmp_path) as tmux:
                 nodes, pods, total = await expected(client)
                 assert "pending pods: 2" in total and "in flight: 0" in total
