@@ -7,11 +7,11 @@ import argparse
 from collections.abc import Sequence
 
 from karpy import __version__
-from karpy.cli import convert, crds, providers, run
+from karpy.cli import convert, crds, explain, providers, run
 
 __all__ = ["build_parser", "main"]
 
-_COMMANDS = (run, providers, crds, convert)
+_COMMANDS = (run, providers, crds, convert, explain)
 """The subcommand modules, in the order ``karpy --help`` lists them."""
 
 
