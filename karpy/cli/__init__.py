@@ -7,11 +7,11 @@ import argparse
 from collections.abc import Sequence
 
 from karpy import __version__
-from karpy.cli import convert, crds, providers, run, simulate, snapshot, top
+from karpy.cli import convert, crds, explain, providers, run, simulate, snapshot, top
 
 __all__ = ["build_parser", "main"]
 
-_COMMANDS = (run, providers, crds, convert, simulate, snapshot, top)
+_COMMANDS = (run, providers, crds, convert, simulate, snapshot, explain, top)
 """The subcommand modules, in the order ``karpy --help`` lists them."""
 
 

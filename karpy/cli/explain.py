@@ -1,0 +1,102 @@
+"""`karpy explain`: why a pod is pending, why a node is or is not disrupted
+(docs/tools.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from karpy.controllers.settings import Settings
+    from karpy.tools.explain import NodeExplanation, PodExplanation
+
+
+def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cmd = commands.add_parser(
+        "explain",
+        help="explain why a pod is pending or why a node is (not) disrupted (read-only)",
+        description="Read a live cluster or a snapshot into karpy's own model and explain "
+        "one object with the provisioner's and disruption's code, writing nothing: "
+        "'pod NS/NAME' names, for every NodePool, why it cannot host the pod (or where the "
+        "pod is); 'node NAME' says for which disruption methods the node is a candidate, "
+        "or every reason it is not.",
+    )
+    cmd.add_argument("what", choices=("pod", "node"), help="what to explain")
+    cmd.add_argument("name", help="NS/NAME of a pod (NAME alone: namespace default), or "
+                     "a node's NAME")
+    source = cmd.add_mutually_exclusive_group()
+    source.add_argument("--kubeconfig", help="a live cluster (default: $KUBECONFIG or "
+                        "~/.kube/config; read with get/list/watch only)")
+    source.add_argument("--snapshot", metavar="FILE",
+                        help="a snapshot file (karpy snapshot, or kubectl get -o yaml)")
+    cmd.add_argument("--context", help="the kubeconfig context (default: current)")
+    cmd.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                     help="text (default) or json (docs/tools.md has the schema)")
+    cmd.add_argument("--cloud-provider", metavar="NAME",
+                     help="whose catalogue to use (default: the provider serving the "
+                     "NodePools' NodeClasses, else kwok)")
+    cmd.add_argument("--provider-setting", action="append", default=[], metavar="KEY=VALUE",
+                     help="a provider setting, as for karpy run (repeatable)")
+    cmd.add_argument("--cluster-name", default="", help="as karpy run's --cluster-name")
+    cmd.add_argument("--feature-gates", metavar="NAME=BOOL,...", default="",
+                     help="as karpy run's, e.g. SpotToSpotConsolidation=true")
+    cmd.add_argument("--log-level", default="critical",
+                     help="show the controllers' own log lines at this level (default: none)")
+    cmd.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+
+    from karpy.controllers.settings import FeatureGates, Settings
+    from karpy.runtime import configure_logging
+    from karpy.tools.view import SnapshotError, ViewError
+
+    configure_logging(args.log_level.upper())
+    provider_settings = {}
+    for item in args.provider_setting:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            print(f"karpy explain: --provider-setting {item!r}: expected KEY=VALUE",
+                  file=sys.stderr)
+            return 2
+        provider_settings[key] = value
+    try:
+        gates = FeatureGates.parse(args.feature_gates)
+    except ValueError as exc:
+        print(f"karpy explain: --feature-gates: {exc}", file=sys.stderr)
+        return 2
+    settings = Settings(cluster_name=args.cluster_name, feature_gates=gates)
+    try:
+        answer = asyncio.run(_explain(args, settings, provider_settings))
+    except (SnapshotError, ViewError) as exc:
+        print(f"karpy explain: {exc}", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        print(json.dumps(answer.to_dict(), indent=2, sort_keys=False))
+    else:
+        from karpy.tools.explain import NodeExplanation, render_node, render_pod
+
+        sys.stdout.write(render_node(answer) if isinstance(answer, NodeExplanation)
+                         else render_pod(answer))
+    from karpy.tools.explain import NodeExplanation as _Node
+
+    found = answer.found if isinstance(answer, _Node) else answer.status != "not-found"
+    return 0 if found else 3
+
+
+async def _explain(
+    args: argparse.Namespace, settings: Settings, provider_settings: dict[str, str]
+) -> PodExplanation | NodeExplanation:
+    from karpy.tools.explain import explain_node_in, explain_pod_in
+    from karpy.tools.view import LiveCluster, Snapshot, open_view
+
+    source = (Snapshot.load(args.snapshot) if args.snapshot
+              else LiveCluster(kubeconfig=args.kubeconfig, context=args.context))
+    async with open_view(source, provider=args.cloud_provider,
+                         provider_settings=provider_settings, settings=settings) as view:
+        if args.what == "pod":
+            return await explain_pod_in(view, args.name)
+        return await explain_node_in(view, args.name)
