@@ -271,8 +271,8 @@ async def test_a_replacement_that_never_initializes_rolls_the_command_back(
                                     what="the candidate to be untainted")
             assert not kept["metadata"].get("deletionTimestamp")
             claims = await pool_objects(client, NODE_CLAIM, [pool])
-            [claim] = [c for c in claims if c["status"].get("nodeName") == node]
-            assert not [c for c in (claim["status"].get("conditions") or [])
+            [claim] = [c for c in claims if (c.get("status") or {}).get("nodeName") == node]
+            assert not [c for c in ((claim.get("status") or {}).get("conditions") or [])
                         if c["type"] == "DisruptionReason"]
             await eventually(lambda: running(client, namespace, app, 1), timeout=30,
                              what="the pod still Running")
@@ -316,7 +316,7 @@ async def test_a_budget_of_one_rolls_drifted_nodes_one_at_a_time(
 
             async def originals_state() -> tuple[int, int]:
                 nodes = {n["metadata"]["name"]: n for n in await client.list(kinds.NODE)}
-                claims = {c["status"].get("nodeName"): c
+                claims = {(c.get("status") or {}).get("nodeName"): c
                           for c in await pool_objects(client, NODE_CLAIM, [pool])}
                 left = [n for n in originals if n in nodes]
                 busy = sum(_being_disrupted(nodes[n], claims.get(n)) for n in left)

@@ -220,13 +220,13 @@ async def build(client: Client, ns: str, volume: str, out: Scene) -> None:
     async def consolidatable() -> bool:
         claims = await pool_objects(client, NODE_CLAIM, [NODES])
         claim = next((c for c in claims
-                      if c["status"].get("nodeName") == out.node_names["leave"]), None)
+                      if (c.get("status") or {}).get("nodeName") == out.node_names["leave"]), None)
         with contextlib.suppress(errors.NotFound):
             await client.get(kinds.POD, "leave", namespace=ns)
             return False
         return claim is not None and any(
             c["type"] == "Consolidatable" and c["status"] == "True"
-            for c in claim["status"].get("conditions") or ())
+            for c in (claim.get("status") or {}).get("conditions") or ())
 
     await eventually(consolidatable, timeout=90, what="the emptied node to be Consolidatable")
     async with open_view(LiveCluster(kubeconfig=out.kubeconfig)) as view:

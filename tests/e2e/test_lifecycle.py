@@ -200,7 +200,7 @@ async def test_a_node_that_never_registers_is_replaced(
             node = await client.get(kinds.NODE, pod["spec"]["nodeName"])
             [replacement] = [
                 nc for nc in await pool_objects(client, NODE_CLAIM, [pool])
-                if nc["status"].get("providerID") == node["spec"]["providerID"]
+                if (nc.get("status") or {}).get("providerID") == node["spec"]["providerID"]
             ]
             assert replacement["metadata"]["name"] != lost
             assert condition(replacement, "Ready") == "True"

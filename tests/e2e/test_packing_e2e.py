@@ -155,7 +155,7 @@ async def _provision(
             pods = await eventually(all_running, timeout=240,
                                     what=f"{wanted} pods Running ({' '.join(flags) or 'default'})")
             claims = await _launched(client, pool)
-            by_node = {nc["status"].get("nodeName"): nc for nc in claims}
+            by_node = {(nc.get("status") or {}).get("nodeName"): nc for nc in claims}
             for p in pods:  # every pod is on a node one of this pool's NodeClaims stands for
                 assert p["spec"].get("nodeName") in by_node, p["metadata"]["name"]
             types = sorted(nc["metadata"]["labels"]["node.kubernetes.io/instance-type"]

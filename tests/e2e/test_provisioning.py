@@ -136,7 +136,7 @@ async def test_inflate_50_pods_run_on_nodeclaim_backed_nodes(
                                     timeout=300, what=f"{replicas} pods Running")
             elapsed = time.monotonic() - started
 
-            claims = {nc["status"].get("nodeName"): nc
+            claims = {(nc.get("status") or {}).get("nodeName"): nc
                       for nc in await nodeclaims_of(client, [pool])}
             nodes = await nodes_of(client, [pool])
             for p in pods:               # every pod is on a node a NodeClaim stands for

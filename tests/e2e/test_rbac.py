@@ -144,7 +144,7 @@ async def test_karpy_provisions_and_terminates_under_its_own_service_account(
                     claims = await pool_objects(admin, NODE_CLAIM, [POOL])
                     assert nodes, "karpy created no node"
                     assert {p["spec"]["nodeName"] for p in pods} <= nodes
-                    assert {nc["status"].get("nodeName") for nc in claims} == nodes
+                    assert {(nc.get("status") or {}).get("nodeName") for nc in claims} == nodes
 
                     # Termination: deleting the node drains its pods through the
                     # Eviction API (with an event each), then the node and its NodeClaim

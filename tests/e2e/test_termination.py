@@ -127,7 +127,7 @@ async def test_deleting_a_node_drains_it_within_its_pdb_and_gives_it_back(
             node = await client.get(kinds.NODE, victim)
             assert "karpenter.sh/termination" in node["metadata"]["finalizers"]
             [claim] = [nc for nc in await pool_objects(client, NODE_CLAIM, [POOL])
-                       if nc["status"].get("providerID") == node["spec"]["providerID"]]
+                       if (nc.get("status") or {}).get("providerID") == node["spec"]["providerID"]]
             claim_name = claim["metadata"]["name"]
 
             # The NodePool's status counts the node.
