@@ -2,8 +2,12 @@
 (pkg/controllers/disruption/events).
 
 Blocked and Unconsolidatable events are recorded on every pass that finds the same
-reason; like Karpenter, each (object, reason, message) is recorded once per dedupe
-window rather than every 10 seconds.
+reason. Like Karpenter's recorder, an event is dropped while another with the same
+reason and the same *dedupe values* (the object's uid, for some events also the command
+or the disruption reason, never the message) was recorded within its dedupe timeout:
+2 minutes by default, 15 for Unconsolidatable, 1 for a NodePool's blocking budget. So
+a node whose blocking reason changes from pass to pass (not initialized, then
+nominated, then ...) gets one DisruptionBlocked event per window, not one per message.
 """
 
 from __future__ import annotations
@@ -32,7 +36,10 @@ REASON_UNCONSOLIDATABLE: Final = "Unconsolidatable"
 REASON_CANDIDATE: Final = "ConsolidationCandidate"
 REASON_REJECTED: Final = "ConsolidationRejected"
 
-DEDUPE_SECONDS: Final = 15 * 60.0
+DEDUPE_SECONDS: Final = 2 * 60.0
+"""Karpenter's default dedupe timeout."""
+_UNCONSOLIDATABLE_DEDUPE_SECONDS: Final = 15 * 60.0
+_NODEPOOL_BLOCKED_DEDUPE_SECONDS: Final = 60.0
 
 
 def sentence(text: str) -> str:
@@ -50,63 +57,66 @@ class DisruptionEvents:
     def __init__(self, recorder: EventRecorder, clock: Clock) -> None:
         self._recorder = recorder
         self._clock = clock
-        self._seen: dict[tuple[str, str, str], float] = {}
+        # (reason, uid, *values) -> when the window ends (monotonic seconds)
+        self._seen: dict[tuple[str, ...], float] = {}
 
-    def _deduped(self, obj: Mapping[str, Any], reason: str, message: str) -> None:
-        uid = str((obj.get("metadata") or {}).get("uid") or (obj.get("metadata") or {}).get("name"))
-        key = (uid, reason, message)
+    def _deduped(self, obj: Mapping[str, Any], reason: str, message: str,
+                 *values: str, timeout: float = DEDUPE_SECONDS) -> None:
+        """Record unless (reason, uid, *values) was recorded less than ``timeout`` ago."""
+        meta = obj.get("metadata") or {}
+        key = (reason, str(meta.get("uid") or meta.get("name")), *values)
         now = self._clock.monotonic()
-        last = self._seen.get(key)
-        if last is not None and now - last < DEDUPE_SECONDS:
+        expires = self._seen.get(key)
+        if expires is not None and now < expires:
             return
         if len(self._seen) > 10_000:  # bound memory: forget windows that have passed
-            self._seen = {k: t for k, t in self._seen.items() if now - t < DEDUPE_SECONDS}
-        self._seen[key] = now
+            self._seen = {k: t for k, t in self._seen.items() if now < t}
+        self._seen[key] = now + timeout
         self._recorder.normal(obj, reason, message)
 
     def _both(self, node: Mapping[str, Any] | None, nodeclaim: Mapping[str, Any] | None,
-              reason: str, message: str, *, dedupe: bool) -> None:
+              reason: str, message: str, *values: str,
+              timeout: float = DEDUPE_SECONDS) -> None:
         for obj in (node, nodeclaim):
-            if obj is None:
-                continue
-            if dedupe:
-                self._deduped(obj, reason, message)
-            else:
-                self._recorder.normal(obj, reason, message)
+            if obj is not None:
+                self._deduped(obj, reason, message, *values, timeout=timeout)
 
     def blocked(self, node: Mapping[str, Any] | None, nodeclaim: Mapping[str, Any] | None,
                 message: str) -> None:
         """DisruptionBlocked on the Node and its NodeClaim."""
-        self._both(node, nodeclaim, REASON_BLOCKED, sentence(message), dedupe=True)
+        self._both(node, nodeclaim, REASON_BLOCKED, sentence(message))
 
     def nodepool_blocked(self, nodepool: Mapping[str, Any], reason: str) -> None:
         """DisruptionBlocked on a NodePool whose budgets allow nothing for ``reason``."""
         self._deduped(
             nodepool, REASON_BLOCKED,
             f"No allowed disruptions for disruption reason {reason} due to blocking budget",
+            reason, timeout=_NODEPOOL_BLOCKED_DEDUPE_SECONDS,
         )
 
     def unconsolidatable(self, node: Mapping[str, Any] | None,
                          nodeclaim: Mapping[str, Any] | None, message: str) -> None:
         """Unconsolidatable on the Node and its NodeClaim."""
-        self._both(node, nodeclaim, REASON_UNCONSOLIDATABLE, message, dedupe=True)
+        self._both(node, nodeclaim, REASON_UNCONSOLIDATABLE, message,
+                   timeout=_UNCONSOLIDATABLE_DEDUPE_SECONDS)
 
     def candidate(self, node: Mapping[str, Any] | None, nodeclaim: Mapping[str, Any] | None,
                   command: str, savings: float) -> None:
         """ConsolidationCandidate: this node is part of a command awaiting validation."""
         self._both(node, nodeclaim, REASON_CANDIDATE,
                    f"Consolidation candidate: {command}, estimated savings ${savings:.2f}/h",
-                   dedupe=True)
+                   command)
 
     def rejected(self, node: Mapping[str, Any] | None, nodeclaim: Mapping[str, Any] | None,
                  command: str, why: str) -> None:
         """ConsolidationRejected: validation dropped the command."""
         self._both(node, nodeclaim, REASON_REJECTED,
-                   f"Consolidation rejected ({why}): {command}", dedupe=True)
+                   f"Consolidation rejected ({why}): {command}", command, why)
 
     def launching(self, nodeclaim: Mapping[str, Any], reason: str) -> None:
         """DisruptionLaunching on a replacement NodeClaim."""
-        self._deduped(nodeclaim, REASON_LAUNCHING, f"Launching NodeClaim: {_title(reason)}")
+        self._deduped(nodeclaim, REASON_LAUNCHING, f"Launching NodeClaim: {_title(reason)}",
+                      reason)
 
     def waiting_readiness(self, nodeclaim: Mapping[str, Any]) -> None:
         """DisruptionWaitingReadiness on a replacement that is not initialized yet."""
@@ -117,8 +127,8 @@ class DisruptionEvents:
                     reason: str) -> None:
         """DisruptionTerminating on a candidate being deleted."""
         if node is not None:
-            self._recorder.normal(node, REASON_TERMINATING, f"Disrupting Node: {_title(reason)}")
+            self._deduped(node, REASON_TERMINATING, f"Disrupting Node: {_title(reason)}", reason)
         if nodeclaim is not None:
-            self._recorder.normal(
-                nodeclaim, REASON_TERMINATING, f"Disrupting NodeClaim: {_title(reason)}"
+            self._deduped(
+                nodeclaim, REASON_TERMINATING, f"Disrupting NodeClaim: {_title(reason)}", reason
             )
