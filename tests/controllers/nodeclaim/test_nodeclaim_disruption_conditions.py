@@ -172,6 +172,19 @@ async def test_consolidatable_exactly_when_the_window_has_passed(
         assert result.requeue_after == pytest.approx(min(ready_at - now, DRIFT_RECHECK))
 
 
+async def test_a_nodeclaim_just_created_is_not_written(
+    kube: FakeClient, controller: DisruptionConditions
+) -> None:
+    # Filling in the Unknown conditions is lifecycle's first write; this controller
+    # writing them too, at the same moment, only made a conflict per new NodeClaim.
+    claim = nodeclaim_manifest("default-a", labels=LABELS)
+    claim.pop("status", None)
+    await setup(kube, nodepool("30s"), claim)
+    await controller.reconcile(REQUEST)
+    assert not any(c.verb == "patch" for c in kube.calls)
+    assert not (kube.peek(NODE_CLAIM, "default-a").get("status") or {}).get("conditions")
+
+
 # -- Drifted ----------------------------------------------------------------------------
 
 

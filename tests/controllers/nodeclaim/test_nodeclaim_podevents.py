@@ -3,6 +3,7 @@ at most once per 10 s however busy the node is."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from nodeclaim_factories import node_manifest, nodeclaim_manifest
 
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.nodeclaim.podevents import POD_EVENTS, PodEvents, is_pod_event
-from karpy.runtime import Request, kinds
+from karpy.runtime import Request, errors, kinds
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.kinds import NODE_CLAIM
 
@@ -87,6 +88,46 @@ async def test_its_own_write_dedupes_even_before_the_cache_shows_it(
     await clock.step(2.0)
     await podevents.reconcile(Request("default", "web"))
     assert status_writes(world) == 1
+
+
+async def test_pods_of_one_node_reconciled_at_once_write_once(
+    world: FakeClient, podevents: PodEvents, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pods of a new node bind together and the workers take them concurrently:
+    # each must see the write the first one is making, not only finished writes.
+    release = asyncio.Event()
+    patch_status = world.patch_status
+
+    async def slow_patch_status(*args: Any, **kwargs: Any) -> Any:
+        await release.wait()
+        return await patch_status(*args, **kwargs)
+
+    monkeypatch.setattr(world, "patch_status", slow_patch_status)
+    for i in range(3):
+        await world.create(kinds.POD, pod(f"web-{i}"))
+    reconciles = asyncio.gather(
+        *(podevents.reconcile(Request("default", f"web-{i}")) for i in range(3)))
+    await asyncio.sleep(0)
+    release.set()
+    await reconciles
+    assert status_writes(world) == 1
+
+
+async def test_a_failed_write_lets_the_next_pod_event_write(
+    world: FakeClient, podevents: PodEvents, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    patch_status = world.patch_status
+
+    async def failing(*args: Any, **kwargs: Any) -> Any:
+        raise errors.RequestTimeout("PATCH timed out")
+
+    monkeypatch.setattr(world, "patch_status", failing)
+    await world.create(kinds.POD, pod("web"))
+    with pytest.raises(errors.RequestTimeout):
+        await podevents.reconcile(Request("default", "web"))
+    monkeypatch.setattr(world, "patch_status", patch_status)
+    await podevents.reconcile(Request("default", "web"))
+    assert last_pod_event(world) == "2024-01-01T00:00:00Z"
 
 
 async def test_daemonset_pods_and_foreign_nodes_are_ignored(

@@ -56,6 +56,9 @@ async def test_pending_pods_become_nodeclaims_that_karpenter_would_recognise(
         [owner] = meta["ownerReferences"]
         assert (owner["kind"], owner["name"], owner["blockOwnerDeletion"]) == (
             "NodePool", "default", True)
+        # Born with the termination finalizer: no machine can exist without it, and no
+        # follow-up patch is needed to add it.
+        assert meta["finalizers"] == ["karpenter.sh/termination"]
         spec = claim["spec"]
         assert spec["nodeClassRef"]["kind"] == "TestNodeClass"
         assert spec["expireAfter"] == "720h"
@@ -287,7 +290,32 @@ async def test_reconcile_keeps_the_batch_when_the_model_does_not_sync() -> None:
     h.provisioner.trigger("default/inflate-0")
     result = await drive(h, h.provisioner.reconcile())
     assert h.client.created == [] and result.requeue_after > 0
-    assert h.provisioner.batcher.armed
+    # The batch is kept: once the NodeClaim launches, the next round goes ahead with no
+    # new trigger and no new batch window.
+    h.cluster.update_nodeclaim(nodeclaim("default-stuck", provider_id="fake://x"))
+    await drive(h, h.provisioner.reconcile())
+    assert h.cluster.nomination("default/inflate-0") == "nodeclaim/default-stuck"
+
+
+async def test_a_launching_nodeclaim_that_asked_for_resources_is_counted_not_waited_for() -> None:
+    # A NodeClaim karpy created says what it asked for; the model counts it as capacity
+    # of exactly that size, so the next round need not wait for its launch, and a pod
+    # nominated there that bound elsewhere leaves room a waiting pod can take.
+    h = build()
+    h.cluster.update_nodepool(nodepool())
+    claim = nodeclaim("default-launching")
+    claim["spec"]["resources"] = {"requests": {"cpu": "2", "memory": "2Gi", "pods": "2"}}
+    h.cluster.update_nodeclaim(claim)
+    h.cluster.update_node(node("worker", provider_id="kind://worker", cpu="1"))
+    first, second, _third = pending(h, 3)
+    h.cluster.nominate([h.cluster.scheduling_pod(first), h.cluster.scheduling_pod(second)],
+                       "default-launching")
+    # kube-scheduler binds the first pod to another node; the third is pending.
+    h.cluster.update_pod(pod("inflate-0", cpu="1", memory="256Mi", node_name="worker"))
+    h.provisioner.trigger("default/inflate-2")
+    await drive(h, h.provisioner.reconcile())
+    assert h.client.created == []
+    assert h.cluster.nomination("default/inflate-2") == "nodeclaim/default-launching"
 
 
 async def test_reconcile_retries_pods_left_pending_every_ten_seconds() -> None:

@@ -26,7 +26,7 @@ from karpy.cloudprovider import CloudProvider
 from karpy.controllers.nodeclaim._managed import is_managed
 from karpy.controllers.nodeclaim._mergepatch import merge_patch
 from karpy.controllers.nodeclaim.conditionevents import condition_transitions, record_transitions
-from karpy.controllers.nodeclaim.disruptionconditions._step import Step
+from karpy.controllers.nodeclaim.disruptionconditions._step import Step, conditions
 from karpy.controllers.nodeclaim.disruptionconditions.consolidatable import Consolidatable
 from karpy.controllers.nodeclaim.disruptionconditions.drift import Drift
 from karpy.runtime import (
@@ -99,6 +99,7 @@ class DisruptionConditions:
         self._client = client
         self._provider = cloud_provider
         self._recorder = recorder
+        self._clock = clock
         self.drift = Drift(cloud_provider=cloud_provider, clock=clock)
         self.consolidatable = Consolidatable(clock=clock)
         self._steps: tuple[Step, ...] = (self.drift, self.consolidatable)
@@ -169,6 +170,10 @@ class DisruptionConditions:
         return cached[1]
 
     async def _reconcile(self, stored: Object, nodepool: NodePool, nodeclaim: NodeClaim) -> Result:
+        # The condition set fills in the missing Ready/Launched/... as Unknown; that alone
+        # is lifecycle's first write, not a reason for this controller to write (at once,
+        # against lifecycle's own, on every new NodeClaim: a conflict and a retry each).
+        conditions(nodeclaim, self._clock)
         before = nodeclaim.to_dict()
         before_conditions = [c.model_copy() for c in nodeclaim.status.conditions]
         delays: list[float] = []
