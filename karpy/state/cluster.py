@@ -46,6 +46,7 @@ from karpy.runtime import (
     kinds,
 )
 from karpy.scheduling import ExistingNode, Pod, Requirements
+from karpy.scheduling import resources as res
 from karpy.scheduling.daemons import daemon_runs_on
 from karpy.state.daemonsets import daemonset_pod
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
@@ -76,6 +77,11 @@ def _deleting(obj: Mapping[str, Any]) -> bool:
     return bool(obj["metadata"].get("deletionTimestamp"))
 
 
+def _requests_of(claim: Mapping[str, Any]) -> bool:
+    """Whether the NodeClaim says what it asks for (``spec.resources.requests``)."""
+    return bool(((claim.get("spec") or {}).get("resources") or {}).get("requests"))
+
+
 def _daemonset_of(pod: Mapping[str, Any]) -> str:
     """``namespace/name`` of the DaemonSet owning ``pod``, or ""."""
     meta = pod["metadata"]
@@ -100,6 +106,9 @@ class Cluster:
         self._node_name_to_id: dict[str, str] = {}
         self._claim_name_to_id: dict[str, str] = {}
         self._unlaunched: dict[str, Object] = {}
+        # NodeClaim name -> (the unlaunched object, its StateNode): existing_nodes() is
+        # asked every round and would otherwise rebuild hundreds of them each time.
+        self._launching: dict[str, tuple[Object, StateNode]] = {}
         self._deleted_claims: OrderedDict[str, None] = OrderedDict()
         self._node_pods: dict[str, NodePods] = {}
         self._bindings: dict[str, tuple[str, str]] = {}
@@ -178,6 +187,23 @@ class Cluster:
     def add_release_handler(self, handler: ReleaseHandler) -> None:
         """Call ``handler`` with pod keys whose nominations were released."""
         self._release_handlers.append(handler)
+
+    @property
+    def synced_for_provisioning(self) -> bool:
+        """True when the informers have listed and every NodeClaim still launching can be
+        counted: it asked for resources (as the provisioner's do), so the model holds it
+        as in-flight capacity of exactly that size (see :meth:`existing_nodes`).
+
+        Karpenter waits for every NodeClaim to launch before the next round (its model
+        knows a machine only by provider ID). At a thousand NodeClaims that wait was
+        most of a scale-up: pods whose room kube-scheduler gave to others had to wait for
+        a whole round of launches before they were provisioned again.
+        """
+        if not all(informer.has_synced for informer in self._informers):
+            return False
+        return all(
+            _deleting(claim) or _requests_of(claim) for claim in self._unlaunched.values()
+        )
 
     @property
     def synced(self) -> bool:
@@ -282,6 +308,7 @@ class Cluster:
     def _cleanup_nodeclaim(self, name: str) -> None:
         provider_id = self._claim_name_to_id.pop(name, None)
         self._unlaunched.pop(name, None)
+        self._launching.pop(name, None)
         if not provider_id:
             return
         state = self._nodes.get(provider_id)
@@ -370,6 +397,7 @@ class Cluster:
             )
             self._bindings[key] = (node_name, uid)
             self._nominations.drop(key)
+            self._release_overflow(node_name)
         else:
             self._pods_of(node_name).set_movable(key, is_reschedulable(pod))
 
@@ -553,12 +581,52 @@ class Cluster:
         released: list[str] = []
         for target in targets:
             released.extend(n.pod.key for n in self._nominations.drop_target(target))
-        if released:
-            for handler in list(self._release_handlers):
-                try:
-                    handler(released)
-                except Exception:
-                    log.exception("nomination release handler failed")
+        self._notify_released(released)
+
+    def _notify_released(self, released: list[str]) -> None:
+        if not released:
+            return
+        for handler in list(self._release_handlers):
+            try:
+                handler(released)
+            except Exception:
+                log.exception("nomination release handler failed")
+
+    def _release_overflow(self, node_name: str) -> None:
+        """Release the nominations to this node that its bound pods left no room for.
+
+        kube-scheduler does not know karpy's nominations: when a node comes up it binds
+        whichever pending pods come first, often pods karpy expected on another machine
+        still on its way. The pods nominated here that no longer fit would otherwise be
+        held for the nomination TTL and only then provisioned again, one small round at a
+        time; released now, the next round finds them room on the capacity that the
+        other pods will not use (or buys it), as Karpenter's re-simulation of every
+        pending pod would.
+        """
+        provider_id = self._node_name_to_id.get(node_name)
+        state = self._nodes.get(provider_id) if provider_id is not None else None
+        if state is None or not state.allocatable:
+            return
+        nominations = [
+            n for target in self._targets_of(state)
+            for n in self._nominations.for_target(target)
+            if n.pod.key not in self._bindings
+        ]
+        if not nominations:
+            return
+        room = state.available()
+        if not state.initialized and self._daemonsets:
+            for daemon in self._expected_daemons(state):
+                room = res.subtract(room, daemon.requests)
+        released: list[str] = []
+        # Oldest nominations keep their place; the latest made are the first to go.
+        for nomination in sorted(nominations, key=lambda n: n.until):
+            if res.fits(nomination.pod.requests, room):
+                room = res.subtract(room, nomination.pod.requests)
+                continue
+            self._nominations.drop(nomination.pod.key)
+            released.append(nomination.pod.key)
+        self._notify_released(released)
 
     def nominate_node(self, provider_id: str, *, ttl: float | None = None) -> None:
         """Record that pending pods are expected on this machine (disruption leaves
@@ -685,7 +753,26 @@ class Cluster:
             if not state.initialized and self._daemonsets:
                 extra.extend(self._expected_daemons(state))
             out.append(state.to_existing_node(tuple(extra)))
+        for name, claim in self._unlaunched.items():
+            if _deleting(claim) or not _requests_of(claim):
+                continue
+            state = self._launching_state(name, claim)
+            extra = [n.pod for n in self._nominations.for_target(nodeclaim_target(name))
+                     if n.pod.key not in self._bindings]
+            if self._daemonsets:
+                extra.extend(self._expected_daemons(state))
+            out.append(state.to_existing_node(tuple(extra)))
         return out
+
+    def _launching_state(self, name: str, claim: Object) -> StateNode:
+        """A NodeClaim not launched yet, as a machine the size of its requests."""
+        cached = self._launching.get(name)
+        if cached is not None and cached[0] is claim:
+            return cached[1]
+        state = StateNode()
+        state.set_nodeclaim(claim)
+        self._launching[name] = (claim, state)
+        return state
 
     def _expected_daemons(self, state: StateNode) -> list[Pod]:
         """DaemonSet pods that will start on a machine that is still coming up."""

@@ -184,6 +184,12 @@ class StateNode:
         status = (source or {}).get("status") or {}
         self._capacity = res.parse_resource_list(status.get("capacity"))
         self._allocatable = res.parse_resource_list(status.get("allocatable"))
+        if claim is not None and node is None and not status.get("providerID"):
+            # Not launched: all that is known is what the NodeClaim asked for (its pods
+            # and DaemonSets), which any instance it becomes will hold.
+            requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests")
+            self._allocatable = res.parse_resource_list(requests)
+            self._capacity = self._allocatable
 
     # -- identity ------------------------------------------------------------------------
 

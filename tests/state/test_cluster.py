@@ -255,6 +255,45 @@ def test_marking_a_machine_for_deletion_releases_its_nominations() -> None:
     assert not cluster.is_nominated("default/a")
 
 
+def test_a_pod_taking_a_nominated_pods_room_releases_that_nomination_at_once() -> None:
+    # kube-scheduler binds whichever pending pod comes first; the pods karpy nominated
+    # to this node that no longer fit must be provisioned again now, not after the TTL.
+    cluster, _ = make()
+    released: list[str] = []
+    cluster.add_release_handler(released.extend)
+    cluster.update_nodeclaim(nodeclaim("c1", provider_id="p1", cpu="3"))
+    cluster.update_node(node("n1", provider_id="p1", nodepool="default", cpu="3"))
+    mine = [pod(f"mine-{i}") for i in range(3)]
+    for p in mine:
+        cluster.update_pod(p)
+    cluster.nominate([cluster.scheduling_pod(p) for p in mine], "c1")
+    assert cluster.provisionable_pods() == []
+
+    cluster.update_pod(pod("mine-0", node_name="n1"))
+    assert released == []                     # its own pod: the others still fit
+    cluster.update_pod(pod("stranger", node_name="n1"))
+    assert len(released) == 1                 # one of the two waiting ones lost its room
+    assert [p["metadata"]["name"] for p in cluster.provisionable_pods()] == [
+        released[0].split("/")[1]]
+    still = {"default/mine-1", "default/mine-2"} - set(released)
+    assert all(cluster.is_nominated(k) for k in still)
+
+
+def test_room_left_for_the_nominated_pods_releases_nothing() -> None:
+    cluster, _ = make()
+    released: list[str] = []
+    cluster.add_release_handler(released.extend)
+    cluster.update_nodeclaim(nodeclaim("c1", provider_id="p1", cpu="4"))
+    cluster.update_node(node("n1", provider_id="p1", nodepool="default", cpu="4"))
+    waiting = pod("waiting")
+    cluster.update_pod(waiting)
+    cluster.nominate([cluster.scheduling_pod(waiting)], "c1")
+    for i in range(3):
+        cluster.update_pod(pod(f"other-{i}", node_name="n1"))
+    assert released == []
+    assert cluster.is_nominated("default/waiting")
+
+
 def test_node_nomination_is_a_short_lived_flag() -> None:
     cluster, clock = make()
     cluster.update_node(node("n1", provider_id="p1"))

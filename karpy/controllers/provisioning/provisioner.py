@@ -91,6 +91,8 @@ class Provisioner:
         self.instance_types = InstanceTypeCache(cloud_provider, unavailable_offerings, clock)
         self.events = PodEvents(recorder, clock)
         self._last_round = float("-inf")
+        self._batch_waiting = False
+        """A batch window closed and its round still waits for the model to sync."""
         self._skipped_pools: dict[str, str] = {}
         # NodePool name -> (the parsed NodePool, its hash): hashing the template costs
         # ~1 ms, once per NodePool version rather than once per NodeClaim.
@@ -111,14 +113,17 @@ class Provisioner:
 
     async def reconcile(self) -> Result:
         """Wait for a batch, then provision for it."""
-        if not await self.batcher.wait(_WAIT_FOR_BATCH):
-            idle_for = self.clock.monotonic() - self._last_round
-            if idle_for < _RETRY_PENDING or not self._has_work():
-                return Result(requeue_after=_IMMEDIATELY)
+        if not self._batch_waiting:
+            if not await self.batcher.wait(_WAIT_FOR_BATCH):
+                idle_for = self.clock.monotonic() - self._last_round
+                if idle_for < _RETRY_PENDING or not self._has_work():
+                    return Result(requeue_after=_IMMEDIATELY)
+            self._batch_waiting = True
         if not await self._wait_for_sync():
-            # Keep the batch for when the model has caught up.
-            self.batcher.rearm()
+            # Keep the batch for when the model has caught up, and go straight back to
+            # waiting for that: a fresh batch window on top would only add its length.
             return Result(requeue_after=_IMMEDIATELY)
+        self._batch_waiting = False
         try:
             failed = await self.provision()
         except Exception:
@@ -129,10 +134,11 @@ class Provisioner:
         return Result(requeue_after=_IMMEDIATELY)
 
     async def _wait_for_sync(self) -> bool:
-        """Wait (a bounded while) until the model has seen every launched NodeClaim:
-        deciding earlier could buy capacity that is already on its way."""
+        """Wait (a bounded while) until the model has listed everything and can count
+        every NodeClaim on its way: deciding earlier could buy capacity that is already
+        coming (see :attr:`Cluster.synced_for_provisioning`)."""
         deadline = self.clock.monotonic() + _SYNC_WAIT
-        while not self.cluster.synced:
+        while not self.cluster.synced_for_provisioning:
             if self.clock.monotonic() >= deadline:
                 return False
             await self.clock.sleep(_SYNC_POLL)
