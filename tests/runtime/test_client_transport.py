@@ -4,6 +4,7 @@ HTTP endpoint plays the API server."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -107,3 +108,40 @@ async def test_with_own_connections_is_a_separate_pool_to_the_same_server(
         await client.close()
     assert lookups == []
 
+
+
+async def test_a_client_from_a_kubeconfig_opens_at_most_48_connections(
+    tmp_path: Any,
+) -> None:
+    # Every HTTPS connection holds a 256 KiB TLS buffer; a hundred concurrent requests
+    # must queue on a bounded pool rather than open a hundred connections.
+    peers: set[tuple[str, int]] = set()
+
+    async def get(request: web.Request) -> web.Response:
+        peers.add(request.transport.get_extra_info("peername"))  # type: ignore[union-attr]
+        await asyncio.sleep(0.02)  # the API server's latency, so requests overlap
+        return web.json_response({"metadata": {"name": request.match_info["name"]}})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/{name}", get)
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: k, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    client = await Client.from_kubeconfig(kubeconfig)
+    try:
+        names = await asyncio.gather(
+            *(client.get(kinds.NAMESPACE, f"ns-{i}", live=True) for i in range(100)))
+    finally:
+        await client.close()
+        await runner.cleanup()
+    assert [n["metadata"]["name"] for n in names] == [f"ns-{i}" for i in range(100)]
+    assert 1 < len(peers) <= 48

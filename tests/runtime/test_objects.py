@@ -94,3 +94,16 @@ def test_freeze_thaw_round_trip(value: Any) -> None:
     assert thaw(frozen) == value
     assert loads_frozen(json.dumps(value)) == value
     assert freeze(frozen) is frozen or not isinstance(frozen, dict | list)
+
+
+def test_cached_objects_share_their_keys_and_short_values() -> None:
+    # Thousands of cached pods are documents of one shape: their keys and short values
+    # (names, labels, owner uids) are interned once, not held once per object.
+    one = loads_frozen('{"metadata": {"labels": {"app": "inflate"}}, "spec": {"x": ["zone-a"]}}')
+    two = loads_frozen('{"metadata": {"labels": {"app": "inflate"}}, "spec": {"x": ["zone-a"]}}')
+    key_one = next(iter(one["metadata"]["labels"]))
+    key_two = next(iter(two["metadata"]["labels"]))
+    assert key_one is key_two
+    assert one["metadata"]["labels"]["app"] is two["metadata"]["labels"]["app"]
+    assert one["spec"]["x"][0] is two["spec"]["x"][0]
+    assert one == two and isinstance(one["spec"]["x"], FrozenList)
