@@ -136,9 +136,10 @@ class ClusterView:
 
     @property
     def synced(self) -> bool:
-        """The model can be trusted for provisioning: every launching NodeClaim has
-        launched (until then the provisioner waits rather than buy capacity twice)."""
-        return self.cluster.synced
+        """The model can be trusted for provisioning: every launching NodeClaim says
+        what it asked for (until then the provisioner waits rather than buy capacity
+        twice; see ``Cluster.synced_for_provisioning``)."""
+        return self.cluster.synced_for_provisioning
 
     def objects(self, kind: Kind) -> list[Object]:
         """Every cached object of ``kind`` (one of :func:`view_kinds`'s core kinds)."""
