@@ -36,6 +36,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from karpy.apis import NodePool
+from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.runtime import (
     Cache,
     Clock,
@@ -192,7 +193,9 @@ class Cluster:
     def synced_for_provisioning(self) -> bool:
         """True when the informers have listed and every NodeClaim still launching can be
         counted: it asked for resources (as the provisioner's do), so the model holds it
-        as in-flight capacity of exactly that size (see :meth:`existing_nodes`).
+        as in-flight capacity of exactly that size (see :meth:`existing_nodes`), and its
+        NodePool has no limits (a launching machine's capacity, which limits count, is
+        not known yet: there the round waits for the launch, as Karpenter's does).
 
         Karpenter waits for every NodeClaim to launch before the next round (its model
         knows a machine only by provider ID). At a thousand NodeClaims that wait was
@@ -201,9 +204,16 @@ class Cluster:
         """
         if not all(informer.has_synced for informer in self._informers):
             return False
-        return all(
-            _deleting(claim) or _requests_of(claim) for claim in self._unlaunched.values()
-        )
+        for claim in self._unlaunched.values():
+            if _deleting(claim):
+                continue
+            if not _requests_of(claim):
+                return False
+            labels = claim["metadata"].get("labels") or {}
+            entry = self._nodepools.get(str(labels.get(LABEL_NODEPOOL) or ""))
+            if entry is None or entry.model is None or entry.model.spec.limits:
+                return False
+        return True
 
     @property
     def synced(self) -> bool:

@@ -318,6 +318,25 @@ async def test_a_launching_nodeclaim_that_asked_for_resources_is_counted_not_wai
     assert h.cluster.nomination("default/inflate-2") == "nodeclaim/default-launching"
 
 
+async def test_a_nodepool_with_limits_still_waits_for_its_nodeclaims_to_launch() -> None:
+    # Limits count a machine's capacity, unknown until it launches: counting a launching
+    # NodeClaim at its requests could let the next round go past the limit.
+    h = build()
+    h.cluster.update_nodepool(nodepool(limits={"cpu": "100"}))
+    claim = nodeclaim("default-launching")
+    claim["spec"]["resources"] = {"requests": {"cpu": "2", "memory": "2Gi", "pods": "2"}}
+    h.cluster.update_nodeclaim(claim)
+    pending(h, 1, cpu="6")
+    h.provisioner.trigger("default/inflate-0")
+    round_ = asyncio.ensure_future(h.provisioner.reconcile())
+    for _ in range(100):                          # 5 fake seconds
+        await h.clock.step(0.05)
+    assert not round_.done() and h.client.created == []
+    h.cluster.update_nodeclaim(nodeclaim("default-launching", provider_id="fake://x"))
+    await drive(h, round_)
+    assert len(h.client.created) == 1
+
+
 async def test_reconcile_retries_pods_left_pending_every_ten_seconds() -> None:
     h = build()
     h.cluster.update_nodepool(nodepool())
