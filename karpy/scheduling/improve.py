@@ -8,10 +8,11 @@ each NodeClaim, looks for pods (one, two, all of a small NodeClaim, or as many o
 large one's smallest pods as it takes) whose removal lets it use a cheaper type or
 none, and for other NodeClaims that take those pods in the room their cheapest type
 already has; a last pass also accepts NodeClaims that get dearer by less than the move
-saves. Every accepted change lowers the plan's total
-price. A memory-heavy pod thus goes where CPU binds and memory is spare, which is what
-pairs complementary pods. Room is found through :class:`FreeIndex` trees per NodePool
-and partition.
+saves. At the local optimum of those single moves, exchanges: a pod of a NodeClaim for
+a smaller one of a NodeClaim with room for the difference, when the pair then costs
+less. Every accepted change lowers the plan's total price. A memory-heavy pod thus
+goes where CPU binds and memory is spare, which is what pairs complementary pods. Room
+is found through :class:`FreeIndex` trees per NodePool and partition.
 
 What keeps it safe: a pod only moves between NodeClaims of the same NodePool whose
 requirements agree on every topology key of the solve (so zone counts, zone spreads and
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import combinations
+from operator import ge
 from typing import Final
 
 from karpy.apis.labels import LABEL_HOSTNAME
@@ -58,6 +60,10 @@ _DESTINATION_TRIES: Final = 8
 _EMPTY_AT_MOST: Final = 8
 # A NodeClaim is drained of at most this many of its smallest pods at once.
 _DRAIN_AT_MOST: Final = 48
+# Passes of the exchange stage over the NodeClaims (it stops early when one finds none).
+_SWAP_PASSES: Final = 2
+# How many NodeClaims with room for the difference one exchange search checks.
+_SWAP_TRIES: Final = 8
 # Destination searches of one signature that may fail, with none found, before the
 # signature is given up on.
 _HOPELESS: Final = 8
@@ -143,12 +149,15 @@ class Improver:
         topology: TopologyRules,
         strict_min_values: bool,
         budget: int,
+        swap_budget: int = 0,
     ) -> None:
         self.claims = [c for c in claims if c.pods]
         self.reqs = requirements
         self.topology = topology
         self.strict_min_values = strict_min_values
         self.budget = budget
+        # evaluations the exchange stage may spend on top of what single moves left
+        self.swap_budget = swap_budget
         self.moves = 0
         # NodeClaims whose requirements the stage narrowed (see _finish)
         self.narrowed = 0
@@ -171,6 +180,8 @@ class Improver:
         self._sig_rules: dict[Signature, _Rules] = {}
         self._fruitless: dict[tuple[Signature, tuple[int, ...], Requirements], int] = {}
         self.grown = 0
+        self.swaps = 0
+        self._vectors: list[list[int]] = []
         self._no_place: set[tuple[tuple[Signature, tuple[int, ...]], ...]] = set()
 
     # ------------------------------------------------------------------ setup
@@ -238,6 +249,27 @@ class Improver:
             if self.moves - before <= len(claims):
                 self.growing = True
                 self._failed.clear()
+        # At the local optimum of single moves, exchanges: a pod of a NodeClaim just
+        # above a size for a smaller one of a NodeClaim with room (sizes that double
+        # leave many NodeClaims a pod's difference above the next size down).
+        self.growing = False
+        self.budget = max(self.budget, 0) + self.swap_budget
+        # moves only relocate pods, so the vectors in play are fixed: listed once
+        self._vectors = self._swap_vectors()
+        for _ in range(_SWAP_PASSES):
+            before = self.swaps
+            for number in sorted(range(len(claims)), key=lambda n: -self.price[n]):
+                if self.budget <= 0:
+                    break
+                while self.budget > 0 and self._swap(number):
+                    pass
+            if self.swaps == before or self.budget <= 0:
+                break
+            # an exchange leaves room where single moves found none
+            for number in range(len(claims)):
+                self._no_place.clear()
+                while self.budget > 0 and self._improve(number):
+                    pass
         self._finish()
 
     def _items(self, claim: Claim) -> list[_Item]:
@@ -468,6 +500,137 @@ class Improver:
             ordered = [first, second] if first.size >= second.size else [second, first]
             if self._relocate(number, ordered, saved):
                 return True
+        return False
+
+    def _swap(self, number: int) -> bool:
+        """Exchange one pod of NodeClaim ``number`` for a smaller one of another
+        NodeClaim when the pair then costs less; whether one was made."""
+        price = self.price[number]
+        if price == _INF or price <= 0:
+            return False
+        total = self.totals[number]
+        template = self.claims[number].template.index
+        peers = self.peers[template]
+        distinct: dict[tuple[Signature, tuple[int, ...]], _Item] = {}
+        for item in self.items[number]:
+            if self._is_movable(item.sig):
+                distinct.setdefault((item.sig, tuple(item.vec)), item)
+        # what a smaller pod may be, from the vectors of the pods in play
+        vectors = self._vectors
+        for item in sorted(distinct.values(), key=lambda i: -i.size):
+            if self.budget <= 0:
+                return False
+            left = [a - b for a, b in zip(total, item.vec, strict=True)]
+            if price - self._cost(number, left) <= 1e-9:
+                continue  # not even losing it outright would help
+            # the smaller pods that, in its place, let this NodeClaim step down
+            cheaper = self._cheaper(number, left)
+            wanted: set[tuple[int, ...]] = set()
+            for vec in vectors:
+                if sum(vec) >= item.size:
+                    break
+                if cheaper is None:
+                    taken = [a + b for a, b in zip(left, vec, strict=True)]
+                    fits = price - self._cost(number, taken) > 1e-9
+                else:
+                    fits = any(all(map(ge, room, vec)) for room in cheaper)
+                if fits:
+                    wanted.add(tuple(vec))
+            if not wanted:
+                continue
+            # another NodeClaim must have room for the difference
+            need = [max(min(a - w[i] for w in wanted), 0) for i, a in enumerate(item.vec)]
+            if self._is_zonal(item.sig):
+                name: tuple[object, ...] = ("part", self.part_key[number])
+            else:
+                name = ("all",)
+            index = self._index(template, name)
+            slot = index.find(need)
+            tried = 0
+            while slot is not None and tried < _SWAP_TRIES and self.budget > 0:
+                other = peers[slot]
+                slot = index.find(need, slot + 1)
+                if other == number or not self.items[other]:
+                    continue
+                tried += 1
+                self.budget -= 1
+                if self._exchange(number, item, other, wanted):
+                    return True
+        return False
+
+    def _cheaper(self, number: int, left: list[int]) -> list[list[int]] | None:
+        """For a NodeClaim without DaemonSet variants: the room over ``left`` that each
+        type it may use for less than now leaves, those that hold ``left`` and are not
+        outdone by another's (None when DaemonSets make the fit depend on the type; the
+        caller then prices)."""
+        claim = self.claims[number]
+        if not claim.template.simple_fit:
+            return None
+        pricing = self.pricing[number]
+        base = self.base[number]
+        vectors = self._allocatable(claim)
+        price = self.price[number]
+        out: list[list[int]] = []
+        for i in pricing.order:
+            cost = pricing.prices[i]
+            if cost is None or cost >= price - 1e-9:
+                break
+            if not base >> i & 1:
+                continue
+            room = [a - b for a, b in zip(vectors[i], left, strict=True)]
+            # a room short anywhere holds no pod; one inside another's adds nothing
+            # (large catalogues list hundreds of cheaper types, most of them either)
+            if min(room) >= 0 and not any(all(map(ge, kept, room)) for kept in out):
+                out.append(room)
+        return out
+
+    def _swap_vectors(self) -> list[list[int]]:
+        """The distinct request vectors of movable pods, smallest first."""
+        seen: dict[tuple[int, ...], None] = {}
+        for items in self.items:
+            for item in items:
+                if self._is_movable(item.sig):
+                    seen.setdefault(tuple(item.vec), None)
+        return [list(v) for v in sorted(seen, key=lambda v: (sum(v), v))]
+
+    def _exchange(self, number: int, item: _Item, other: int, wanted: set[tuple[int, ...]]) -> bool:
+        """Swap ``item`` (on ``number``) with a pod on ``other`` whose requests are
+        ``wanted`` and for which ``other`` has room, if the rules allow it and the two
+        then cost less than before."""
+        before = self.price[number] + self.price[other]
+        zonal = self._is_zonal(item.sig)
+        if zonal and self.part_key[number] != self.part_key[other]:
+            return False
+        slack = self.slack[other]
+        for peer in self.items[other]:
+            if (
+                tuple(peer.vec) not in wanted
+                or not self._is_movable(peer.sig)
+                or not all(s + q >= p for s, q, p in zip(slack, peer.vec, item.vec, strict=True))
+            ):
+                continue
+            if (zonal or self._is_zonal(peer.sig)) and self.part_key[number] != self.part_key[
+                other
+            ]:
+                continue
+            # the pod coming in is checked while ``item`` is still there (stricter)
+            if not self._accepts_pod(peer, other, number, None):
+                continue
+            self._move(peer, other, number, None)
+            if self._accepts_pod(item, number, other, None):
+                self._move(item, number, other, None)
+                after = self.price[number] + self.price[other]
+                if (
+                    after < before - 1e-9
+                    and self._min_values_hold(number, self.totals[number])
+                    and self._min_values_hold(other, self.totals[other])
+                ):
+                    self.swaps += 1
+                    self.moves += 1
+                    return True
+                self._move(item, other, number, None)
+            self._move(peer, number, other, None)
+            return False
         return False
 
     def _relocate(self, source: int, items: list[_Item], saved: float) -> bool:

@@ -48,6 +48,9 @@ __all__ = ["Solve"]
 
 IMPROVEMENT_FLOOR: Final = 1000
 """Evaluations the improvement stage may spend on any plan, besides those per pod."""
+# Evaluations per pod for the exchange stage (improve.Improver._swap), on top of what
+# single moves leave of their budget.
+SWAP_PER_POD: Final = 10
 
 
 class Solve:
@@ -199,6 +202,7 @@ class Solve:
             strict_min_values=self.checker.strict_min_values,
             # a fixed allowance on top, so that small plans are improved all the way
             budget=per_pod * sum(len(c.pods) for c in self.claims) + IMPROVEMENT_FLOOR,
+            swap_budget=SWAP_PER_POD * sum(len(c.pods) for c in self.claims),
         ).run()
 
     def _place_run(

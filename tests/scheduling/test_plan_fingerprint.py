@@ -30,11 +30,13 @@ import scheduling_bench as bench
 # recorded before issue 16's second round, whose speed-ups kept every plan. Improved
 # plans (budget 2) re-recorded once, deliberately, when the stage's destination search
 # went from 4 to 8 candidates (kwok catalogue 26.4 -> 19.0 % above the LP floor at 1k;
-# before that change: recipe 060982d6298ea293, kwok e261edf6766bcc20).
+# before that change: recipe 060982d6298ea293, kwok e261edf6766bcc20), and again when
+# the stage learned to exchange pods (kwok 19.0 -> 12.5 %; before: recipe
+# c1903e39672fe7e7, kwok f911c61a5a9201a5).
 RECORDED = {
-    ("recipe", 1000, 2): "c1903e39672fe7e7",
+    ("recipe", 1000, 2): "7dbbe6f57a47e3f0",
     ("recipe", 1000, 0): "1b4d0a594e0c2fa1",
-    ("kwok", 1000, 2): "f911c61a5a9201a5",
+    ("kwok", 1000, 2): "9c98ad727ed8cd86",
     ("kwok", 1000, 0): "32411bcb0c119714",
 }
 
