@@ -5,8 +5,10 @@ shipped on-demand table)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,12 @@ ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "providers/aws/scripts/generate_offline_instance_types.py"
 TABLE = ROOT / "providers/aws/karpy_aws/data/instance_types.json"
 COMPARED = ("m5.large", "c5.xlarge", "t3.medium", "m6g.large", "r5.2xlarge")
+RECORDED_MOTO = json.loads(TABLE.read_text())["moto_version"]
+same_moto = pytest.mark.skipif(
+    version("moto") != RECORDED_MOTO,
+    reason=f"the table was generated from moto {RECORDED_MOTO}, moto {version('moto')} is "
+    "installed: regenerate it with providers/aws/scripts/generate_offline_instance_types.py",
+)
 
 
 def nodepool(node_class: str = "default") -> NodePool:
@@ -133,6 +141,7 @@ async def test_offline_matches_what_the_online_provider_builds_from_moto(
     assert set(online) <= set(offline)
 
 
+@same_moto
 def test_the_table_rows_describe_the_types_as_moto_does() -> None:
     """Every shipped row builds the same instance type as moto's full description."""
     from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_type
@@ -152,12 +161,12 @@ def test_the_table_rows_describe_the_types_as_moto_does() -> None:
         assert from_row(name, to_row(info)) == info
 
 
+@same_moto
 def test_the_shipped_table_is_fresh_and_small() -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True,
                           text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert TABLE.stat().st_size < 512 * 1024
-    assert '"moto_version":"' in TABLE.read_text()[:400]
 
 
 async def test_zones_come_from_the_setting_when_the_status_has_no_subnets(
