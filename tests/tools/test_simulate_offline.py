@@ -1,5 +1,5 @@
-"""``karpy simulate`` on AWS and AKS snapshots with the provider offline: the plan is
-priced from the shipped tables, with the network blocked (no cluster, no cloud)."""
+"""``karpy simulate`` (and ``karpy explain``) on AWS and AKS snapshots with the provider
+offline: the plan is priced from the shipped tables, with the network blocked."""
 
 from __future__ import annotations
 
@@ -80,3 +80,18 @@ def test_an_unpriced_region_fails_naming_the_setting(
     err = capsys.readouterr().err
     assert code == 1
     assert "eu-west-1" in err and "region=" in err and "Traceback" not in err
+
+
+def test_explain_prices_a_pending_pod_offline(
+    capsys: pytest.CaptureFixture[str], no_network: list[str]
+) -> None:
+    code = main(["explain", "pod", "shop/web-0", "--snapshot", str(DATA / "aws-offline.yaml"),
+                 "--provider-setting", "offline=true", "--provider-setting", "region=us-east-1",
+                 "-o", "json"])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    decision = json.loads(out.out)["decision"]
+    assert decision["action"] == "new-nodeclaim"
+    cheapest = decision["instanceTypes"][0]
+    assert decision["price"] == pytest.approx(
+        static_data().on_demand_prices["us-east-1"][cheapest], abs=1e-6)
