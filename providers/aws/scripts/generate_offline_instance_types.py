@@ -5,7 +5,7 @@ Offline (``--provider-setting offline=true``) the AWS provider cannot ask EC2's
 DescribeInstanceTypes, so it reads this table instead. The table is moto's copy of
 DescribeInstanceTypes (moto/ec2/resources/instance_types.json[.gz], moto being a test
 dependency of karpy-aws), cut to the fields karpy_aws._instancetypes reads (one row per
-type, the columns of karpy_aws._offline.COLUMNS) and to the types the online catalogue
+type, the columns of karpy_aws._shippedtypes.COLUMNS) and to the types the online catalogue
 asks EC2 for (HVM, x86_64 or arm64). moto's version is
 recorded in the file; regenerate after upgrading moto::
 
@@ -45,7 +45,7 @@ def moto_table() -> tuple[dict[str, Any], str]:
 def generate() -> dict[str, Any]:
     """The table, from the installed moto: one row per type (a fifth of the size of
     the same fields as JSON objects)."""
-    from karpy_aws._offline import to_row
+    from karpy_aws._shippedtypes import to_row
 
     table, path = moto_table()
     rows: dict[str, Any] = {}

@@ -14,14 +14,9 @@ from typing import Any
 
 import pytest
 from karpy_aws import EC2_NODE_CLASS_KIND, AWSCloudProvider, AWSSettings, AWSSettingsError
-from karpy_aws._offline import (
-    OfflineAWSCloudProvider,
-    OfflineError,
-    from_row,
-    offline_instance_types,
-    to_row,
-)
+from karpy_aws._offline import OfflineAWSCloudProvider, OfflineError
 from karpy_aws._settings import check_settings
+from karpy_aws._shippedtypes import from_row, offline_instance_types, to_row
 from karpy_aws._staticdata import static_data
 from karpy_aws.apis import EC2NodeClass
 
