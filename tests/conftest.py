@@ -25,3 +25,27 @@ from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
 _hypothesis_settings.register_profile("karpy", deadline=None)
 _hypothesis_settings.load_profile("karpy")
+
+
+import socket  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every outgoing connection and name lookup fails, as on a machine with no network;
+    the test fails if any was tried, even when the code under test swallowed the error."""
+    tried: list[str] = []
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        tried.append(repr(args))
+        raise OSError(f"network used while offline: {args!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    yield tried
+    assert tried == [], f"connections tried while offline: {tried}"

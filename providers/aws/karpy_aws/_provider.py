@@ -17,7 +17,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import aioboto3
 from botocore.exceptions import ClientError
@@ -58,6 +58,9 @@ from karpy_aws._unavailable import UnavailableOfferings
 from karpy_aws._userdata import BootstrapOptions, user_data
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import EC2NodeClass
+
+if TYPE_CHECKING:
+    from karpy_aws._offline import OfflineAWSCloudProvider
 
 __all__ = [
     "EC2_NODE_CLASS",
@@ -215,17 +218,26 @@ class AWSCloudProvider:
         self._owns_clients = owns_clients
 
     @classmethod
-    async def from_context(cls, context: ProviderContext) -> AWSCloudProvider:
+    async def from_context(
+        cls, context: ProviderContext
+    ) -> AWSCloudProvider | OfflineAWSCloudProvider:
         """The factory the ``aws`` entry point names: parse the settings (see
         :mod:`karpy_aws._settings`), open the AWS clients, read EC2NodeClasses through
-        the operator's client."""
-        session = aioboto3.Session()
+        the operator's client. With ``offline=true``, the offline provider instead (no
+        client at all; see :mod:`karpy_aws._offline`)."""
+        session = aioboto3.Session()  # reads the config files only; no call is made
         settings = AWSSettings.from_settings(
             context.settings,
             cluster_name=context.cluster_name,
             environ=os.environ,
             default_region=session.region_name,
         )
+        if settings.offline:
+            from karpy_aws._offline import OfflineAWSCloudProvider
+
+            return OfflineAWSCloudProvider(
+                settings=settings, node_classes=node_classes_from(context.client)
+            )
         clients = await AWSClients.open(settings, session=session)
         return cls(
             settings=settings,

@@ -20,7 +20,15 @@ setting                    environment                   meaning
 ``endpointURL``            ``AWS_ENDPOINT_URL``          one endpoint for every AWS service
                                                          (moto in tests; a VPC endpoint)
 ``pricingEndpointURL``     ``AWS_ENDPOINT_URL_PRICING``  the Pricing API's endpoint only
+``offline``                ``KARPY_OFFLINE``             price only, from the shipped tables:
+                                                         no AWS client, no call (true/false)
+``offlineZones``           ``KARPY_OFFLINE_ZONES``       offline: the zones of an EC2NodeClass
+                                                         whose status lists no subnets
 =========================  ============================  =====================================
+
+``offline`` is for ``karpy simulate``/``explain``/``top`` on a machine without AWS
+access (see :mod:`karpy_aws._offline`): instance types come from the tables shipped in
+``karpy_aws/data``, and nothing can be launched. The cluster name is not needed then.
 
 Unknown keys and malformed values raise :class:`AWSSettingsError` naming the key, the
 value and what is expected, so a typo fails at start-up.
@@ -47,6 +55,8 @@ SETTINGS: Final = {
     "region": "AWS_REGION",
     "endpointURL": "AWS_ENDPOINT_URL",
     "pricingEndpointURL": "AWS_ENDPOINT_URL_PRICING",
+    "offline": "KARPY_OFFLINE",
+    "offlineZones": "KARPY_OFFLINE_ZONES",
 }
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off", ""}
@@ -70,6 +80,8 @@ class AWSSettings:
     isolated_vpc: bool = False
     endpoint_url: str | None = None
     pricing_endpoint_url: str | None = None
+    offline: bool = False
+    offline_zones: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(
@@ -97,7 +109,9 @@ class AWSSettings:
                 return settings[key].strip()
             return environ.get(SETTINGS[key], "").strip()
 
-        if not cluster_name:
+        offline = _bool(get("offline"), "offline")
+        # offline, nothing is tagged or discovered: the name is not needed
+        if not cluster_name and not offline:
             raise AWSSettingsError(
                 "the aws provider needs the cluster name: set --cluster-name or CLUSTER_NAME "
                 "(it tags every instance and finds the cluster's subnets and security groups)"
@@ -125,6 +139,10 @@ class AWSSettings:
             isolated_vpc=_bool(get("isolatedVPC"), "isolatedVPC"),
             endpoint_url=get("endpointURL") or None,
             pricing_endpoint_url=get("pricingEndpointURL") or None,
+            offline=offline,
+            offline_zones=tuple(
+                sorted({z.strip() for z in get("offlineZones").split(",") if z.strip()})
+            ),
         )
 
 
@@ -186,6 +204,12 @@ PROVIDER_SETTINGS: Final = (
     ProviderSetting("endpointURL", "AWS_ENDPOINT_URL", "", "one endpoint for every AWS service"),
     ProviderSetting("pricingEndpointURL", "AWS_ENDPOINT_URL_PRICING", "",
                     "the Pricing API's endpoint only"),
+    ProviderSetting("offline", "KARPY_OFFLINE", "false",
+                    "price from the shipped tables only: no AWS client, no launches "
+                    "(karpy simulate/explain/top)"),
+    ProviderSetting("offlineZones", "KARPY_OFFLINE_ZONES", "",
+                    "offline: comma-separated zones for an EC2NodeClass whose status lists "
+                    "no subnets"),
 )  # fmt: skip
 
 
@@ -193,10 +217,15 @@ def check_settings(
     settings: Mapping[str, str], *, cluster_name: str, environ: Mapping[str, str]
 ) -> None:
     """Parse the settings as the provider will, without opening any AWS client; raise
-    AWSSettingsError naming a bad one."""
+    AWSSettingsError naming a bad one. ``karpy run`` calls it, so ``offline`` is refused."""
     import botocore.session
 
     region = botocore.session.get_session().get_config_variable("region")
-    AWSSettings.from_settings(
+    parsed = AWSSettings.from_settings(
         settings, cluster_name=cluster_name, environ=environ, default_region=region
     )
+    if parsed.offline:
+        raise AWSSettingsError(
+            "aws setting offline=true (env KARPY_OFFLINE) is for karpy simulate, explain "
+            "and top: an offline provider cannot launch nodes; unset it for karpy run"
+        )

@@ -24,7 +24,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from azure.core.credentials_async import AsyncTokenCredential
 from azure.core.exceptions import HttpResponseError
@@ -107,13 +107,36 @@ from karpy_azure._unavailable import (
 from karpy_azure.apis import AKSNodeClass
 from karpy_azure.apis import labels as az
 
-__all__ = ["NODECLASS_HASH_VERSION", "AzureCloudProvider", "node_class_hash"]
+if TYPE_CHECKING:
+    from karpy_azure._offline import OfflineAzureCloudProvider
+
+__all__ = [
+    "NODECLASS_HASH_VERSION",
+    "AzureCloudProvider",
+    "instance_type_params",
+    "node_class_hash",
+]
 
 log = logging.getLogger("karpy.cloudprovider.azure")
 
 _INSTANCE_TYPE_CACHE_SECONDS = 60.0
 # (catalog version, unavailable generation), built at, instance types
 _CachedTypes = tuple[tuple[int, int], float, list[InstanceType]]
+
+
+def instance_type_params(settings: AzureSettings, node_class: AKSNodeClass) -> InstanceTypeParams:
+    """What of ``node_class`` and ``settings`` shapes the class's instance types."""
+    spec = node_class.spec
+    return InstanceTypeParams(
+        location=settings.location,
+        node_resource_group=settings.node_resource_group,
+        image_family=spec.image_family,
+        os_disk_size_gb=spec.os_disk_size_gb,
+        max_pods=max_pods(spec.max_pods, settings.network_plugin, settings.network_plugin_mode),
+        fips=spec.fips_mode == "FIPS",
+        encryption_at_host=bool(spec.security and spec.security.encryption_at_host),
+        memory_overhead_percent=settings.vm_memory_overhead_percent,
+    )
 
 
 def _image_requirements(node_class: AKSNodeClass) -> list[tuple[str, Requirements]]:
@@ -167,10 +190,20 @@ class AzureCloudProvider:
         self._locks: dict[str, asyncio.Lock] = {}
 
     @classmethod
-    def from_context(cls, context: ProviderContext) -> AzureCloudProvider:
+    def from_context(
+        cls, context: ProviderContext
+    ) -> AzureCloudProvider | OfflineAzureCloudProvider:
         """The ``karpy.cloudproviders`` factory: settings from ``context.settings`` and the
-        environment; DefaultAzureCredential (workload identity in a cluster)."""
+        environment; DefaultAzureCredential (workload identity in a cluster). With
+        ``offline=true``, the offline provider instead (no credential, no client; see
+        :mod:`karpy_azure._offline`)."""
         settings = AzureSettings.from_settings(context.settings, cluster_name=context.cluster_name)
+        if settings.offline:
+            from karpy_azure._offline import OfflineAzureCloudProvider
+
+            return OfflineAzureCloudProvider(
+                settings, node_classes=ClusterNodeClasses(context.client)
+            )
         credential = make_credential(settings)
         return cls(
             settings,
@@ -189,19 +222,7 @@ class AzureCloudProvider:
 
     def params_for(self, node_class: AKSNodeClass) -> InstanceTypeParams:
         """What of ``node_class`` and the settings shapes its instance types."""
-        spec = node_class.spec
-        return InstanceTypeParams(
-            location=self.settings.location,
-            node_resource_group=self.settings.node_resource_group,
-            image_family=spec.image_family,
-            os_disk_size_gb=spec.os_disk_size_gb,
-            max_pods=max_pods(
-                spec.max_pods, self.settings.network_plugin, self.settings.network_plugin_mode
-            ),
-            fips=spec.fips_mode == "FIPS",
-            encryption_at_host=bool(spec.security and spec.security.encryption_at_host),
-            memory_overhead_percent=self.settings.vm_memory_overhead_percent,
-        )
+        return instance_type_params(self.settings, node_class)
 
     async def instance_types_for(self, node_class: AKSNodeClass) -> list[InstanceType]:
         """Every instance type ``node_class`` can launch, with current availability."""

@@ -35,7 +35,13 @@ credential               AZURE_CREDENTIAL               ``default`` (DefaultAzur
                                                         armEndpoint, for test servers)
 pollInterval             AZURE_POLL_INTERVAL            seconds between long-running-operation
                                                         polls (default: what ARM says)
+offline                  KARPY_OFFLINE                  price only, from the shipped tables: no
+                                                        Azure client, no call (true/false)
 ======================== ============================== ====================================
+
+``offline`` is for ``karpy simulate``/``explain``/``top`` on a machine without Azure
+access (see :mod:`karpy_azure._offline`): SKUs and prices come from the tables shipped in
+``karpy_azure/data``, nothing can be launched, and only ``location`` is required.
 """
 
 from __future__ import annotations
@@ -82,6 +88,7 @@ _ENV: Final = {
     "caBundle": "AZURE_CA_BUNDLE",
     "credential": "AZURE_CREDENTIAL",
     "pollInterval": "AZURE_POLL_INTERVAL",
+    "offline": "KARPY_OFFLINE",
 }
 SETTINGS: Final = tuple(_ENV)
 
@@ -122,20 +129,25 @@ class AzureSettings:
     ca_bundle: str = ""
     credential: str = "default"
     poll_interval: float | None = None
+    offline: bool = False
 
     def __post_init__(self) -> None:
-        for name, key in (
+        # offline, nothing is created: only the location (which prices) is needed
+        required = (("location", "location"),) if self.offline else (
             ("subscription_id", "subscriptionID"),
             ("node_resource_group", "nodeResourceGroup"),
             ("location", "location"),
             ("cluster_name", "clusterName"),
             ("vnet_subnet_id", "vnetSubnetID"),
-        ):
+        )
+        for name, key in required:
             if not getattr(self, name):
                 raise AzureSettingsError(
                     f"{key} is required: pass --provider-setting {key}=... or set {_ENV[key]}"
                 )
-        if not _SUBNET_ID.match(self.vnet_subnet_id):
+        if (self.vnet_subnet_id or not self.offline) and not _SUBNET_ID.match(
+            self.vnet_subnet_id
+        ):
             raise AzureSettingsError(
                 f"vnetSubnetID {self.vnet_subnet_id!r} is not a subnet resource ID "
                 "(/subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Network/"
@@ -221,6 +233,7 @@ class AzureSettings:
             poll_interval=(
                 _float(get("pollInterval"), "pollInterval") if get("pollInterval") else None
             ),
+            offline=_flag(get("offline"), "offline"),
         )
 
 
@@ -229,6 +242,15 @@ def _float(text: str, key: str) -> float:
         return float(text)
     except ValueError:
         raise AzureSettingsError(f"{key}: {text!r} is not a number") from None
+
+
+def _flag(text: str, key: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off", ""):
+        return False
+    raise AzureSettingsError(f"{key}: {text!r} must be true or false (env {_ENV[key]})")
 
 
 def _tags(text: str) -> dict[str, str]:
@@ -266,6 +288,8 @@ _HELP: Final = {
     "credential": ("default", "default (DefaultAzureCredential) or static (test servers)",
                    False),
     "pollInterval": ("", "seconds between long-running-operation polls", False),
+    "offline": ("false", "price from the shipped tables only: no Azure client, no launches "
+                "(karpy simulate/explain/top)", False),
 }  # fmt: skip
 
 #: The settings as ``karpy run --help`` lists them (the module docstring's table).
@@ -279,5 +303,11 @@ def check_settings(
     settings: Mapping[str, str], *, cluster_name: str, environ: Mapping[str, str]
 ) -> None:
     """Parse the settings as the provider will, without any Azure call; raise
-    AzureSettingsError naming a bad or missing one."""
-    AzureSettings.from_settings(settings, cluster_name=cluster_name, environ=environ)
+    AzureSettingsError naming a bad or missing one. ``karpy run`` calls it, so
+    ``offline`` is refused."""
+    parsed = AzureSettings.from_settings(settings, cluster_name=cluster_name, environ=environ)
+    if parsed.offline:
+        raise AzureSettingsError(
+            "offline=true (env KARPY_OFFLINE) is for karpy simulate, explain and top: an "
+            "offline provider cannot launch nodes; unset it for karpy run"
+        )
