@@ -3,6 +3,7 @@ reports a bad setting naming it."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any, cast
 
 import pytest
@@ -17,6 +18,8 @@ SUBNET = (
     "/subscriptions/sub-1/resourceGroups/rg/providers/Microsoft.Network/"
     "virtualNetworks/vnet/subnets/nodes"
 )
+
+CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()
 
 
 def test_azure_is_installed_beside_kwok() -> None:
@@ -36,6 +39,10 @@ async def test_build_provider_builds_it_from_settings(monkeypatch: pytest.Monkey
             "vnetSubnetID": SUBNET,
             "armEndpoint": "https://127.0.0.1:1",
             "credential": "static",
+            "clusterEndpoint": "https://demo.hcp.westcentralus.azmk8s.io:443",
+            "kubeletBootstrapToken": "abcdef.0123456789abcdef",
+            "sshPublicKey": "ssh-rsa AAAA demo",
+            "clusterCABundle": CA,
         },
     )
     provider: Any = await build_provider("azure", context)
@@ -60,4 +67,26 @@ async def test_a_missing_setting_fails_at_start_up_naming_it(
     monkeypatch.delenv("ARM_SUBSCRIPTION_ID", raising=False)
     context = ProviderContext(client=cast(Client, object()), cluster_name="demo", settings={})
     with pytest.raises(ProviderLoadError, match="subscriptionID is required"):
+        await build_provider("azure", context)
+
+
+async def test_without_a_ca_to_give_nodes_it_fails_at_start_up_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ARM_SUBSCRIPTION_ID", "sub-1")
+    context = ProviderContext(
+        client=cast(Client, object()),  # a client without a CA file to take it from
+        cluster_name="demo",
+        settings={
+            "nodeResourceGroup": "MC_rg_demo_westcentralus",
+            "location": "westcentralus",
+            "vnetSubnetID": SUBNET,
+            "armEndpoint": "https://127.0.0.1:1",
+            "credential": "static",
+            "clusterEndpoint": "https://demo.hcp.westcentralus.azmk8s.io:443",
+            "kubeletBootstrapToken": "abcdef.0123456789abcdef",
+            "sshPublicKey": "ssh-rsa AAAA demo",
+        },
+    )
+    with pytest.raises(ProviderLoadError, match=r"clusterCABundle is required.*CLUSTER_CA_BUNDLE"):
         await build_provider("azure", context)
