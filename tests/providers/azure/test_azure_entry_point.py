@@ -4,10 +4,14 @@ reports a bad setting naming it."""
 from __future__ import annotations
 
 import base64
+import json
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from azurearm.tls import self_signed
 from karpy_azure import AzureCloudProvider
+from karpy_azure._provider import client_ca_bundle
 
 from karpy.cloudprovider import CloudProvider, ContributesControllers, ProviderContext
 from karpy.cloudprovider.errors import ProviderLoadError
@@ -90,3 +94,22 @@ async def test_without_a_ca_to_give_nodes_it_fails_at_start_up_naming_the_settin
     )
     with pytest.raises(ProviderLoadError, match=r"clusterCABundle is required.*CLUSTER_CA_BUNDLE"):
         await build_provider("azure", context)
+
+
+async def test_the_nodes_ca_defaults_to_the_one_karpys_client_trusts(tmp_path: Path) -> None:
+    cert = self_signed(tmp_path)
+    pem = cert.cert_file.read_bytes()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {
+            "server": "https://127.0.0.1:6443",
+            "certificate-authority-data": base64.b64encode(pem).decode()}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+    }))  # fmt: skip
+    client = await Client.from_kubeconfig(kubeconfig)
+    try:
+        assert base64.b64decode(client_ca_bundle(client)) == pem
+    finally:
+        await client.close()
