@@ -36,7 +36,7 @@ from __future__ import annotations
 import base64
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 from karpy_azure._kubelet import kubernetes_minor
@@ -165,7 +165,6 @@ class BootstrapParams:
     ca_bundle: str
     network_security_group: str = ""
     route_table: str = ""
-    extra: Mapping[str, str] = field(default_factory=dict)
 
 
 def _subnet_parts(subnet_id: str) -> tuple[str, str, str]:
@@ -289,7 +288,6 @@ def bootstrap_variables(settings: AzureSettings, params: BootstrapParams) -> dic
         "CUSTOM_SEARCH_DOMAIN_FILEPATH": "/opt/azure/containers/setup-custom-search-domains.sh",
         "CSE_TIMEOUT": "15m",
     }
-    variables.update(params.extra)
     return variables
 
 
