@@ -1,6 +1,7 @@
 """An ARM-shaped HTTPS test server for karpy-azure's tests: the Azure Resource Manager
-operations the provider uses (Resource SKUs, NICs, VMs with long-running operations,
-subnets, community gallery image versions) and the Retail Prices API, serving the
+operations the provider uses (Resource SKUs, NICs, VMs and VM extensions with
+long-running operations, network security groups, subnets, community gallery image
+versions) and the Retail Prices API, serving the
 recorded shapes in ``data/`` (copied from karpy's shared reference data, taken from
 Karpenter's Azure provider under Apache-2.0; see data/README.md)."""
 

@@ -3,36 +3,39 @@ server's VMs, so karpy-azure's end-to-end tests get real Nodes on the local clus
 
 For each VM whose create finished, it registers the Node that AKS's kubelet would: named
 after the VM's computer name, providerID ``azure:///subscriptions/.../virtualMachines/
-<name>``, the labels and taints the bootstrap custom data passes to the kubelet
-(``--node-labels``, ``--register-with-taints``), capacity and allocatable of the VM size
-by the AKS formulas, and kwok's annotation so kwok keeps the Node Ready and runs its
-pods. When a VM is gone it deletes the Node, as the cloud node-lifecycle controller
-does. It does not: boot anything, report real resource use, or honour the bootstrap
-token.
+<name>``, the labels and taints the node's provisioning variables pass to the kubelet
+(``KUBELET_NODE_LABELS``, ``--register-with-taints`` in ``KUBELET_FLAGS``; from the custom
+data, or the Custom Script Extension in provision mode customscript), capacity and
+allocatable of the VM size by the AKS formulas, and kwok's annotation so kwok keeps the
+Node Ready and runs its pods. When a VM is gone it deletes the Node, as the cloud
+node-lifecycle controller does. It does not: boot anything, report real resource use, or
+honour the bootstrap token.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import re
 from typing import Any
 
 from karpy_azure import InstanceTypeParams, UnavailableOfferings, build_instance_types, parse_skus
+from karpy_azure._extensions import CSE_EXTENSION
 from karpy_azure._pricing import PriceTable
 
 from azurearm import skus
+from azurearm.bootstrap import (
+    cse_script,
+    custom_data_script,
+    kubelet_flags,
+    node_labels,
+    script_variables,
+)
+from azurearm.bootstrap import taints as register_taints
 from azurearm.server import ArmServer
 from karpy.runtime import Client, errors, kinds
 from karpy.scheduling import resources as res
 
 KWOK = "kwok.x-k8s.io/node"
-
-
-def _flag(script: str, name: str) -> str:
-    m = re.search(rf"--{name}=(\S*)", script)
-    return m.group(1).rstrip('"') if m else ""
 
 
 class Kubelet:
@@ -49,21 +52,16 @@ class Kubelet:
     def _node(self, vm: dict[str, Any]) -> dict[str, Any]:
         props = vm["properties"]
         name = props["osProfile"]["computerName"]
-        script = base64.b64decode(props["osProfile"]["customData"]).decode()
-        labels = dict(
-            item.split("=", 1) for item in _flag(script, "node-labels").split(",") if "=" in item
-        )
+        script = custom_data_script(vm)
+        if not script:  # provision mode customscript: the command is the extension's
+            cse = self.server.extensions_of(vm["name"]).get(CSE_EXTENSION)
+            script = cse_script(cse) if cse is not None else ""
+        variables = script_variables(script)
+        labels = node_labels(variables)
         labels["kubernetes.io/hostname"] = name
         labels[KWOK] = "fake"
-        taints = []
-        for item in filter(None, _flag(script, "register-with-taints").split(",")):
-            kv, effect = item.rsplit(":", 1)
-            key, _, value = kv.partition("=")
-            taint = {"key": key, "effect": effect}
-            if value:
-                taint["value"] = value
-            taints.append(taint)
-        pods = int(_flag(script, "max-pods") or 110)
+        taints = register_taints(variables)
+        pods = int(kubelet_flags(variables).get("--max-pods") or 110)
         size = props["hardwareProfile"]["vmSize"]
         [it] = [
             t for t in build_instance_types(

@@ -13,6 +13,10 @@ Operations (paths are matched case-insensitively, as ARM does; any api-version):
   ``Azure-AsyncOperation`` header; the operation reports ``InProgress`` for
   ``lro_polls`` polls, then ``Succeeded`` (the resource's provisioningState follows) or
   ``Failed`` with an error;
+- ``PUT|GET .../virtualMachines/{vm}/extensions/{n}``: an extension of a provisioned VM
+  (a long-running operation; protected settings are kept in the request log, never
+  returned); deleting the VM deletes its extensions;
+- ``GET .../networkSecurityGroups`` of the resource group (added with :meth:`add_nsg`);
 - ``GET .../virtualNetworks/{v}/subnets/{s}`` for subnets added with :meth:`add_subnet`;
 - ``GET /subscriptions/{s}/providers/Microsoft.Compute/locations/{l}/communityGalleries/
   {g}/images/{i}/versions`` (versions set in ``image_versions``);
@@ -69,6 +73,13 @@ _ROUTES: list[tuple[str, re.Pattern[str]]] = [
     ("vms", re.compile(_RG + r"/microsoft\.compute/virtualmachines$")),
     ("vm", re.compile(_RG + r"/microsoft\.compute/virtualmachines/(?P<name>[^/]+)$")),
     (
+        "extension",
+        re.compile(
+            _RG + r"/microsoft\.compute/virtualmachines/(?P<vm>[^/]+)/extensions/(?P<name>[^/]+)$"
+        ),
+    ),
+    ("nsgs", re.compile(_RG + r"/microsoft\.network/networksecuritygroups$")),
+    (
         "subnet",
         re.compile(
             _RG + r"/microsoft\.network/virtualnetworks/(?P<vnet>[^/]+)/subnets/(?P<subnet>[^/]+)$"
@@ -111,7 +122,7 @@ class Fault:
 
 @dataclass
 class _Operation:
-    kind: str  # "vm" | "nic"
+    kind: str  # "vm" | "nic" | "extension" (name: "<vm>/<extension>")
     name: str
     action: str  # "create" | "delete"
     polls_left: int
@@ -124,6 +135,10 @@ class ArmState:
 
     vms: dict[str, dict[str, Any]] = field(default_factory=dict)
     nics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: "<vm>/<extension>" -> the extension
+    extensions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: network security groups of the node resource group, by name
+    nsgs: dict[str, dict[str, Any]] = field(default_factory=dict)
     subnets: set[str] = field(default_factory=set)
     image_versions: dict[str, list[str]] = field(default_factory=dict)
 
@@ -172,6 +187,24 @@ class ArmServer:
         """Make ``subnet_id`` exist."""
         self.state.subnets.add(subnet_id.lower())
 
+    def add_nsg(self, name: str) -> None:
+        """Make network security group ``name`` exist (AKS's is ``aks-agentpool-<id>-nsg``)."""
+        self.state.nsgs[name] = {
+            "id": f"/subscriptions/x/resourceGroups/rg/providers/Microsoft.Network/"
+                  f"networkSecurityGroups/{name}",
+            "name": name,
+            "type": "Microsoft.Network/networkSecurityGroups",
+            "location": self._location(),
+            "properties": {"provisioningState": "Succeeded"},
+        }
+
+    def extensions_of(self, vm: str) -> dict[str, dict[str, Any]]:
+        """The extensions of VM ``vm`` by name, in creation order."""
+        return {
+            key.split("/", 1)[1]: ext for key, ext in self.state.extensions.items()
+            if key.split("/", 1)[0] == vm
+        }
+
     def fail(
         self,
         operation: str,
@@ -186,7 +219,8 @@ class ArmServer:
     ) -> Fault:
         """Fail the next ``times`` requests of ``operation`` (``"vm.create"``,
         ``"vm.get"``, ``"vm.delete"``, ``"vm.list"``, ``"nic.create"``, ``"nic.delete"``,
-        ``"skus"``, ``"prices"`` ...) whose (name, body) pass ``when``."""
+        ``"extension.create"`` (name: the extension's), ``"nsg.list"``, ``"skus"``,
+        ``"prices"`` ...) whose (name, body) pass ``when``."""
         fault = Fault(
             match=lambda op, name, body: op == operation and (when is None or when(name, body)),
             status=status,
@@ -252,7 +286,7 @@ class ArmServer:
     ) -> dict[str, str]:
         op_id = uuid.uuid4().hex
         self._operations[op_id] = _Operation(kind, name, action, self.lro_polls, error)
-        rp = "Microsoft.Compute" if kind == "vm" else "Microsoft.Network"
+        rp = "Microsoft.Network" if kind == "nic" else "Microsoft.Compute"
         url = (
             f"{self._base(request)}/subscriptions/{sub}/providers/{rp}/locations/"
             f"{self._location()}/operations/{op_id}?api-version=2024-01-01"
@@ -295,7 +329,8 @@ class ArmServer:
         if op.polls_left > 0:
             op.polls_left -= 1
             return web.json_response({"name": g["id"], "status": "InProgress"})
-        store = self.state.vms if op.kind == "vm" else self.state.nics
+        store = {"vm": self.state.vms, "nic": self.state.nics,
+                 "extension": self.state.extensions}[op.kind]
         if op.error is not None:
             resource = store.get(op.name)
             if resource is not None:
@@ -313,6 +348,12 @@ class ArmServer:
         if kind == "nic":
             self.state.nics.pop(name, None)
             return
+        if kind == "extension":
+            self.state.extensions.pop(name, None)
+            return
+        # a VM's extensions go with it
+        for key in [k for k in self.state.extensions if k.split("/", 1)[0] == name]:
+            del self.state.extensions[key]
         vm = self.state.vms.pop(name, None)
         if vm is None:
             return
@@ -454,6 +495,53 @@ class ArmServer:
             return web.Response(status=202, headers=headers)
         return _error(405, "MethodNotAllowed", request.method)
 
+    # -- VM extensions, network security groups --------------------------------------
+
+    async def _extension(self, request: web.Request, g: dict[str, str], body: Any) -> web.Response:
+        vm_name, name = g["vm"], g["name"]
+        key = f"{vm_name}/{name}"
+        if request.method == "GET":
+            ext = self.state.extensions.get(key)
+            if ext is None:
+                return _not_found("Microsoft.Compute/virtualMachines/extensions", key)
+            return web.json_response(ext)
+        if request.method != "PUT":
+            return _error(405, "MethodNotAllowed", request.method)
+        vm = self.state.vms.get(vm_name)
+        if vm is None:
+            return _not_found("Microsoft.Compute/virtualMachines", vm_name)
+        if vm["properties"].get("provisioningState") != "Succeeded":
+            return _error(409, "OperationNotAllowed",
+                          f"virtual machine {vm_name} is not provisioned")
+        problem = _check_extension(body)
+        if problem:
+            return _error(400, "InvalidParameter", problem)
+        fault = self._fault("extension.create", name, body)
+        if fault is not None and not fault.lro:
+            return self._fault_response(fault)
+        existed = key in self.state.extensions
+        ext = {
+            **body,
+            "id": f"{vm['id']}/extensions/{name}",
+            "name": name,
+            "type": "Microsoft.Compute/virtualMachines/extensions",
+        }
+        # ARM never returns protected settings
+        props = {k: v for k, v in body["properties"].items() if k != "protectedSettings"}
+        ext["properties"] = {**props, "provisioningState": "Creating"}
+        self.state.extensions[key] = ext
+        error = {"code": fault.code, "message": fault.message} if fault else None
+        headers = self._start_operation(request, g["sub"], "extension", key, "create", error)
+        return web.json_response(ext, status=200 if existed else 201, headers=headers)
+
+    async def _nsgs(self, request: web.Request, g: dict[str, str], body: Any) -> web.Response:
+        if request.method != "GET":
+            return _error(405, "MethodNotAllowed", request.method)
+        fault = self._fault("nsg.list", "", None)
+        if fault is not None:
+            return self._fault_response(fault)
+        return self._page(request, list(self.state.nsgs.values()))
+
     # -- subnets, images -------------------------------------------------------------
 
     async def _subnet(self, request: web.Request, g: dict[str, str], body: Any) -> web.Response:
@@ -591,6 +679,21 @@ def _check_nic(body: Any, subnets: set[str]) -> str:
         subnet = ((config.get("properties") or {}).get("subnet") or {}).get("id", "")
         if subnets and subnet.lower() not in subnets:
             return f"subnet {subnet!r} does not exist"
+    return ""
+
+
+def _check_extension(body: Any) -> str:
+    if not isinstance(body, dict):
+        return "the request body is not a JSON object"
+    snake = _snake_keys(body)
+    if snake:
+        return f"unknown properties (not ARM's wire format): {', '.join(snake)}"
+    if not body.get("location"):
+        return "location is required"
+    props = body.get("properties") or {}
+    for key in ("publisher", "type", "typeHandlerVersion"):
+        if not props.get(key):
+            return f"properties.{key} is required"
     return ""
 
 

@@ -280,6 +280,10 @@ def test_the_azure_provider_reads_its_settings_from_the_charts_environment() -> 
         "AZURE_NODE_RESOURCE_GROUP": "MC_rg_seed-cluster_westus2",
         "VNET_SUBNET_ID": "/subscriptions/00000000-0000-0000-0000-0000000000aa/resourceGroups/"
         "rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/nodes",
+        # what nodes join with (Karpenter-Azure's installs pass them as controller env too)
+        "CLUSTER_ENDPOINT": "https://seed-dns.hcp.westus2.azmk8s.io:443",
+        "KUBELET_BOOTSTRAP_TOKEN": "abcdef.0123456789abcdef",
+        "SSH_PUBLIC_KEY": "ssh-rsa AAAA seed",
     }
     extra = []
     for i, (name, value) in enumerate(required.items()):

@@ -65,6 +65,7 @@ async def arm(tmp_path: Path) -> AsyncIterator[ArmServer]:
     server = ArmServer(tmp_path, page_size=50)
     await server.start()
     server.add_subnet(SUBNET)
+    server.add_nsg("aks-agentpool-12345678-nsg")
     for image in ("2204gen2containerd", "2204containerd", "2204gen2arm64containerd"):
         server.state.image_versions[image] = ["202411.12.0"]
     try:
@@ -86,6 +87,11 @@ async def azure_karpy(cluster: Any, arm: ArmServer, client: Client) -> AsyncIter
         "caBundle": str(arm.cert.cert_file),
         "credential": "static",
         "pollInterval": "0",
+        # what the nodes' bootstrap carries (the kubelet helper reads labels, taints and
+        # max pods from it); the CA comes from karpy's kubeconfig
+        "clusterEndpoint": "https://e2e-dns.hcp.southcentralus.azmk8s.io:443",
+        "kubeletBootstrapToken": "abcdef.0123456789abcdef",
+        "sshPublicKey": "ssh-rsa AAAA e2e",
     }
     args = ["--cloud-provider", "azure", "--cluster-name", "e2e",
             "--batch-idle-duration", "1s", "--batch-max-duration", "5s",

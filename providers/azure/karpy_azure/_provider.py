@@ -5,7 +5,9 @@ them.
   retail prices (:mod:`karpy_azure._instancetypes`); offerings Azure refused recently are
   shown ``available=False`` from the provider's own cache.
 - **create** picks the cheapest fitting offering, creates the NIC ``aks-<nodeclaim>``,
-  then the VM, waiting on both long-running operations. A capacity error (SkuNotAvailable,
+  then the VM with AKS's node bootstrap (:mod:`karpy_azure._nodebootstrap`), then its
+  extensions (:mod:`karpy_azure._extensions`), waiting on each long-running operation; a
+  failed extension deletes the VM and NIC. A capacity error (SkuNotAvailable,
   ZonalAllocationFailed, AllocationFailed, Overconstrained*, quota) marks offerings
   unavailable and raises InsufficientCapacityError naming them; any failed VM create
   deletes what it left (the VM in state Failed, the NIC).
@@ -20,10 +22,12 @@ them.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from azure.core.credentials_async import AsyncTokenCredential
@@ -32,7 +36,6 @@ from azure.mgmt.compute import models as cm
 
 from karpy.apis import NodeClaim, NodePool
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
-from karpy.apis.taints import UNREGISTERED_NO_EXECUTE_TAINT
 from karpy.cloudprovider import (
     CreateError,
     DriftReason,
@@ -63,6 +66,12 @@ from karpy_azure._arm import (
     make_credential,
 )
 from karpy_azure._catalog import Catalog
+from karpy_azure._extensions import (
+    BILLING_EXTENSION,
+    CSE_EXTENSION,
+    billing_extension,
+    cse_extension,
+)
 from karpy_azure._gc import register_garbage_collection
 from karpy_azure._hash import NODECLASS_HASH_VERSION, node_class_hash
 from karpy_azure._images import image_for, parse_community_image_id
@@ -75,6 +84,7 @@ from karpy_azure._instancetypes import (
     build_instance_types,
     zone_label,
 )
+from karpy_azure._nodebootstrap import MANAGED_NSG, node_bootstrap, startup_taints
 from karpy_azure._nodeclasses import (
     AKS_NODE_CLASS,
     ClusterNodeClasses,
@@ -85,7 +95,6 @@ from karpy_azure._resources import (
     TAG_CLUSTER,
     TAG_NODECLASS,
     TAG_NODEPOOL,
-    bootstrap_custom_data,
     network_interface,
     provider_id,
     resource_name,
@@ -93,7 +102,12 @@ from karpy_azure._resources import (
     virtual_machine,
     vm_name_from_provider_id,
 )
-from karpy_azure._settings import PROVIDER_SETTINGS, AzureSettings, check_settings
+from karpy_azure._settings import (
+    PROVIDER_SETTINGS,
+    AzureSettings,
+    AzureSettingsError,
+    check_settings,
+)
 from karpy_azure._skus import Sku
 from karpy_azure._status import register_status_controller
 from karpy_azure._unavailable import (
@@ -176,6 +190,7 @@ class AzureCloudProvider:
         client: Client | None = None,
         credential: AsyncTokenCredential | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        ca_bundle: str = "",
     ) -> None:
         self.settings = settings
         self.arm = arm
@@ -188,6 +203,15 @@ class AzureCloudProvider:
         self._types: dict[InstanceTypeParams, _CachedTypes] = {}
         self._by_name: dict[str, InstanceType] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._nsg_name: str | None = None
+        #: base64 PEM of the API server's CA, for the nodes' bootstrap
+        self.ca_bundle = settings.cluster_ca_bundle or ca_bundle
+        if not self.ca_bundle:
+            raise AzureSettingsError(
+                "clusterCABundle is required: pass --provider-setting clusterCABundle=<base64 "
+                "PEM> or set CLUSTER_CA_BUNDLE (karpy's own client trusts no CA file to take "
+                "it from)"
+            )
 
     @classmethod
     def from_context(
@@ -204,6 +228,14 @@ class AzureCloudProvider:
             return OfflineAzureCloudProvider(
                 settings, node_classes=ClusterNodeClasses(context.client)
             )
+        ca_bundle = settings.cluster_ca_bundle or client_ca_bundle(context.client)
+        if not ca_bundle:
+            # refuse before making any Azure client
+            raise AzureSettingsError(
+                "clusterCABundle is required: karpy's client trusts no CA file to take it "
+                "from; pass --provider-setting clusterCABundle=<base64 PEM> or set "
+                "CLUSTER_CA_BUNDLE"
+            )
         credential = make_credential(settings)
         return cls(
             settings,
@@ -211,6 +243,7 @@ class AzureCloudProvider:
             node_classes=ClusterNodeClasses(context.client),
             client=context.client,
             credential=credential,
+            ca_bundle=ca_bundle,
         )
 
     @property
@@ -279,7 +312,8 @@ class AzureCloudProvider:
         return node_class
 
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
-        """Launch the cheapest fitting offering: NIC, then VM (see the module docstring)."""
+        """Launch the cheapest fitting offering: NIC, VM, extensions (see the module
+        docstring)."""
         if not nodeclaim.metadata.name:
             raise CreateError("the nodeclaim has no name", reason="InvalidNodeClaim")
         node_class = await self._ready_node_class(nodeclaim)
@@ -299,6 +333,22 @@ class AzureCloudProvider:
         params = self.params_for(node_class)
         labels = launched_labels(nodeclaim, choice)
         labels[az.LABEL_NODECLASS] = node_class.metadata.name or ""
+        subnet_id = node_class.spec.vnet_subnet_id or self.settings.vnet_subnet_id
+        nsg_name = await self._managed_nsg()
+        try:
+            bootstrap = node_bootstrap(
+                self.settings,
+                node_class,
+                instance_type=it,
+                labels=labels,
+                taints=startup_taints(nodeclaim),
+                max_pods=params.max_pods,
+                subnet_id=subnet_id,
+                ca_bundle=self.ca_bundle,
+                nsg_name=nsg_name,
+            )
+        except ValueError as exc:
+            raise NodeClassNotReadyError(str(exc)) from exc
         nic_id = await self._create_nic(name, node_class, tags, sku, params.max_pods)
         vm = virtual_machine(
             self.settings,
@@ -310,19 +360,7 @@ class AzureCloudProvider:
             nic_id=nic_id,
             image_id=image_id,
             premium_storage=bool(sku and sku.premium_io),
-            custom_data=bootstrap_custom_data(
-                self.settings,
-                node_name=name,
-                labels=labels,
-                # the kubelet registers with the NodeClaim's taints and startup taints and
-                # karpenter.sh/unregistered, which karpy removes once the node registers
-                taints=[
-                    f"{t.key}={t.value or ''}:{t.effect}"
-                    for t in (*nodeclaim.spec.taints, *nodeclaim.spec.startup_taints,
-                              UNREGISTERED_NO_EXECUTE_TAINT)
-                ],
-                max_pods=params.max_pods,
-            ),
+            custom_data=bootstrap.custom_data,
             tags=tags,
         )
         rg = self.settings.node_resource_group
@@ -334,6 +372,7 @@ class AzureCloudProvider:
         except HttpResponseError as exc:
             await self._cleanup_failed_launch(name)
             raise self._launch_error(exc, choice, name) from exc
+        await self._create_extensions(name, tags, bootstrap.cse_command)
         launched = launched_nodeclaim(
             nodeclaim,
             choice,
@@ -381,6 +420,61 @@ class AzureCloudProvider:
                 reason="NetworkInterfaceCreationFailed",
             ) from exc
         return str(created.id)
+
+    async def _create_extensions(
+        self, name: str, tags: Mapping[str, str], cse_command: str | None
+    ) -> None:
+        """The Custom Script Extension (provision mode ``customscript``), then the AKS
+        billing extension; a failure deletes the VM and NIC and raises CreateError."""
+        extensions = []
+        if cse_command is not None:
+            extensions.append(
+                (CSE_EXTENSION, cse_extension(self.settings.location, tags, cse_command))
+            )
+        extensions.append((BILLING_EXTENSION, billing_extension(self.settings.location, tags)))
+        for extension_name, body in extensions:
+            try:
+                poller = await self.arm.compute.virtual_machine_extensions.begin_create_or_update(
+                    self.settings.node_resource_group, name, extension_name, body,
+                    **self.arm.lro()
+                )
+                await poller.result()
+            except HttpResponseError as exc:
+                await self._cleanup_failed_launch(name)
+                raise CreateError(
+                    f"creating extension {extension_name} of virtual machine {name} failed: "
+                    f"{error_code(exc) or exc.status_code}: {exc.message}",
+                    reason="VirtualMachineExtensionFailed",
+                ) from exc
+
+    async def _managed_nsg(self) -> str:
+        """The name of AKS's managed NSG in the node resource group (its number names the
+        route table; both go to the node's cloud provider config), looked up once.
+        CreateError when there is none or more than one, as Karpenter's Azure provider
+        refuses to launch then."""
+        if self._nsg_name is not None:
+            return self._nsg_name
+        rg = self.settings.node_resource_group
+        try:
+            found = [
+                str(nsg.name)
+                async for nsg in self.arm.network.network_security_groups.list(rg)
+                if MANAGED_NSG.match(str(nsg.name or ""))
+            ]
+        except HttpResponseError as exc:
+            raise CreateError(
+                f"listing network security groups of {rg} failed: "
+                f"{error_code(exc) or exc.status_code}: {exc.message}",
+                reason="NetworkSecurityGroupNotFound",
+            ) from exc
+        if len(found) != 1:
+            raise CreateError(
+                f"expected one AKS managed network security group (aks-agentpool-<id>-nsg) "
+                f"in {rg}, found {found or 'none'}",
+                reason="NetworkSecurityGroupNotFound",
+            )
+        self._nsg_name = found[0]
+        return self._nsg_name
 
     def _capacity_keys(self, cap: CapacityError, choice: LaunchChoice) -> list[OfferingKey]:
         it, offering = choice.instance_type, choice.offering
@@ -632,6 +726,20 @@ class AzureCloudProvider:
         await self.arm.close()
         if self._credential is not None:
             await self._credential.close()
+
+
+def client_ca_bundle(client: Client) -> str:
+    """Base64 PEM of the CA karpy's Kubernetes client verifies the API server with (the
+    service account's ``ca.crt`` in a pod, the kubeconfig's CA otherwise), as Karpenter's
+    Azure provider takes the nodes' CA from its REST config; empty when there is none."""
+    api_client = getattr(client, "api_client", None)
+    path = getattr(getattr(api_client, "configuration", None), "ssl_ca_cert", None)
+    if not path:
+        return ""
+    try:
+        return base64.b64encode(Path(path).read_bytes()).decode()
+    except OSError:
+        return ""
 
 
 def _text(value: object) -> str:

@@ -6,14 +6,14 @@ Per NodeClaim ``<name>``: a NIC ``aks-<name>`` in the node subnet (accelerated
 networking where the SKU has it; under Azure CNI without overlay, one secondary IP
 configuration per pod), then a VM ``aks-<name>``: the chosen size and zone, Spot
 (eviction policy Delete, max price -1) or Regular priority, an OS disk and the NIC with
-delete option Delete (so deleting the VM deletes them), the node image, bootstrap custom
-data and the tags below. Resource names and tags follow Karpenter's Azure provider.
+delete option Delete (so deleting the VM deletes them), the node image, the bootstrap
+custom data (:mod:`karpy_azure._nodebootstrap`; none in provision mode ``customscript``)
+and the tags below. Resource names and tags follow Karpenter's Azure provider.
 """
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Final
 
 from azure.mgmt.compute import models as cm
@@ -146,7 +146,7 @@ def virtual_machine(
     nic_id: str,
     image_id: str,
     premium_storage: bool,
-    custom_data: str,
+    custom_data: str | None,
     tags: Mapping[str, str],
 ) -> cm.VirtualMachine:
     """The VM of a node (see the module docstring)."""
@@ -213,30 +213,3 @@ def virtual_machine(
         )
     return vm
 
-
-def bootstrap_custom_data(
-    settings: AzureSettings,
-    *,
-    node_name: str,
-    labels: Mapping[str, str],
-    taints: Sequence[str],
-    max_pods: int,
-) -> str:
-    """Base64 custom data that joins the VM to the cluster: karpy's own small bootstrap
-    script (kubelet flags for node labels, taints, max pods and the bootstrap token), not
-    AKS's node bootstrapping template."""
-    label_flag = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
-    taint_flag = ",".join(taints)
-    script = "\n".join(
-        (
-            "#!/bin/bash",
-            "# karpy bootstrap: join the node to the cluster",
-            f"KUBELET_NODE_NAME={node_name}",
-            f"API_SERVER={settings.cluster_endpoint}",
-            f"BOOTSTRAP_TOKEN={settings.kubelet_bootstrap_token}",
-            f'KUBELET_FLAGS="--node-labels={label_flag} --register-with-taints={taint_flag} '
-            f'--max-pods={max_pods}"',
-            "",
-        )
-    )
-    return base64.b64encode(script.encode()).decode()

@@ -11,14 +11,27 @@ location                 LOCATION                       the region (``southcentr
 clusterName              CLUSTER_NAME                   the cluster (required; default: karpy's
                                                         ``--cluster-name``)
 vnetSubnetID             VNET_SUBNET_ID                 the nodes' default subnet ID (required)
-clusterEndpoint          CLUSTER_ENDPOINT               the API server URL nodes join
+clusterEndpoint          CLUSTER_ENDPOINT               the API server URL nodes join (required)
 kubeletBootstrapToken    KUBELET_BOOTSTRAP_TOKEN        the bootstrap token nodes join with
+                                                        (required)
+clusterCABundle          CLUSTER_CA_BUNDLE              base64 PEM of the API server's CA (default:
+                                                        the CA karpy's own client trusts)
 networkPlugin            NETWORK_PLUGIN                 ``azure`` (default), ``kubenet`` or ``none``
 networkPluginMode        NETWORK_PLUGIN_MODE            ``overlay`` (default) or empty
+networkPolicy            NETWORK_POLICY                 the cluster's network policy (``cilium``,
+                                                        ``azure``, ``calico`` or empty)
+networkDataplane         NETWORK_DATAPLANE              ``cilium`` (default), ``azure`` or empty
+dnsServiceIP             DNS_SERVICE_IP                 the cluster DNS service IP (default
+                                                        10.0.0.10, AKS's)
+kubeletIdentityClientID  KUBELET_IDENTITY_CLIENT_ID     client ID of the kubelet's identity
+vnetGUID                 VNET_GUID                      the VNet's resource GUID (Azure CNI overlay)
+tenantID                 AZURE_TENANT_ID                the tenant, for the node's azure.json
+provisionMode            PROVISION_MODE                 ``aksscriptless`` (default) or
+                                                        ``customscript`` (see _bootstrap)
 nodeIdentities           NODE_IDENTITIES                comma-separated user-assigned identity IDs
 vmMemoryOverheadPercent  VM_MEMORY_OVERHEAD_PERCENT     memory the hypervisor keeps (0.075)
 linuxAdminUsername       LINUX_ADMIN_USERNAME           the VMs' admin user (``azureuser``)
-sshPublicKey             SSH_PUBLIC_KEY                 the admin user's SSH key
+sshPublicKey             SSH_PUBLIC_KEY                 the admin user's SSH key (required)
 additionalTags           ADDITIONAL_TAGS                ``k=v,k2=v2`` tags on every resource
 imageVersion             IMAGE_VERSION                  pin node images to this gallery version
 armEndpoint              ARM_ENDPOINT                   Azure Resource Manager URL
@@ -46,11 +59,14 @@ access (see :mod:`karpy_azure._offline`): SKUs and prices come from the tables s
 
 from __future__ import annotations
 
+import base64
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
+from urllib.parse import urlsplit
 
 from karpy.cloudprovider import ProviderSetting
 
@@ -77,6 +93,14 @@ _ENV: Final = {
     "kubeletBootstrapToken": "KUBELET_BOOTSTRAP_TOKEN",
     "networkPlugin": "NETWORK_PLUGIN",
     "networkPluginMode": "NETWORK_PLUGIN_MODE",
+    "networkPolicy": "NETWORK_POLICY",
+    "networkDataplane": "NETWORK_DATAPLANE",
+    "dnsServiceIP": "DNS_SERVICE_IP",
+    "kubeletIdentityClientID": "KUBELET_IDENTITY_CLIENT_ID",
+    "vnetGUID": "VNET_GUID",
+    "tenantID": "AZURE_TENANT_ID",
+    "clusterCABundle": "CLUSTER_CA_BUNDLE",
+    "provisionMode": "PROVISION_MODE",
     "nodeIdentities": "NODE_IDENTITIES",
     "vmMemoryOverheadPercent": "VM_MEMORY_OVERHEAD_PERCENT",
     "linuxAdminUsername": "LINUX_ADMIN_USERNAME",
@@ -94,6 +118,14 @@ SETTINGS: Final = tuple(_ENV)
 
 NETWORK_PLUGINS: Final = ("azure", "kubenet", "none")
 NETWORK_PLUGIN_MODES: Final = ("overlay", "")
+NETWORK_POLICIES: Final = ("", "azure", "calico", "cilium")
+NETWORK_DATAPLANES: Final = ("cilium", "azure", "")
+#: aksscriptless: the provisioning command is the VM's custom data (Karpenter's default);
+#: customscript: the same command runs as the Custom Script Extension (karpy's own mode).
+PROVISION_MODES: Final = ("aksscriptless", "customscript")
+_GUID = re.compile(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_ADMIN_USER = re.compile(r"^[A-Za-z][-A-Za-z0-9_]{0,31}$")
+_BOOTSTRAP_TOKEN = re.compile(r"^[a-z0-9]{6}\.[a-z0-9]{16}$")
 _SUBNET_ID = re.compile(
     r"(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/"
     r"virtualNetworks/[^/]+/subnets/[^/]+$"
@@ -118,6 +150,14 @@ class AzureSettings:
     kubelet_bootstrap_token: str = ""
     network_plugin: str = "azure"
     network_plugin_mode: str = "overlay"
+    network_policy: str = ""
+    network_dataplane: str = "cilium"
+    dns_service_ip: str = ""
+    kubelet_identity_client_id: str = ""
+    vnet_guid: str = ""
+    tenant_id: str = ""
+    cluster_ca_bundle: str = ""
+    provision_mode: str = "aksscriptless"
     node_identities: tuple[str, ...] = ()
     vm_memory_overhead_percent: float = 0.075
     linux_admin_username: str = "azureuser"
@@ -139,6 +179,10 @@ class AzureSettings:
             ("location", "location"),
             ("cluster_name", "clusterName"),
             ("vnet_subnet_id", "vnetSubnetID"),
+            # what every node needs to join (Karpenter's Azure provider requires them too)
+            ("cluster_endpoint", "clusterEndpoint"),
+            ("kubelet_bootstrap_token", "kubeletBootstrapToken"),
+            ("ssh_public_key", "sshPublicKey"),
         )
         for name, key in required:
             if not getattr(self, name):
@@ -161,6 +205,8 @@ class AzureSettings:
             raise AzureSettingsError(
                 f"networkPluginMode {self.network_plugin_mode!r} must be 'overlay' or empty"
             )
+        if not self.offline:
+            self._check_bootstrap()
         if not 0 <= self.vm_memory_overhead_percent < 1:
             raise AzureSettingsError(
                 f"vmMemoryOverheadPercent {self.vm_memory_overhead_percent} must be in [0, 1)"
@@ -176,6 +222,69 @@ class AzureSettings:
             )
         if self.poll_interval is not None and self.poll_interval < 0:
             raise AzureSettingsError(f"pollInterval {self.poll_interval} must be >= 0")
+
+    def _check_bootstrap(self) -> None:
+        """The settings the node bootstrap passes to the kubelet and AKS's scripts."""
+        endpoint = urlsplit(self.cluster_endpoint)
+        if endpoint.scheme != "https" or not endpoint.hostname:
+            raise AzureSettingsError(
+                f"clusterEndpoint {self.cluster_endpoint!r} is not an https URL of the API "
+                "server (e.g. https://my-aks-dns-abcd1234.hcp.eastus.azmk8s.io:443)"
+            )
+        if not _BOOTSTRAP_TOKEN.match(self.kubelet_bootstrap_token):
+            raise AzureSettingsError(
+                "kubeletBootstrapToken is not a bootstrap token (<6 chars [a-z0-9]>."
+                "<16 chars [a-z0-9]>)"
+            )
+        if self.network_plugin == "none" and self.network_plugin_mode:
+            raise AzureSettingsError(
+                f"networkPluginMode {self.network_plugin_mode!r} is invalid with networkPlugin "
+                "'none': set networkPluginMode to empty"
+            )
+        if self.network_policy not in NETWORK_POLICIES:
+            raise AzureSettingsError(
+                f"networkPolicy {self.network_policy!r} is not one of "
+                f"{', '.join(repr(p) for p in NETWORK_POLICIES)}"
+            )
+        if self.network_dataplane not in NETWORK_DATAPLANES:
+            raise AzureSettingsError(
+                f"networkDataplane {self.network_dataplane!r} is not one of 'cilium', 'azure', ''"
+            )
+        if self.dns_service_ip:
+            try:
+                ipaddress.ip_address(self.dns_service_ip)
+            except ValueError:
+                raise AzureSettingsError(
+                    f"dnsServiceIP {self.dns_service_ip!r} is not an IP address"
+                ) from None
+        for key, value in (("kubeletIdentityClientID", self.kubelet_identity_client_id),
+                           ("vnetGUID", self.vnet_guid), ("tenantID", self.tenant_id)):
+            if value and not _GUID.match(value):
+                raise AzureSettingsError(f"{key} {value!r} is not a GUID")
+        if not _ADMIN_USER.match(self.linux_admin_username):
+            raise AzureSettingsError(
+                f"linuxAdminUsername {self.linux_admin_username!r} must start with a letter, "
+                "have at most 32 characters, and only letters, digits, '-' and '_'"
+            )
+        if self.cluster_ca_bundle:
+            try:
+                pem = base64.b64decode(self.cluster_ca_bundle, validate=True)
+            except ValueError:
+                pem = b""
+            if b"-----BEGIN CERTIFICATE-----" not in pem:
+                raise AzureSettingsError(
+                    "clusterCABundle is not base64 of a PEM certificate bundle"
+                )
+        if self.provision_mode not in PROVISION_MODES:
+            raise AzureSettingsError(
+                f"provisionMode {self.provision_mode!r} is not one of {', '.join(PROVISION_MODES)}"
+            )
+
+    @property
+    def api_server_name(self) -> str:
+        """The API server's host name (``clusterEndpoint`` without scheme and port), what
+        AKS's node scripts take."""
+        return urlsplit(self.cluster_endpoint).hostname or ""
 
     @property
     def pricing_enabled(self) -> bool:
@@ -219,6 +328,14 @@ class AzureSettings:
             kubelet_bootstrap_token=get("kubeletBootstrapToken"),
             network_plugin=get("networkPlugin", "azure"),
             network_plugin_mode=get("networkPluginMode", "overlay"),
+            network_policy=get("networkPolicy"),
+            network_dataplane=get("networkDataplane", "cilium"),
+            dns_service_ip=get("dnsServiceIP"),
+            kubelet_identity_client_id=get("kubeletIdentityClientID"),
+            vnet_guid=get("vnetGUID"),
+            tenant_id=get("tenantID"),
+            cluster_ca_bundle=get("clusterCABundle"),
+            provision_mode=get("provisionMode", "aksscriptless"),
             node_identities=tuple(i for i in get("nodeIdentities").split(",") if i.strip()),
             vm_memory_overhead_percent=_float(get("vmMemoryOverheadPercent", "0.075"),
                                               "vmMemoryOverheadPercent"),
@@ -271,14 +388,24 @@ _HELP: Final = {
     "location": ("", "the region, e.g. southcentralus", True),
     "clusterName": ("", "the cluster (default: karpy's --cluster-name)", True),
     "vnetSubnetID": ("", "the nodes' default subnet resource ID", True),
-    "clusterEndpoint": ("", "the API server URL nodes join", False),
-    "kubeletBootstrapToken": ("", "the bootstrap token nodes join with", False),
+    "clusterEndpoint": ("", "the API server URL nodes join", True),
+    "kubeletBootstrapToken": ("", "the bootstrap token nodes join with", True),
+    "clusterCABundle": ("", "base64 PEM of the API server's CA (default: the CA karpy "
+                        "trusts)", False),
     "networkPlugin": ("azure", "azure, kubenet or none", False),
     "networkPluginMode": ("overlay", "overlay or empty", False),
+    "networkPolicy": ("", "the network policy: cilium, azure, calico or empty", False),
+    "networkDataplane": ("cilium", "the network dataplane: cilium, azure or empty", False),
+    "dnsServiceIP": ("", "the cluster DNS service IP (default 10.0.0.10)", False),
+    "kubeletIdentityClientID": ("", "client ID of the kubelet identity", False),
+    "vnetGUID": ("", "the VNet's resource GUID (Azure CNI overlay)", False),
+    "tenantID": ("", "the tenant of the subscription, for the nodes' azure.json", False),
+    "provisionMode": ("aksscriptless", "aksscriptless (custom data) or customscript (the "
+                      "Custom Script Extension)", False),
     "nodeIdentities": ("", "comma-separated user-assigned identity IDs", False),
     "vmMemoryOverheadPercent": ("0.075", "memory the hypervisor keeps, in [0, 1)", False),
     "linuxAdminUsername": ("azureuser", "the VMs' admin user", False),
-    "sshPublicKey": ("", "the admin user's SSH key", False),
+    "sshPublicKey": ("", "the admin user's SSH key", True),
     "additionalTags": ("", "k=v,k2=v2 tags on every resource", False),
     "imageVersion": ("", "pin node images to this gallery version", False),
     "armEndpoint": (PUBLIC_ARM_ENDPOINT, "Azure Resource Manager URL", False),

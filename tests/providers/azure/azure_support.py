@@ -4,6 +4,8 @@ real status logic against it."""
 
 from __future__ import annotations
 
+import base64
+
 from azurearm.server import ArmServer
 from karpy_azure import AzureCloudProvider, AzureSettings
 from karpy_azure._status import resolve_status
@@ -16,6 +18,11 @@ SUBNET = (
     "virtualNetworks/aks-vnet/subnets/aks-subnet"
 )
 IMAGE_VERSION = "202411.12.0"
+API_SERVER = "demo-dns-12345678.hcp.southcentralus.azmk8s.io"
+BOOTSTRAP_TOKEN = "abcdef.0123456789abcdef"
+SSH_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 demo@karpy"
+#: AKS's managed NSG in the node resource group (cluster ID 12345678)
+NSG = "aks-agentpool-12345678-nsg"
 KUBERNETES_VERSION = "1.31.2"
 
 
@@ -35,6 +42,10 @@ def azure_settings(server: ArmServer, **extra: str) -> AzureSettings:
             "caBundle": str(server.cert.cert_file),
             "credential": "static",
             "pollInterval": "0",
+            "clusterEndpoint": f"https://{API_SERVER}:443",
+            "kubeletBootstrapToken": BOOTSTRAP_TOKEN,
+            "sshPublicKey": SSH_KEY,
+            "clusterCABundle": base64.b64encode(server.cert.cert_file.read_bytes()).decode(),
             **extra,
         },
         cluster_name="demo",

@@ -12,17 +12,19 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from azure_support import IMAGE_VERSION, SUBNET, azure_settings, ready_node_class
+from azure_support import IMAGE_VERSION, NSG, SUBNET, azure_settings, ready_node_class
 from azurearm.server import ArmServer
 from karpy_azure import ArmClients, AzureCloudProvider, StaticNodeClasses, make_credential
 
 
 @pytest_asyncio.fixture
 async def arm(tmp_path: Path) -> AsyncIterator[ArmServer]:
-    """A running test server with the cluster's subnet and node image versions."""
+    """A running test server with the cluster's subnet, AKS's managed NSG and node image
+    versions."""
     server = ArmServer(tmp_path)
     await server.start()
     server.add_subnet(SUBNET)
+    server.add_nsg(NSG)
     for image in ("2204gen2containerd", "2204containerd", "2204gen2arm64containerd",
                   "V3gen2", "V3", "V3gen2arm64"):
         server.state.image_versions[image] = ["202410.09.0", IMAGE_VERSION, "202409.30.1"]

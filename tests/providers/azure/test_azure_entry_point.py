@@ -3,10 +3,15 @@ reports a bad setting naming it."""
 
 from __future__ import annotations
 
+import base64
+import json
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from azurearm.tls import self_signed
 from karpy_azure import AzureCloudProvider
+from karpy_azure._provider import client_ca_bundle
 
 from karpy.cloudprovider import CloudProvider, ContributesControllers, ProviderContext
 from karpy.cloudprovider.errors import ProviderLoadError
@@ -17,6 +22,8 @@ SUBNET = (
     "/subscriptions/sub-1/resourceGroups/rg/providers/Microsoft.Network/"
     "virtualNetworks/vnet/subnets/nodes"
 )
+
+CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()
 
 
 def test_azure_is_installed_beside_kwok() -> None:
@@ -36,6 +43,10 @@ async def test_build_provider_builds_it_from_settings(monkeypatch: pytest.Monkey
             "vnetSubnetID": SUBNET,
             "armEndpoint": "https://127.0.0.1:1",
             "credential": "static",
+            "clusterEndpoint": "https://demo.hcp.westcentralus.azmk8s.io:443",
+            "kubeletBootstrapToken": "abcdef.0123456789abcdef",
+            "sshPublicKey": "ssh-rsa AAAA demo",
+            "clusterCABundle": CA,
         },
     )
     provider: Any = await build_provider("azure", context)
@@ -61,3 +72,44 @@ async def test_a_missing_setting_fails_at_start_up_naming_it(
     context = ProviderContext(client=cast(Client, object()), cluster_name="demo", settings={})
     with pytest.raises(ProviderLoadError, match="subscriptionID is required"):
         await build_provider("azure", context)
+
+
+async def test_without_a_ca_to_give_nodes_it_fails_at_start_up_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ARM_SUBSCRIPTION_ID", "sub-1")
+    context = ProviderContext(
+        client=cast(Client, object()),  # a client without a CA file to take it from
+        cluster_name="demo",
+        settings={
+            "nodeResourceGroup": "MC_rg_demo_westcentralus",
+            "location": "westcentralus",
+            "vnetSubnetID": SUBNET,
+            "armEndpoint": "https://127.0.0.1:1",
+            "credential": "static",
+            "clusterEndpoint": "https://demo.hcp.westcentralus.azmk8s.io:443",
+            "kubeletBootstrapToken": "abcdef.0123456789abcdef",
+            "sshPublicKey": "ssh-rsa AAAA demo",
+        },
+    )
+    with pytest.raises(ProviderLoadError, match=r"clusterCABundle is required.*CLUSTER_CA_BUNDLE"):
+        await build_provider("azure", context)
+
+
+async def test_the_nodes_ca_defaults_to_the_one_karpys_client_trusts(tmp_path: Path) -> None:
+    cert = self_signed(tmp_path)
+    pem = cert.cert_file.read_bytes()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {
+            "server": "https://127.0.0.1:6443",
+            "certificate-authority-data": base64.b64encode(pem).decode()}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+    }))  # fmt: skip
+    client = await Client.from_kubeconfig(kubeconfig)
+    try:
+        assert base64.b64decode(client_ca_bundle(client)) == pem
+    finally:
+        await client.close()

@@ -39,9 +39,11 @@ async def test_create_sends_what_arm_expects(azure: AzureCloudProvider, arm: Arm
         f"azure:///subscriptions/{azure.settings.subscription_id}/resourceGroups/"
         f"{NODE_RG.lower()}/providers/Microsoft.Compute/virtualMachines/{name}"
     )
-    # NIC first, then VM
+    # NIC first, then VM, then the AKS billing extension
     puts = [r for r in arm.requests if r.method == "PUT"]
-    assert [r.path.rsplit("/", 2)[-2] for r in puts] == ["networkInterfaces", "virtualMachines"]
+    assert [r.path.rsplit("/", 2)[-2] for r in puts] == [
+        "networkInterfaces", "virtualMachines", "extensions"
+    ]
     nic = arm.bodies("PUT", "networkInterfaces/" + name)[0]
     config = nic["properties"]["ipConfigurations"][0]
     assert config["properties"]["subnet"]["id"] == SUBNET
@@ -62,7 +64,7 @@ async def test_create_sends_what_arm_expects(azure: AzureCloudProvider, arm: Arm
     assert nic_ref["id"].endswith("/networkInterfaces/" + name)
     assert nic_ref["properties"] == {"primary": True, "deleteOption": "Delete"}
     custom = base64.b64decode(props["osProfile"]["customData"]).decode()
-    assert "karpy bootstrap" in custom and "karpenter.sh/nodepool=general" in custom
+    assert "provision_start.sh" in custom and "karpenter.sh/nodepool=general" in custom
     zone = launched.metadata.labels[LABEL_ZONE]
     assert vm["zones"] == [zone.rsplit("-", 1)[1]]
     assert vm["location"] == "southcentralus"
@@ -174,7 +176,8 @@ async def test_throttling_and_server_errors_are_retried(
     arm.fail("vm.create", "InternalServerError", status=500)
     launched = await azure.create(claim())
     assert launched.status.provider_id
-    assert len(arm.bodies("PUT", "virtualMachines/")) == 3
+    assert len([r for r in arm.requests if r.method == "PUT"
+                and r.path.rsplit("/", 2)[-2] == "virtualMachines"]) == 3
 
 
 async def test_get_list_and_delete(azure: AzureCloudProvider, arm: ArmServer) -> None:

@@ -15,6 +15,9 @@ REQUIRED = {
     "nodeResourceGroup": "MC_rg_demo_southcentralus",
     "location": "southcentralus",
     "vnetSubnetID": SUBNET,
+    "clusterEndpoint": "https://demo-dns.hcp.southcentralus.azmk8s.io:443",
+    "kubeletBootstrapToken": "abcdef.0123456789abcdef",
+    "sshPublicKey": "ssh-rsa AAAA demo",
 }
 
 
@@ -37,6 +40,15 @@ def test_environment_variables_are_the_fallback() -> None:
         "NODE_IDENTITIES": "/id/a,/id/b",
         "ADDITIONAL_TAGS": "team=infra,cost-center=42",
         "NETWORK_PLUGIN_MODE": "",
+        "CLUSTER_ENDPOINT": "https://env.hcp.westcentralus.azmk8s.io:443",
+        "KUBELET_BOOTSTRAP_TOKEN": "abcdef.0123456789abcdef",
+        "SSH_PUBLIC_KEY": "ssh-rsa AAAA env",
+        "NETWORK_POLICY": "cilium",
+        "NETWORK_DATAPLANE": "azure",
+        "DNS_SERVICE_IP": "10.2.0.10",
+        "KUBELET_IDENTITY_CLIENT_ID": "61f71907-753f-4802-a901-47361c3664f2",
+        "VNET_GUID": "a519e60a-cac0-40b2-b883-084477fe6f5c",
+        "PROVISION_MODE": "customscript",
     }
     s = AzureSettings.from_settings({"subscriptionID": "sub-flag"}, environ=env)
     assert s.subscription_id == "sub-flag"  # a flag beats the environment
@@ -45,6 +57,13 @@ def test_environment_variables_are_the_fallback() -> None:
     assert s.node_identities == ("/id/a", "/id/b")
     assert s.additional_tags == {"team": "infra", "cost-center": "42"}
     assert s.network_plugin_mode == ""
+    assert s.api_server_name == "env.hcp.westcentralus.azmk8s.io"
+    assert (s.network_policy, s.network_dataplane, s.dns_service_ip) == (
+        "cilium", "azure", "10.2.0.10"
+    )
+    assert s.kubelet_identity_client_id == "61f71907-753f-4802-a901-47361c3664f2"
+    assert s.vnet_guid == "a519e60a-cac0-40b2-b883-084477fe6f5c"
+    assert s.provision_mode == "customscript"
 
 
 @pytest.mark.parametrize(
@@ -57,6 +76,27 @@ def test_environment_variables_are_the_fallback() -> None:
         ({**REQUIRED, "credential": "static"}, "only for test servers"),
         ({**REQUIRED, "additionalTags": "novalue"}, "additionalTags: 'novalue'"),
         ({**REQUIRED, "subnetID": SUBNET}, "unknown azure provider setting.*subnetID"),
+        # what a node needs to join the cluster
+        ({**REQUIRED, "clusterEndpoint": ""}, "clusterEndpoint is required.*CLUSTER_ENDPOINT"),
+        ({**REQUIRED, "kubeletBootstrapToken": ""},
+         "kubeletBootstrapToken is required.*KUBELET_BOOTSTRAP_TOKEN"),
+        ({**REQUIRED, "sshPublicKey": ""}, "sshPublicKey is required.*SSH_PUBLIC_KEY"),
+        ({**REQUIRED, "clusterEndpoint": "demo.azmk8s.io"}, "clusterEndpoint 'demo.azmk8s.io' is "
+         "not an https URL"),
+        ({**REQUIRED, "kubeletBootstrapToken": "secret"}, "kubeletBootstrapToken is not a "
+         "bootstrap token"),
+        ({**REQUIRED, "networkPlugin": "none"}, "networkPluginMode 'overlay' is invalid with "
+         "networkPlugin 'none'"),
+        ({**REQUIRED, "networkPolicy": "weave"}, "networkPolicy 'weave' is not one of"),
+        ({**REQUIRED, "networkDataplane": "ebpf"}, "networkDataplane 'ebpf' is not one of"),
+        ({**REQUIRED, "dnsServiceIP": "kube-dns"}, "dnsServiceIP 'kube-dns' is not an IP"),
+        ({**REQUIRED, "kubeletIdentityClientID": "kubelet"}, "kubeletIdentityClientID 'kubelet' "
+         "is not a GUID"),
+        ({**REQUIRED, "clusterCABundle": "bm90IGEgY2VydA=="}, "clusterCABundle is not base64 of "
+         "a PEM"),
+        ({**REQUIRED, "provisionMode": "bootstrappingclient"}, "provisionMode "
+         "'bootstrappingclient' is not one of aksscriptless, customscript"),
+        ({**REQUIRED, "linuxAdminUsername": "1admin"}, "linuxAdminUsername '1admin' must start"),
     ],
 )
 def test_bad_settings_fail_naming_the_setting(settings: dict[str, str], message: str) -> None:

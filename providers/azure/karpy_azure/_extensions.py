@@ -1,0 +1,65 @@
+"""The VM extensions karpy adds to a node once its VM exists, as Karpenter's Azure
+provider does, built with the SDK's model classes (the body ARM expects):
+
+- the **Custom Script Extension** ``cse-agent-karpenter`` (``Microsoft.Azure.Extensions``
+  / ``CustomScript`` 2.0), only in provision mode ``customscript``: it runs the node's
+  provisioning command (``protectedSettings.commandToExecute``, encrypted at rest by
+  Azure) and succeeds when provisioning did;
+- the **AKS billing extension** ``computeAksLinuxBilling`` (``Microsoft.AKS`` /
+  ``Compute.AKS.Linux.Billing`` 1.0), which marks the VM as an AKS node for billing.
+
+Both carry the node's tags and are created in that order, each a long-running operation.
+A failed extension fails the launch: the VM and its NIC are deleted (Karpenter's
+Azure provider returns the error and its cloud provider deletes the instance).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from azure.mgmt.compute import models as cm
+
+__all__ = [
+    "BILLING_EXTENSION",
+    "CSE_EXTENSION",
+    "billing_extension",
+    "cse_extension",
+]
+
+#: The extension names Karpenter's Azure provider gives (and finds) on its VMs.
+BILLING_EXTENSION: Final = "computeAksLinuxBilling"
+CSE_EXTENSION: Final = "cse-agent-karpenter"
+
+
+def billing_extension(location: str, tags: Mapping[str, str]) -> cm.VirtualMachineExtension:
+    """The AKS billing (identifying) extension."""
+    return cm.VirtualMachineExtension(
+        location=location,
+        tags=dict(tags),
+        properties=cm.VirtualMachineExtensionProperties(
+            publisher="Microsoft.AKS",
+            type="Compute.AKS.Linux.Billing",
+            type_handler_version="1.0",
+            auto_upgrade_minor_version=True,
+            settings={},
+        ),
+    )
+
+
+def cse_extension(
+    location: str, tags: Mapping[str, str], command: str
+) -> cm.VirtualMachineExtension:
+    """The Custom Script Extension running ``command`` (a ``/bin/sh -c`` command line)."""
+    return cm.VirtualMachineExtension(
+        location=location,
+        tags=dict(tags),
+        properties=cm.VirtualMachineExtensionProperties(
+            publisher="Microsoft.Azure.Extensions",
+            type="CustomScript",
+            type_handler_version="2.0",
+            auto_upgrade_minor_version=True,
+            settings={},
+            protected_settings={"commandToExecute": command},
+        ),
+    )
