@@ -44,14 +44,12 @@ from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_
 from karpy_aws._provider import (
     _REPAIR_POLICIES,
     EC2_NODE_CLASS,
-    HASH_VERSION,
     NodeClassGetter,
-    node_class_hash,
+    hash_drifted,
 )
 from karpy_aws._settings import AWSSettings, AWSSettingsError
 from karpy_aws._shippedtypes import offline_instance_types
 from karpy_aws._staticdata import static_data
-from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import EC2NodeClass
 
 __all__ = ["OfflineAWSCloudProvider", "OfflineError"]
@@ -186,13 +184,7 @@ class OfflineAWSCloudProvider:
         node_class = await self._node_classes(nodeclaim.spec.node_class_ref.name)
         if node_class is None:
             return None
-        annotations = nodeclaim.metadata.annotations
-        stored = annotations.get(aws.ANNOTATION_EC2NODECLASS_HASH)
-        if (
-            stored is not None
-            and annotations.get(aws.ANNOTATION_EC2NODECLASS_HASH_VERSION) == HASH_VERSION
-            and stored != node_class_hash(node_class)
-        ):
+        if hash_drifted(nodeclaim, node_class):
             return DriftReason("NodeClassDrift")
         return None
 

@@ -125,6 +125,18 @@ def node_class_hash(node_class: EC2NodeClass) -> str:
     )
 
 
+def hash_drifted(nodeclaim: NodeClaim, node_class: EC2NodeClass) -> bool:
+    """Whether the class's hashed fields changed since ``nodeclaim`` was launched from it
+    (hash annotations of the same version that differ)."""
+    annotations = nodeclaim.metadata.annotations
+    stored = annotations.get(aws.ANNOTATION_EC2NODECLASS_HASH)
+    return (
+        stored is not None
+        and annotations.get(aws.ANNOTATION_EC2NODECLASS_HASH_VERSION) == HASH_VERSION
+        and stored != node_class_hash(node_class)
+    )
+
+
 def _ready(node_class: EC2NodeClass) -> tuple[bool, str]:
     ready = next((c for c in node_class.status.conditions if c.type == "Ready"), None)
     if ready is None:
@@ -487,13 +499,7 @@ class AWSCloudProvider:
         node_class = await self._node_classes(nodeclaim.spec.node_class_ref.name)
         if node_class is None:
             return None
-        stored = nodeclaim.metadata.annotations.get(aws.ANNOTATION_EC2NODECLASS_HASH)
-        if (
-            stored is not None
-            and nodeclaim.metadata.annotations.get(aws.ANNOTATION_EC2NODECLASS_HASH_VERSION)
-            == HASH_VERSION
-            and stored != node_class_hash(node_class)
-        ):
+        if hash_drifted(nodeclaim, node_class):
             return DriftReason("NodeClassDrift")
         if not nodeclaim.status.provider_id:
             return None

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
 from functools import cache
 from importlib.resources import files
 from typing import Any
@@ -35,15 +34,14 @@ from karpy.cloudprovider import (
     RepairPolicy,
 )
 from karpy.runtime import Manager
-from karpy_azure._hash import NODECLASS_HASH_VERSION, node_class_hash
+from karpy_azure._hash import hash_drifted
 from karpy_azure._instancetypes import build_instance_types
 from karpy_azure._nodeclasses import AKS_NODE_CLASS, NodeClassSource
 from karpy_azure._pricing import fallback_prices
-from karpy_azure._provider import instance_type_params
+from karpy_azure._provider import REPAIR_POLICIES, instance_type_params
 from karpy_azure._settings import AzureSettings, AzureSettingsError
 from karpy_azure._skus import Sku, parse_skus
 from karpy_azure._unavailable import UnavailableOfferings
-from karpy_azure.apis import labels as az
 
 __all__ = ["OfflineAzureCloudProvider", "OfflineError", "offline_skus"]
 
@@ -126,21 +124,13 @@ class OfflineAzureCloudProvider:
         node_class = await self.node_classes.get(nodeclaim.spec.node_class_ref.name)
         if node_class is None:
             return None
-        annotations = nodeclaim.metadata.annotations
-        if (
-            annotations.get(az.ANNOTATION_AKSNODECLASS_HASH_VERSION) == NODECLASS_HASH_VERSION
-            and az.ANNOTATION_AKSNODECLASS_HASH in annotations
-            and annotations[az.ANNOTATION_AKSNODECLASS_HASH] != node_class_hash(node_class)
-        ):
+        if hash_drifted(nodeclaim, node_class):
             return DriftReason("NodeClassDrift")
         return None
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
         """The online provider's: Ready False or Unknown for 10 minutes."""
-        return (
-            RepairPolicy("Ready", "False", timedelta(minutes=10)),
-            RepairPolicy("Ready", "Unknown", timedelta(minutes=10)),
-        )
+        return REPAIR_POLICIES
 
     def supported_node_classes(self) -> Sequence[NodeClassKind]:
         """AKSNodeClass (karpenter.azure.com/v1beta1)."""

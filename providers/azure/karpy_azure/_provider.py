@@ -73,7 +73,7 @@ from karpy_azure._extensions import (
     cse_extension,
 )
 from karpy_azure._gc import register_garbage_collection
-from karpy_azure._hash import NODECLASS_HASH_VERSION, node_class_hash
+from karpy_azure._hash import NODECLASS_HASH_VERSION, hash_drifted, node_class_hash
 from karpy_azure._images import image_for, parse_community_image_id
 from karpy_azure._instancetypes import (
     ON_DEMAND,
@@ -126,12 +126,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NODECLASS_HASH_VERSION",
+    "REPAIR_POLICIES",
     "AzureCloudProvider",
     "instance_type_params",
     "node_class_hash",
 ]
 
 log = logging.getLogger("karpy.cloudprovider.azure")
+
+#: Replace a node whose Ready condition is False or Unknown for 10 minutes (online and
+#: offline providers alike).
+REPAIR_POLICIES: Final = (
+    RepairPolicy("Ready", "False", timedelta(minutes=10)),
+    RepairPolicy("Ready", "Unknown", timedelta(minutes=10)),
+)
 
 _INSTANCE_TYPE_CACHE_SECONDS = 60.0
 # (catalog version, unavailable generation), built at, instance types
@@ -681,12 +689,7 @@ class AzureCloudProvider:
         node_class = await self.node_classes.get(nodeclaim.spec.node_class_ref.name)
         if node_class is None:
             return None
-        annotations = nodeclaim.metadata.annotations
-        if (
-            annotations.get(az.ANNOTATION_AKSNODECLASS_HASH_VERSION) == NODECLASS_HASH_VERSION
-            and az.ANNOTATION_AKSNODECLASS_HASH in annotations
-            and annotations[az.ANNOTATION_AKSNODECLASS_HASH] != node_class_hash(node_class)
-        ):
+        if hash_drifted(nodeclaim, node_class):
             return DriftReason("NodeClassDrift")
         current = nodeclaim.status.image_id
         size = nodeclaim.metadata.labels.get(LABEL_INSTANCE_TYPE)
@@ -705,10 +708,7 @@ class AzureCloudProvider:
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
         """Replace a node whose Ready condition is False or Unknown for 10 minutes."""
-        return (
-            RepairPolicy("Ready", "False", timedelta(minutes=10)),
-            RepairPolicy("Ready", "Unknown", timedelta(minutes=10)),
-        )
+        return REPAIR_POLICIES
 
     def supported_node_classes(self) -> Sequence[NodeClassKind]:
         """AKSNodeClass (karpenter.azure.com/v1beta1)."""
