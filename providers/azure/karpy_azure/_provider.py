@@ -55,6 +55,8 @@ from karpy.cloudprovider.launch import (
     launched_nodeclaim,
 )
 from karpy.runtime import Client, Manager
+from karpy.runtime.errors import NotFound
+from karpy.runtime.kinds import NODE
 from karpy.scheduling import Requirement, Requirements
 from karpy.scheduling import resources as res
 from karpy_azure._arm import (
@@ -90,6 +92,7 @@ from karpy_azure._nodeclasses import (
     ClusterNodeClasses,
     NodeClassSource,
 )
+from karpy_azure._nodedrift import k8s_version_drifted, kubelet_identity_drifted
 from karpy_azure._overhead import max_pods
 from karpy_azure._resources import (
     TAG_CLUSTER,
@@ -684,13 +687,23 @@ class AzureCloudProvider:
 
     async def is_drifted(self, nodeclaim: NodeClaim) -> DriftReason | None:
         """``NodeClassDrift`` when the AKSNodeClass spec changed since launch (hash
-        annotations), ``ImageDrift`` when the class now resolves a different image for
-        the node's instance type; else None."""
+        annotations); ``K8sVersionDrift`` when the node's kubelet runs another version
+        than the class's (ready) Kubernetes version; ``KubeletIdentityDrift`` when the
+        node's kubelet identity label differs from the ``kubeletIdentityClientID``
+        setting; ``ImageDrift`` when the class now resolves a different image for the
+        node's instance type; else None."""
         node_class = await self.node_classes.get(nodeclaim.spec.node_class_ref.name)
         if node_class is None:
             return None
         if hash_drifted(nodeclaim, node_class):
             return DriftReason("NodeClassDrift")
+        # Karpenter-Azure's order for VMs: class, Kubernetes version, kubelet identity, image
+        node = await self._node_for_drift(nodeclaim)
+        if node is not None:
+            if k8s_version_drifted(node, node_class):
+                return DriftReason("K8sVersionDrift")
+            if kubelet_identity_drifted(node, self.settings.kubelet_identity_client_id):
+                return DriftReason("KubeletIdentityDrift")
         current = nodeclaim.status.image_id
         size = nodeclaim.metadata.labels.get(LABEL_INSTANCE_TYPE)
         if current and size and node_class.status.images:
@@ -705,6 +718,20 @@ class AzureCloudProvider:
                 ):
                     return DriftReason("ImageDrift")
         return None
+
+    async def _node_for_drift(self, nodeclaim: NodeClaim) -> Mapping[str, Any] | None:
+        """The NodeClaim's Node, or None when it has none yet, it is being deleted, or the
+        provider has no API client (then only the NodeClaim's own drift is judged)."""
+        name = nodeclaim.status.node_name
+        if not name or self.client is None:
+            return None
+        try:
+            node = await self.client.get(NODE, name)
+        except NotFound:
+            return None  # not registered yet: expected while it launches
+        if (node.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        return node
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
         """Replace a node whose Ready condition is False or Unknown for 10 minutes."""

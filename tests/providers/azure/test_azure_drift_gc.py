@@ -3,7 +3,7 @@ or NodeClaim owns."""
 
 from __future__ import annotations
 
-from azure_support import ready_node_class
+from azure_support import KUBERNETES_VERSION, ready_node_class
 from azurearm.server import ArmServer
 from karpy_azure import AzureCloudProvider, StaticNodeClasses
 from karpy_azure._gc import NicGarbageCollector
@@ -11,6 +11,8 @@ from karpy_azure._gc import NicGarbageCollector
 from karpy.apis import NodeClaim
 from karpy.apis.v1 import NodeClassReference
 from karpy.cloudprovider.testing import make_nodeclaim, make_nodepool
+from karpy.runtime.kinds import NODE
+from karpy.runtime.testing import FakeClient
 
 POOL = make_nodepool(
     NodeClassReference(group="karpenter.azure.com", kind="AKSNodeClass", name="default")
@@ -71,3 +73,43 @@ async def test_orphaned_nics_are_collected_after_the_grace_period(
     now[0] = 301.0
     await gc.reconcile()
     assert set(arm.state.nics) == {live_nic, "aks-inflight", "aks-theirs"}
+
+
+def node_of(nodeclaim: NodeClaim, *, kubelet: str, identity: str | None) -> dict[str, object]:
+    label = "kubernetes.azure.com/kubelet-identity-client-id"
+    labels = {} if identity is None else {label: identity}
+    return {
+        "metadata": {"name": nodeclaim.status.node_name, "labels": labels},
+        "status": {"nodeInfo": {"kubeletVersion": kubelet}},
+    }
+
+
+async def test_kubernetes_version_and_kubelet_identity_changes_are_drift(
+    azure: AzureCloudProvider, node_classes: StaticNodeClasses
+) -> None:
+    """As Karpenter-Azure checks a VM's Node: the kubelet's version against the class's
+    Kubernetes version, then the kubelet identity label against the setting."""
+    asked = make_nodeclaim(POOL, requests={"cpu": "100m"})
+    nodeclaim = stored(asked, await azure.create(asked))
+    nodeclaim.status.node_name = "aks-node-1"
+    client = FakeClient()
+    azure.client = client
+    # not registered yet: nothing to compare
+    assert await azure.is_drifted(nodeclaim) is None
+    expected = azure.settings.kubelet_identity_client_id
+    client.add(NODE, node_of(nodeclaim, kubelet="v" + KUBERNETES_VERSION, identity=expected))
+    assert await azure.is_drifted(nodeclaim) is None
+    # the cluster was upgraded: the class now resolves 1.32.0
+    upgraded = node_classes.items["default"].model_copy(deep=True)
+    upgraded.status.kubernetes_version = "1.32.0"
+    node_classes.items["default"] = upgraded
+    assert await azure.is_drifted(nodeclaim) == "K8sVersionDrift"
+    # ... but a version the class does not hold as ready is not acted on
+    upgraded.status_conditions().set_false("KubernetesVersionReady", "Unknown", "unreadable")
+    assert await azure.is_drifted(nodeclaim) is None
+    node_classes.items["default"] = await ready_node_class(azure)
+    # the kubelet identity was rotated; a node without the label is left alone
+    client.add(NODE, node_of(nodeclaim, kubelet="v" + KUBERNETES_VERSION, identity="old-id"))
+    assert await azure.is_drifted(nodeclaim) == "KubeletIdentityDrift"
+    client.add(NODE, node_of(nodeclaim, kubelet="v" + KUBERNETES_VERSION, identity=None))
+    assert await azure.is_drifted(nodeclaim) is None
