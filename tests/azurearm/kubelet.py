@@ -84,6 +84,9 @@ class Kubelet:
             "status": {
                 "capacity": res.format_resource_list(it.capacity),
                 "allocatable": res.format_resource_list(it.allocatable),
+                # the version the bootstrap installed, as a real kubelet reports it
+                # (karpy-azure compares it with the AKSNodeClass's: K8sVersionDrift)
+                "nodeInfo": {"kubeletVersion": "v" + variables.get("KUBERNETES_VERSION", "")},
             },
         }
 

@@ -236,6 +236,16 @@ async def test_inflate_0_30_0(
             print(f"\nazure e2e: 30 pods Running in {up:.1f}s on {len(nodes)} VMs {sizes}")
             for line in ("launched nodeclaim", "registered nodeclaim", "initialized nodeclaim"):
                 assert op.messages(line), f"no {line!r} in karpy's log"
+            # the nodes run the Kubernetes version the class resolved (the bootstrap's), so
+            # none is K8sVersionDrift-ed; the kubelet identity label is the setting's
+            version = (await client.get(AKS_NODE_CLASS, NODE_CLASS))["status"]["kubernetesVersion"]
+            for name in nodes:
+                info = (await client.get(kinds.NODE, name))["status"]["nodeInfo"]
+                assert info["kubeletVersion"] == "v" + version.removeprefix("v"), info
+            drifted = [c["metadata"]["name"] for c in claims
+                       if any(x["type"] == "Drifted" and x["status"] == "True"
+                              for x in (c.get("status") or {}).get("conditions") or [])]
+            assert drifted == [], f"fresh NodeClaims marked Drifted: {drifted}"
             # scale to zero: every node is empty and consolidated away
             await client.patch(kinds.DEPLOYMENT, app, {"spec": {"replicas": 0}},
                                namespace=namespace)

@@ -5,14 +5,19 @@ the ``kubeletIdentityClientID`` setting (``KubeletIdentityDrift``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from karpy_azure._kubelet import AKS_LABEL_KUBELET_IDENTITY
 from karpy_azure.apis import AKSNodeClass
 from karpy_azure.apis.aksnodeclass import CONDITION_KUBERNETES_VERSION_READY
 
 __all__ = ["k8s_version_drifted", "kubelet_identity_drifted"]
+
+# A kubelet's version as real kubelets report it (v1.31.2); simulated kubelets (kwok
+# reports "fake") say nothing about drift.
+_VERSION: Final = re.compile(r"^v?\d+\.\d+\.\d+")
 
 
 def k8s_version_drifted(node: Mapping[str, Any], node_class: AKSNodeClass) -> bool:
@@ -25,8 +30,8 @@ def k8s_version_drifted(node: Mapping[str, Any], node_class: AKSNodeClass) -> bo
     ):
         return False
     kubelet = str(((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion") or "")
-    if not kubelet:
-        return False  # the kubelet has not reported yet
+    if not _VERSION.match(kubelet):
+        return False  # not reported yet, or not a real kubelet
     return kubelet.removeprefix("v") != wanted.removeprefix("v")
 
 

@@ -104,6 +104,11 @@ async def test_kubernetes_version_and_kubelet_identity_changes_are_drift(
     upgraded.status.kubernetes_version = "1.32.0"
     node_classes.items["default"] = upgraded
     assert await azure.is_drifted(nodeclaim) == "K8sVersionDrift"
+    # a simulated kubelet (kwok reports its own version or "fake") says nothing
+    for simulated in ("fake", ""):
+        client.add(NODE, node_of(nodeclaim, kubelet=simulated, identity=expected))
+        assert await azure.is_drifted(nodeclaim) is None
+    client.add(NODE, node_of(nodeclaim, kubelet="v" + KUBERNETES_VERSION, identity=expected))
     # ... but a version the class does not hold as ready is not acted on
     upgraded.status_conditions().set_false("KubernetesVersionReady", "Unknown", "unreadable")
     assert await azure.is_drifted(nodeclaim) is None
