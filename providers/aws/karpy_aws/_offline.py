@@ -16,8 +16,9 @@ package, so those tools run with no network and no credentials:
   first DescribeSpotPriceHistory answer (pkg/providers/pricing/pricing.go: Reset,
   populateInitialSpotPricing); offline that answer never comes;
 * zones: the EC2NodeClass's ``status.subnets`` (a snapshot carries status), else the
-  ``offlineZones`` setting; every type is offered in every one of them (EC2's
-  per-zone offerings are not shipped).
+  ``offlineZones`` setting; a type's offering in one of them is available where EC2
+  offers the type there (``data/zone_offerings.json``, moto's recorded
+  DescribeInstanceTypeOfferings, generated with the shapes).
 
 Nothing is ever launched: ``create``, ``delete``, ``get`` and ``list`` raise
 :class:`OfflineError`, and ``karpy run`` refuses the setting, so an offline provider can
@@ -48,7 +49,7 @@ from karpy_aws._provider import (
     hash_drifted,
 )
 from karpy_aws._settings import AWSSettings, AWSSettingsError
-from karpy_aws._shippedtypes import offline_instance_types
+from karpy_aws._shippedtypes import offline_instance_types, offline_zone_offerings
 from karpy_aws._staticdata import static_data
 from karpy_aws.apis.ec2nodeclass import EC2NodeClass
 
@@ -140,10 +141,13 @@ class OfflineAWSCloudProvider:
 
     def _build(self, shape: NodeClassShape) -> list[InstanceType]:
         data = static_data()
-        offered = [z.zone for z in shape.zones]
+        zones = [z.zone for z in shape.zones]
+        # where EC2 offers each type (None: the table lacks the region; assume everywhere)
+        offerings = offline_zone_offerings(self.settings.region)
         built: list[InstanceType] = []
         for name, info in offline_instance_types().items():
             limits = data.vpc_limits.get(name)
+            offered = zones if offerings is None else offerings.get(name, frozenset())
             it = build_instance_type(
                 info,
                 region=self.settings.region,

@@ -17,7 +17,13 @@ from importlib.resources import files
 from types import MappingProxyType
 from typing import Any, Final
 
-__all__ = ["COLUMNS", "from_row", "offline_instance_types", "to_row"]
+__all__ = [
+    "COLUMNS",
+    "from_row",
+    "offline_instance_types",
+    "offline_zone_offerings",
+    "to_row",
+]
 
 Path = tuple[str, ...]
 
@@ -104,4 +110,20 @@ def offline_instance_types() -> Mapping[str, Mapping[str, Any]]:
     )
     return MappingProxyType(
         {name: from_row(name, row) for name, row in raw["instance_types"].items()}
+    )
+
+
+@cache
+def offline_zone_offerings(region: str) -> Mapping[str, frozenset[str]] | None:
+    """The zones EC2 offers each type in, for ``region`` (data/zone_offerings.json:
+    moto's recorded DescribeInstanceTypeOfferings), or None when the table lacks the
+    region. A type the table does not list is offered nowhere, as EC2 would answer."""
+    raw = json.loads(
+        files("karpy_aws").joinpath("data/zone_offerings.json").read_text(encoding="utf-8")
+    )
+    types = raw["regions"].get(region)
+    if types is None:
+        return None
+    return MappingProxyType(
+        {name: frozenset(region + letter for letter in letters) for name, letters in types.items()}
     )
