@@ -14,6 +14,8 @@ Anything else a provider raises is treated as a transient launch failure and ret
     │                                   the NodeClaim is deleted
     ├── CreateError                     launch failed; reason + message go on the
     │                                   NodeClaim's Launched condition and it is retried
+    ├── OfflineError                    a provider built to price only (offline) was
+    │                                   asked to launch, delete or read a machine
     └── ProviderRegistryError           finding or building a provider failed
         ├── UnknownProviderError        no provider of that name is installed
         └── ProviderLoadError           a provider's entry point failed to import/build
@@ -32,6 +34,7 @@ __all__ = [
     "InsufficientCapacityError",
     "NodeClaimNotFoundError",
     "NodeClassNotReadyError",
+    "OfflineError",
     "ProviderLoadError",
     "ProviderRegistryError",
     "UnknownProviderError",
@@ -83,6 +86,21 @@ class CreateError(CloudProviderError):
         super().__init__(message)
         self.reason = reason
         self.message = message
+
+
+class OfflineError(CloudProviderError):
+    """A provider built offline, as a price list for ``karpy simulate``, ``explain`` and
+    ``top`` (the ``offline`` setting of karpy-aws and karpy-azure), was asked to do what
+    needs its cloud. ``karpy run`` never builds one, so the core never sees this."""
+
+    def __init__(self, provider: str, action: str) -> None:
+        super().__init__(
+            f"the {provider} provider is offline (setting offline=true, env KARPY_OFFLINE): "
+            f"it only prices instance types and cannot {action}; unset offline to use "
+            f"the cloud"
+        )
+        self.provider = provider
+        self.action = action
 
 
 class ProviderRegistryError(CloudProviderError):

@@ -598,8 +598,7 @@ class Improver:
         ``wanted`` and for which ``other`` has room, if the rules allow it and the two
         then cost less than before."""
         before = self.price[number] + self.price[other]
-        zonal = self._is_zonal(item.sig)
-        if zonal and self.part_key[number] != self.part_key[other]:
+        if self._is_zonal(item.sig) and self.part_key[number] != self.part_key[other]:
             return False
         slack = self.slack[other]
         for peer in self.items[other]:
@@ -609,9 +608,8 @@ class Improver:
                 or not all(s + q >= p for s, q, p in zip(slack, peer.vec, item.vec, strict=True))
             ):
                 continue
-            if (zonal or self._is_zonal(peer.sig)) and self.part_key[number] != self.part_key[
-                other
-            ]:
+            # (a zonal ``item`` already made the two share their domains, above)
+            if self._is_zonal(peer.sig) and self.part_key[number] != self.part_key[other]:
                 continue
             # the pod coming in is checked while ``item`` is still there (stricter)
             if not self._accepts_pod(peer, other, number, None):

@@ -195,14 +195,15 @@ class Solve:
         per_pod = self.sim.options.improvement_budget
         if per_pod <= 0 or len(self.claims) < 2:
             return
+        pods = sum(len(c.pods) for c in self.claims)
         Improver(
             self.claims,
             requirements=self.requirements,
             topology=self.topology,
             strict_min_values=self.checker.strict_min_values,
             # a fixed allowance on top, so that small plans are improved all the way
-            budget=per_pod * sum(len(c.pods) for c in self.claims) + IMPROVEMENT_FLOOR,
-            swap_budget=SWAP_PER_POD * sum(len(c.pods) for c in self.claims),
+            budget=per_pod * pods + IMPROVEMENT_FLOOR,
+            swap_budget=SWAP_PER_POD * pods,
         ).run()
 
     def _place_run(

@@ -21,8 +21,8 @@ package, so those tools run with no network and no credentials:
   DescribeInstanceTypeOfferings, generated with the shapes).
 
 Nothing is ever launched: ``create``, ``delete``, ``get`` and ``list`` raise
-:class:`OfflineError`, and ``karpy run`` refuses the setting, so an offline provider can
-never make the core believe instances are gone.
+:class:`~karpy.cloudprovider.errors.OfflineError`, and ``karpy run`` refuses the setting,
+so an offline provider can never make the core believe instances are gone.
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ from collections.abc import Mapping, Sequence
 
 from karpy.apis import NodeClaim, NodePool
 from karpy.cloudprovider import (
-    CloudProviderError,
     DriftReason,
     InstanceType,
     NodeClassKind,
     NodeClassNotReadyError,
     RepairPolicy,
 )
+from karpy.cloudprovider.errors import OfflineError
 from karpy.runtime import Manager
 from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_type
 from karpy_aws._provider import (
@@ -53,11 +53,7 @@ from karpy_aws._shippedtypes import offline_instance_types, offline_zone_offerin
 from karpy_aws._staticdata import static_data
 from karpy_aws.apis.ec2nodeclass import EC2NodeClass
 
-__all__ = ["OfflineAWSCloudProvider", "OfflineError"]
-
-
-class OfflineError(CloudProviderError):
-    """An offline provider was asked to do what needs AWS (launch, terminate, describe)."""
+__all__ = ["OfflineAWSCloudProvider"]
 
 
 class OfflineAWSCloudProvider:
@@ -164,23 +160,18 @@ class OfflineAWSCloudProvider:
                 built.append(it)
         return built
 
-    def _refuse(self, what: str) -> OfflineError:
-        return OfflineError(
-            f"the aws provider is offline (setting offline=true, env KARPY_OFFLINE): it "
-            f"only prices instance types and cannot {what}; unset offline to use AWS"
-        )
-
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
-        raise self._refuse(f"launch nodeclaim {nodeclaim.metadata.name}")
+        raise OfflineError("aws", f"launch nodeclaim {nodeclaim.metadata.name}")
 
     async def delete(self, nodeclaim: NodeClaim) -> None:
-        raise self._refuse(f"terminate {nodeclaim.status.provider_id or nodeclaim.metadata.name}")
+        which = nodeclaim.status.provider_id or nodeclaim.metadata.name
+        raise OfflineError("aws", f"terminate {which}")
 
     async def get(self, provider_id: str) -> NodeClaim:
-        raise self._refuse(f"describe instance {provider_id}")
+        raise OfflineError("aws", f"describe instance {provider_id}")
 
     async def list(self) -> Sequence[NodeClaim]:
-        raise self._refuse("list instances")
+        raise OfflineError("aws", "list instances")
 
     async def is_drifted(self, nodeclaim: NodeClaim) -> DriftReason | None:
         """NodeClassDrift from the hash annotations, as online; the drift that needs the

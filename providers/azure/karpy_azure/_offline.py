@@ -14,7 +14,7 @@ package, so those tools run with no network and no credentials:
 
 Instance types are built by the same :func:`~karpy_azure.build_instance_types` as
 online. Nothing is ever launched: ``create``, ``delete``, ``get`` and ``list`` raise
-:class:`OfflineError`, and ``karpy run`` refuses the setting.
+:class:`~karpy.cloudprovider.errors.OfflineError`, and ``karpy run`` refuses the setting.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from typing import Any
 
 from karpy.apis import NodeClaim, NodePool
 from karpy.cloudprovider import (
-    CloudProviderError,
     DriftReason,
     InstanceType,
     NodeClassKind,
     RepairPolicy,
 )
+from karpy.cloudprovider.errors import OfflineError
 from karpy.runtime import Manager
 from karpy_azure._hash import hash_drifted
 from karpy_azure._instancetypes import build_instance_types
@@ -43,11 +43,7 @@ from karpy_azure._settings import AzureSettings, AzureSettingsError
 from karpy_azure._skus import Sku, parse_skus
 from karpy_azure._unavailable import UnavailableOfferings
 
-__all__ = ["OfflineAzureCloudProvider", "OfflineError", "offline_skus"]
-
-
-class OfflineError(CloudProviderError):
-    """An offline provider was asked to do what needs Azure (create, delete, read VMs)."""
+__all__ = ["OfflineAzureCloudProvider", "offline_skus"]
 
 
 @cache
@@ -100,23 +96,18 @@ class OfflineAzureCloudProvider:
         params = instance_type_params(self.settings, node_class)
         return build_instance_types(self._skus, params, self._prices, self._unavailable)
 
-    def _refuse(self, what: str) -> OfflineError:
-        return OfflineError(
-            f"the azure provider is offline (setting offline=true, env KARPY_OFFLINE): it "
-            f"only prices instance types and cannot {what}; unset offline to use Azure"
-        )
-
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
-        raise self._refuse(f"create nodeclaim {nodeclaim.metadata.name}")
+        raise OfflineError("azure", f"create nodeclaim {nodeclaim.metadata.name}")
 
     async def delete(self, nodeclaim: NodeClaim) -> None:
-        raise self._refuse(f"delete {nodeclaim.status.provider_id or nodeclaim.metadata.name}")
+        which = nodeclaim.status.provider_id or nodeclaim.metadata.name
+        raise OfflineError("azure", f"delete {which}")
 
     async def get(self, provider_id: str) -> NodeClaim:
-        raise self._refuse(f"read virtual machine {provider_id}")
+        raise OfflineError("azure", f"read virtual machine {provider_id}")
 
     async def list(self) -> Sequence[NodeClaim]:
-        raise self._refuse("list virtual machines")
+        raise OfflineError("azure", "list virtual machines")
 
     async def is_drifted(self, nodeclaim: NodeClaim) -> DriftReason | None:
         """NodeClassDrift from the hash annotations, as online (image drift is left to

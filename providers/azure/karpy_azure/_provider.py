@@ -216,13 +216,7 @@ class AzureCloudProvider:
         self._locks: dict[str, asyncio.Lock] = {}
         self._nsg_name: str | None = None
         #: base64 PEM of the API server's CA, for the nodes' bootstrap
-        self.ca_bundle = settings.cluster_ca_bundle or ca_bundle
-        if not self.ca_bundle:
-            raise AzureSettingsError(
-                "clusterCABundle is required: pass --provider-setting clusterCABundle=<base64 "
-                "PEM> or set CLUSTER_CA_BUNDLE (karpy's own client trusts no CA file to take "
-                "it from)"
-            )
+        self.ca_bundle = _required_ca_bundle(settings, ca_bundle)
 
     @classmethod
     def from_context(
@@ -239,14 +233,8 @@ class AzureCloudProvider:
             return OfflineAzureCloudProvider(
                 settings, node_classes=ClusterNodeClasses(context.client)
             )
-        ca_bundle = settings.cluster_ca_bundle or client_ca_bundle(context.client)
-        if not ca_bundle:
-            # refuse before making any Azure client
-            raise AzureSettingsError(
-                "clusterCABundle is required: karpy's client trusts no CA file to take it "
-                "from; pass --provider-setting clusterCABundle=<base64 PEM> or set "
-                "CLUSTER_CA_BUNDLE"
-            )
+        # refuse before making any Azure client
+        ca_bundle = _required_ca_bundle(settings, client_ca_bundle(context.client))
         credential = make_credential(settings)
         return cls(
             settings,
@@ -753,6 +741,19 @@ class AzureCloudProvider:
         await self.arm.close()
         if self._credential is not None:
             await self._credential.close()
+
+
+def _required_ca_bundle(settings: AzureSettings, trusted: str) -> str:
+    """The nodes' CA: the ``clusterCABundle`` setting, else ``trusted`` (the CA karpy's
+    own client verifies the API server with); AzureSettingsError when neither is there."""
+    found = settings.cluster_ca_bundle or trusted
+    if not found:
+        raise AzureSettingsError(
+            "clusterCABundle is required: karpy's client trusts no CA file to take it "
+            "from; pass --provider-setting clusterCABundle=<base64 PEM> or set "
+            "CLUSTER_CA_BUNDLE"
+        )
+    return found
 
 
 def client_ca_bundle(client: Client) -> str:

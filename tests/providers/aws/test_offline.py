@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from karpy_aws import EC2_NODE_CLASS_KIND, AWSCloudProvider, AWSSettings, AWSSettingsError
-from karpy_aws._offline import OfflineAWSCloudProvider, OfflineError
+from karpy_aws._offline import OfflineAWSCloudProvider
 from karpy_aws._settings import check_settings
 from karpy_aws._shippedtypes import from_row, offline_instance_types, to_row
 from karpy_aws._staticdata import static_data
@@ -22,6 +22,7 @@ from karpy_aws.apis import EC2NodeClass
 
 from karpy.apis import NodeClaim, NodePool
 from karpy.cloudprovider import InstanceType, NodeClassNotReadyError, ProviderContext
+from karpy.cloudprovider.errors import OfflineError
 from karpy.cloudprovider.registry import build_provider, close_provider
 from karpy.runtime.testing import FakeClient
 

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 from karpy_azure import AKS_NODE_CLASS_KIND, AzureCloudProvider, AzureSettingsError
-from karpy_azure._offline import OfflineAzureCloudProvider, OfflineError
+from karpy_azure._offline import OfflineAzureCloudProvider
 from karpy_azure._settings import check_settings
 
 from karpy.apis import NodeClaim, NodePool
 from karpy.cloudprovider import InstanceType, ProviderContext
+from karpy.cloudprovider.errors import OfflineError
 from karpy.cloudprovider.registry import build_provider, close_provider
 from karpy.runtime.testing import FakeClient
 
