@@ -147,17 +147,20 @@ async def settled(
     pools: Sequence[str],
     namespace: str,
     app: str,
+    pods: int,
     timeout: float,  # noqa: ASYNC109 - a deadline for the polling, not an I/O timeout
     pod_cpu: str = "1",
     packed: bool = True,
 ) -> Audit:
-    """Audit every 2 s until clean, or return the last audit once ``timeout`` passed."""
+    """Audit every 2 s until clean with exactly ``pods`` pods of the workload (right
+    after a scale, the Deployment may not have made or removed them yet, and no pods
+    audit clean), or return the last audit once ``timeout`` passed."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
         found = await audit(client, pools=pools, namespace=namespace, app=app,
                             pod_cpu=pod_cpu, packed=packed)
-        if found.clean or loop.time() > deadline:
+        if (found.clean and found.pods == pods) or loop.time() > deadline:
             return found
         await asyncio.sleep(2.0)
 

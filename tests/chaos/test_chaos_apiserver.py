@@ -53,7 +53,7 @@ async def test_api_server_restarts_during_scale_up_and_down_break_nothing(
                 await work.scale(pods * (step + 1) // up_restarts)
                 await restart()
             up = await settled(client, pools=[work.pool], namespace=namespace,
-                               app=work.name, timeout=240)
+                               app=work.name, pods=pods, timeout=240)
             print(f"\nscenario 2 up (seed {seed}): {up.line(up_restarts, 'API server restarts')}")
             assert up.pods == pods
             assert up.clean, up.details()
@@ -68,7 +68,7 @@ async def test_api_server_restarts_during_scale_up_and_down_break_nothing(
                         (i + 1) * down_restarts // max(1, len(empty)):
                     await restart()
             down = await settled(client, pools=[work.pool], namespace=namespace,
-                                 app=work.name, timeout=240, packed=False)
+                                 app=work.name, pods=keep, timeout=240, packed=False)
             print(f"scenario 2 down: {down.line(down_restarts, 'API server restarts')}; "
                   f"{len(empty)} empty NodeClaims deleted; "
                   f"{time.monotonic() - started:.0f}s")

@@ -57,7 +57,7 @@ async def test_pods_run_and_nothing_leaks_while_the_cloud_fails(
             await fleet.leader(timeout=60)
             await work.scale(pods)
             found = await settled(client, pools=[work.pool], namespace=namespace,
-                                  app=work.name, timeout=300)
+                                  app=work.name, pods=pods, timeout=300)
             up_faults = _faults(fleet)
             print(f"\nscenario 4 up: {found.line(sum(up_faults.values()), 'cloud faults')}: "
                   f"{dict(up_faults)}")

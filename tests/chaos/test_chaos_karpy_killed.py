@@ -46,7 +46,7 @@ async def test_karpy_killed_during_scale_up_leaks_and_doubles_nothing(
                 await fleet.kill(leader)
                 await fleet.start()
             found = await settled(client, pools=[work.pool], namespace=namespace,
-                                  app=work.name, timeout=240)
+                                  app=work.name, pods=pods, timeout=240)
             created = len(fleet.messages(CREATED))
             claims = len(await work.nodeclaims())
             print(f"\nscenario 1 (seed {seed}): {found.line(kills, 'SIGKILLs')}; {created} "

@@ -61,7 +61,7 @@ async def test_the_standby_takes_over_and_two_leaders_never_act(
                     (log_time(successor.messages(ACQUIRED)[0]) - killed).total_seconds())
             await work.scale(pods)
             found = await settled(client, pools=[work.pool], namespace=namespace,
-                                  app=work.name, timeout=240)
+                                  app=work.name, pods=pods, timeout=240)
             created = {c["metadata"]["name"]: c["metadata"]["creationTimestamp"]
                        for c in await work.nodeclaims()}
             for replica in fleet.replicas:
