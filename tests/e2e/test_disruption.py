@@ -115,6 +115,25 @@ async def scale(client: Client, namespace: str, app: str, replicas: int) -> None
                        namespace=namespace)
 
 
+async def keep_spread(client: Client, namespace: str, app: str, survivors: int) -> None:
+    """Choose which pods a scale-down to ``survivors`` keeps: round-robin over the first
+    half of the app's nodes (at least three), through the pod-deletion-cost annotation
+    the ReplicaSet controller ranks by. Left to itself the ReplicaSet sometimes keeps
+    pods on two nodes only, and then emptiness alone shrinks the fleet; this way the
+    other half of the nodes is empty and the kept half is underused, so the test sees
+    both decisions every time."""
+    by_node: dict[str, list[str]] = {}
+    for pod in await app_pods(client, namespace, app):
+        by_node.setdefault(pod["spec"]["nodeName"], []).append(pod["metadata"]["name"])
+    nodes = sorted(by_node)[: max(3, len(by_node) // 2)]
+    kept: list[str] = []
+    while len(kept) < survivors and any(by_node[n] for n in nodes):
+        kept.extend(by_node[n].pop() for n in nodes if by_node[n] and len(kept) < survivors)
+    for name in kept:
+        await client.patch(kinds.POD, name, {"metadata": {"annotations": {
+            "controller.kubernetes.io/pod-deletion-cost": "1000"}}}, namespace=namespace)
+
+
 def kwok(op: RunningKarpy) -> KwokCloudProvider:
     assert op.operator is not None
     provider = op.operator.provider
@@ -137,6 +156,7 @@ async def test_scale_down_removes_empty_and_underused_nodes(
             claims = await pool_objects(client, NODE_CLAIM, [pool])
             before_nodes, before = len(claims), price_of(claims)
 
+            await keep_spread(client, namespace, app, 20)
             watch = PendingWatch(client, namespace, app)
             sampler = asyncio.create_task(watch.run())
             started = time.monotonic()
