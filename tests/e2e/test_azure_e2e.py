@@ -47,6 +47,7 @@ AKS_NODE_CLASS = Kind(group="karpenter.azure.com", version="v1beta1", plural="ak
                       kind="AKSNodeClass", namespaced=False)
 AKS_NODE_CLASS_V1ALPHA2 = Kind(group="karpenter.azure.com", version="v1alpha2",
                                plural="aksnodeclasses", kind="AKSNodeClass", namespaced=False)
+NSG = "aks-agentpool-12345678-nsg"
 NODE_CLASS = "azure-e2e"
 SELECT = "karpy-e2e-azure"
 CLEANUP_TIMEOUT = 240.0
@@ -65,7 +66,9 @@ async def arm(tmp_path: Path) -> AsyncIterator[ArmServer]:
     server = ArmServer(tmp_path, page_size=50)
     await server.start()
     server.add_subnet(SUBNET)
-    server.add_nsg("aks-agentpool-12345678-nsg")
+    server.add_nsg(NSG, subscription=SUBSCRIPTION, resource_group=NODE_RG)
+    server.add_load_balancer("kubernetes", {"kubernetes": [], "aksOutboundBackendPool": []},
+                             subscription=SUBSCRIPTION, resource_group=NODE_RG)
     for image in ("2204gen2containerd", "2204containerd", "2204gen2arm64containerd"):
         server.state.image_versions[image] = ["202411.12.0"]
     try:
@@ -234,6 +237,19 @@ async def test_inflate_0_30_0(
             sizes = sorted(c["metadata"]["labels"]["node.kubernetes.io/instance-type"]
                            for c in claims)
             print(f"\nazure e2e: 30 pods Running in {up:.1f}s on {len(nodes)} VMs {sizes}")
+            # outbound networking: every NIC is in the load balancer's pools and, the
+            # subnet being a bring-your-own VNet's, carries AKS's managed NSG
+            lb = (f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{NODE_RG}/providers/"
+                  "Microsoft.Network/loadBalancers/kubernetes/backendAddressPools/")
+            for nic in arm.state.nics.values():
+                config = nic["properties"]["ipConfigurations"][0]["properties"]
+                assert [p["id"] for p in config["loadBalancerBackendAddressPools"]] == [
+                    lb + "kubernetes", lb + "aksOutboundBackendPool"
+                ], nic["name"]
+                assert nic["properties"]["networkSecurityGroup"]["id"].endswith(
+                    f"/resourceGroups/{NODE_RG}/providers/Microsoft.Network/"
+                    f"networkSecurityGroups/{NSG}"
+                ), nic["name"]
             for line in ("launched nodeclaim", "registered nodeclaim", "initialized nodeclaim"):
                 assert op.messages(line), f"no {line!r} in karpy's log"
             # the nodes run the Kubernetes version the class resolved (the bootstrap's), so

@@ -5,10 +5,8 @@ Script Extension's command (see :mod:`karpy_azure._bootstrap` for what they carr
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final
 
 from karpy.apis import NodeClaim, Taint
 from karpy.apis.labels import LABEL_ARCH
@@ -22,6 +20,7 @@ from karpy_azure._bootstrap import (
     provision_command,
 )
 from karpy_azure._kubelet import KubeletParams, aks_base_labels, kubelet_flags, node_labels
+from karpy_azure._network import MANAGED_NSG
 from karpy_azure._settings import AzureSettings
 from karpy_azure.apis import AKSNodeClass
 
@@ -32,11 +31,6 @@ __all__ = [
     "node_bootstrap",
     "startup_taints",
 ]
-
-#: AKS's managed network security group in the node resource group; its number is the
-#: cluster's ID, which names the route table too.
-MANAGED_NSG: Final = re.compile(r"(?i)^aks-agentpool-(\d{8})-nsg$")
-
 
 def cluster_id_from_nsg(nsg_name: str) -> str:
     """The 8-digit cluster ID in ``aks-agentpool-<id>-nsg`` (empty when it is not one)."""

@@ -8,12 +8,14 @@ configuration per pod), then a VM ``aks-<name>``: the chosen size and zone, Spot
 (eviction policy Delete, max price -1) or Regular priority, an OS disk and the NIC with
 delete option Delete (so deleting the VM deletes them), the node image, the bootstrap
 custom data (:mod:`karpy_azure._nodebootstrap`; none in provision mode ``customscript``)
-and the tags below. Resource names and tags follow Karpenter's Azure provider.
+and the tags below. The NIC joins the AKS load balancers' backend pools and, on a
+bring-your-own VNet, carries AKS's managed NSG (:mod:`karpy_azure._network`). Resource
+names and tags follow Karpenter's Azure provider.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from azure.mgmt.compute import models as cm
@@ -99,8 +101,12 @@ def network_interface(
     tags: Mapping[str, str],
     accelerated_networking: bool,
     max_pods: int,
+    backend_pool_ids: Sequence[str] = (),
+    nsg_id: str = "",
 ) -> nm.NetworkInterface:
-    """The NIC of a node."""
+    """The NIC of a node: its primary IP configuration joins ``backend_pool_ids`` (the AKS
+    load balancers', :mod:`karpy_azure._network`); ``nsg_id`` goes on the NIC when set
+    (a bring-your-own VNet)."""
     configs = [
         nm.NetworkInterfaceIPConfiguration(
             name=name,
@@ -108,6 +114,10 @@ def network_interface(
                 primary=True,
                 private_ip_allocation_method="Dynamic",
                 subnet=nm.Subnet(id=subnet_id),
+                load_balancer_backend_address_pools=[
+                    nm.BackendAddressPool(id=pool) for pool in backend_pool_ids
+                ]
+                or None,
             ),
         )
     ]
@@ -129,6 +139,7 @@ def network_interface(
         tags=dict(tags),
         properties=nm.NetworkInterfacePropertiesFormat(
             ip_configurations=configs,
+            network_security_group=nm.NetworkSecurityGroup(id=nsg_id) if nsg_id else None,
             enable_accelerated_networking=accelerated_networking,
             enable_ip_forwarding=False,
         ),
