@@ -26,8 +26,11 @@ continues in the background); ``customscript`` runs the same command, to its end
 Custom Script Extension (:mod:`karpy_azure._extensions`), so a failed provisioning fails
 the launch, and the VM gets no custom data.
 
-Not done: GPU driver installation (``GPU_NODE`` is false: the nodes run NVIDIA's GPU
-operator or none), custom clouds, HTTP proxy, custom CA trust, LocalDNS, artifact
+GPU nodes: the NVIDIA driver AKS's scripts install (``GPU_NODE``,
+``CONFIG_GPU_DRIVER_IF_NEEDED``, ``GPU_DRIVER_VERSION`` / ``_TYPE``, ``GPU_IMAGE_SHA``) and
+``nvidia-container-runtime`` as containerd's default, per :mod:`karpy_azure._gpu`.
+
+Not done: custom clouds, HTTP proxy, custom CA trust, LocalDNS, artifact
 streaming, Windows.
 """
 
@@ -39,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from karpy_azure._gpu import GpuDriver
 from karpy_azure._kubelet import kubernetes_minor
 from karpy_azure._settings import AzureSettings
 
@@ -148,6 +152,10 @@ def containerd_config(*, gpu: bool = False) -> str:
     ))  # fmt: skip
 
 
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
@@ -165,6 +173,8 @@ class BootstrapParams:
     ca_bundle: str
     network_security_group: str = ""
     route_table: str = ""
+    #: the NVIDIA driver AKS's scripts install (:mod:`karpy_azure._gpu`); None: no driver
+    gpu_driver: GpuDriver | None = None
 
 
 def _subnet_parts(subnet_id: str) -> tuple[str, str, str]:
@@ -181,6 +191,7 @@ def bootstrap_variables(settings: AzureSettings, params: BootstrapParams) -> dic
     """The variables AKS's provisioning scripts read, in the order they are exported."""
     vnet_rg, vnet, subnet = _subnet_parts(params.subnet_id)
     arch = params.arch
+    gpu = params.gpu_driver
     cni_url = (
         f"{AKS_MIRROR}/azure-cni/v{AZURE_CNI_VERSION}/binaries/"
         f"azure-vnet-cni-linux-{arch}-v{AZURE_CNI_VERSION}.tgz"
@@ -261,10 +272,17 @@ def bootstrap_variables(settings: AzureSettings, params: BootstrapParams) -> dic
         "CONTAINER_RUNTIME": "containerd",
         "NEEDS_CONTAINERD": "true",
         "CLI_TOOL": "ctr",
-        "CONTAINERD_CONFIG_CONTENT": _b64(containerd_config()),
+        "CONTAINERD_CONFIG_CONTENT": _b64(containerd_config(gpu=gpu is not None)),
         "SYSCTL_CONTENT": _b64("\n".join(_SYSCTLS) + "\n"),
-        "GPU_NODE": "false",
-        "CONFIG_GPU_DRIVER_IF_NEEDED": "false",
+        # the GPU driver: installed by AKS's scripts on NVIDIA sizes (gpu.mode Driver)
+        "GPU_NODE": _bool(gpu is not None),
+        "CONFIG_GPU_DRIVER_IF_NEEDED": _bool(gpu is not None),
+        "ENABLE_GPU_DEVICE_PLUGIN_IF_NEEDED": "false",
+        "GPU_DRIVER_VERSION": gpu.version if gpu else "",
+        "GPU_DRIVER_TYPE": gpu.type if gpu else "",
+        "GPU_IMAGE_SHA": gpu.image_sha if gpu else "",
+        "GPU_NEEDS_FABRIC_MANAGER": "false",
+        "GPU_INSTANCE_PROFILE": "",
         "MIG_NODE": "false",
         "DISABLE_SSH": "false",
         "ENABLE_UNATTENDED_UPGRADES": "false",

@@ -19,10 +19,12 @@ from karpy_azure._bootstrap import (
     custom_data,
     provision_command,
 )
+from karpy_azure._gpu import gpu_driver_for
 from karpy_azure._kubelet import KubeletParams, aks_base_labels, kubelet_flags, node_labels
 from karpy_azure._network import MANAGED_NSG
 from karpy_azure._settings import AzureSettings
 from karpy_azure.apis import AKSNodeClass
+from karpy_azure.apis.labels import LABEL_SKU_GPU_MANUFACTURER
 
 __all__ = [
     "MANAGED_NSG",
@@ -62,6 +64,11 @@ def startup_taints(nodeclaim: NodeClaim) -> tuple[Taint, ...]:
     ):
         taints.append(UNREGISTERED_NO_EXECUTE_TAINT)
     return tuple(dict.fromkeys(taints))
+
+
+def _gpu_manufacturer(instance_type: InstanceType) -> str:
+    requirement = instance_type.requirements.get(LABEL_SKU_GPU_MANUFACTURER)
+    return (requirement.single() or "") if requirement is not None else ""
 
 
 def node_bootstrap(
@@ -107,6 +114,9 @@ def node_bootstrap(
             ca_bundle=ca_bundle,
             network_security_group=nsg_name,
             route_table=f"aks-agentpool-{cluster_id}-routetable" if cluster_id else "",
+            gpu_driver=gpu_driver_for(
+                instance_type.name, _gpu_manufacturer(instance_type), node_class
+            ),
         ),
     )
     if settings.provision_mode == "customscript":
