@@ -29,8 +29,10 @@ Operations (paths are matched case-insensitively, as ARM does; any api-version):
 
 What it checks: a bearer token on ARM calls; request bodies in ARM's wire format (the
 camelCase names ARM documents; a snake_case body is rejected as ARM would reject it); a
-VM's NIC exists; the backend pools and NSG a NIC refers to exist (else 400
-``InvalidResourceReference`` naming the missing one, as ARM answers). What it models:
+VM's NIC exists; an ephemeral OS disk fits the VM size's cache, resource or NVMe disk
+(else 400 ``NotSupported`` with ARM's message); the backend pools and NSG a NIC refers
+to exist (else 400 ``InvalidResourceReference`` naming the missing one, as ARM answers).
+What it models:
 deleting a VM deletes the NIC and OS disk marked ``deleteOption: Delete``; a NIC attached
 to a VM cannot be deleted (``NicInUse``).
 
@@ -168,6 +170,7 @@ class ArmServer:
         self.url = ""
         self.cert = self_signed(directory)
         self._price_cache: dict[str, list[dict[str, Any]]] = {}
+        self._capabilities: dict[str, dict[str, str]] | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -357,6 +360,21 @@ class ArmServer:
     def _location(self) -> str:
         return "southcentralus"
 
+    def _sku_capabilities(self) -> dict[str, dict[str, str]]:
+        """The recorded SKUs' capabilities by lower-cased name."""
+        if self._capabilities is None:
+            try:
+                items = skus(self._location())
+            except FileNotFoundError:
+                items = []
+            self._capabilities = {
+                str(item["name"]).lower(): {
+                    c["name"]: str(c.get("value", "")) for c in item.get("capabilities") or ()
+                }
+                for item in items if item.get("resourceType") == "virtualMachines"
+            }
+        return self._capabilities
+
     # -- resource SKUs ---------------------------------------------------------------
 
     async def _skus(self, request: web.Request, g: dict[str, str], body: Any) -> web.Response:
@@ -532,6 +550,9 @@ class ArmServer:
             problem = _check_vm(body, self.state.nics)
             if problem:
                 return _error(400, "InvalidParameter", problem)
+            problem = _check_ephemeral_os_disk(body, self._sku_capabilities())
+            if problem:
+                return _error(400, "NotSupported", problem)
             fault = self._fault("vm.create", name, body)
             if fault is not None and not fault.lro:
                 return self._fault_response(fault)
@@ -789,6 +810,54 @@ def _missing_references(body: dict[str, Any], pools: set[str], nsgs: set[str]) -
             pool_id = str(pool.get("id", ""))
             if pool_id.lower() not in pools:
                 return pool_id
+    return ""
+
+
+def _ephemeral_limit_gib(caps: dict[str, str], placement: str) -> int:
+    """How large an ephemeral OS disk ``placement`` holds on a SKU, in GiB (0: none)."""
+    def number(key: str) -> int:
+        try:
+            return int(float(caps.get(key, "0") or 0))
+        except ValueError:
+            return 0
+
+    if placement == "CacheDisk":
+        return number("CachedDiskBytes") // 2**30
+    if placement == "ResourceDisk":
+        return number("MaxResourceVolumeMB") // 1024
+    if placement == "NvmeDisk":
+        placements = caps.get("SupportedEphemeralOSDiskPlacements", "").split(",")
+        return number("NvmeDiskSizeInMiB") // 1024 if "NvmeDisk" in placements else 0
+    return 0
+
+
+def _check_ephemeral_os_disk(body: dict[str, Any], capabilities: dict[str, dict[str, str]]) -> str:
+    """ARM's NotSupported refusals of an ephemeral OS disk the VM size cannot hold."""
+    props = body.get("properties") or {}
+    os_disk = (props.get("storageProfile") or {}).get("osDisk") or {}
+    diff = os_disk.get("diffDiskSettings")
+    if not diff:
+        return ""
+    size = str((props.get("hardwareProfile") or {}).get("vmSize", ""))
+    caps = capabilities.get(size.lower(), {})
+    if caps.get("EphemeralOSDiskSupported", "").lower() != "true":
+        return f"The Virtual Machine size {size} does not support Ephemeral OS disk."
+    placement = diff.get("placement") or "CacheDisk"
+    limit = _ephemeral_limit_gib(caps, placement)
+    if limit <= 0:
+        return (
+            f"The Diff Disk Placement of type '{placement}' is not supported for VM size "
+            f"{size}. Please request with different DiffDiskPlacement or use a different VM "
+            "Sku which supports the current DiffDiskPlacement in the request."
+        )
+    if int(os_disk.get("diskSizeGB") or 0) > limit:
+        return (
+            f"OS disk of Ephemeral VM with size greater than {limit} GB is not allowed for VM "
+            f"size {size} when the DiffDiskPlacement is {placement}. Please refer to "
+            "https://aka.ms/Ephemeral for more details."
+        )
+    if os_disk.get("caching") != "ReadOnly":
+        return "Ephemeral OS disks support only ReadOnly caching."
     return ""
 
 

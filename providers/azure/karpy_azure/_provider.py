@@ -55,6 +55,7 @@ from karpy.cloudprovider.launch import (
     choose_launch,
     launched_labels,
     launched_nodeclaim,
+    nodeclaim_requirements,
 )
 from karpy.runtime import Client, Manager
 from karpy.runtime.errors import NotFound
@@ -344,6 +345,8 @@ class AzureCloudProvider:
         params = self.params_for(node_class)
         labels = launched_labels(nodeclaim, choice)
         labels[az.LABEL_NODECLASS] = node_class.metadata.name or ""
+        ultra_ssd = ultra_ssd_requested(nodeclaim)
+        labels[az.LABEL_SKU_STORAGE_ULTRA_SSD] = "true" if ultra_ssd else "false"
         subnet_id = node_class.spec.vnet_subnet_id or self.settings.vnet_subnet_id
         nsg = await self.managed_nsg.get()
         try:
@@ -376,6 +379,10 @@ class AzureCloudProvider:
             premium_storage=bool(sku and sku.premium_io),
             custom_data=bootstrap.custom_data,
             tags=tags,
+            ephemeral_placement=(
+                sku.ephemeral_os_placement_for(node_class.spec.os_disk_size_gb) if sku else ""
+            ),
+            ultra_ssd=ultra_ssd,
         )
         rg = self.settings.node_resource_group
         try:
@@ -754,6 +761,16 @@ class AzureCloudProvider:
         await self.arm.close()
         if self._credential is not None:
             await self._credential.close()
+
+
+def ultra_ssd_requested(nodeclaim: NodeClaim) -> bool:
+    """True only when the NodeClaim asks for Ultra SSD explicitly
+    (``karpenter.azure.com/sku-storage-ultra-ssd`` allows ``true`` and not ``false``), as
+    Karpenter's Azure provider decides it: the capability is then set on the VM."""
+    found = nodeclaim_requirements(nodeclaim).get(az.LABEL_SKU_STORAGE_ULTRA_SSD)
+    if found is None:
+        return False
+    return bool(found.has("true") and not found.has("false"))
 
 
 def _required_ca_bundle(settings: AzureSettings, trusted: str) -> str:

@@ -146,6 +146,42 @@ def network_interface(
     )
 
 
+def _os_disk(
+    settings: AzureSettings,
+    *,
+    name: str,
+    size_gb: int,
+    premium_storage: bool,
+    ephemeral_placement: str,
+) -> cm.OSDisk:
+    """A managed OS disk (Premium SSD where the SKU takes it), or an ephemeral one on the
+    VM's local disk (read-only host caching, as ARM requires for it); encrypted with the
+    ``diskEncryptionSetID`` setting's DiskEncryptionSet when set."""
+    des = (
+        cm.DiskEncryptionSetParameters(id=settings.disk_encryption_set_id)
+        if settings.disk_encryption_set_id
+        else None
+    )
+    disk = cm.OSDisk(
+        name=name,
+        disk_size_gb=size_gb,
+        create_option="FromImage",
+        delete_option="Delete",
+    )
+    if ephemeral_placement:
+        disk.diff_disk_settings = cm.DiffDiskSettings(option="Local",
+                                                      placement=ephemeral_placement)
+        disk.caching = "ReadOnly"
+        if des is not None:
+            disk.managed_disk = cm.ManagedDiskParameters(disk_encryption_set=des)
+    else:
+        disk.managed_disk = cm.ManagedDiskParameters(
+            storage_account_type="Premium_LRS" if premium_storage else "Standard_LRS",
+            disk_encryption_set=des,
+        )
+    return disk
+
+
 def virtual_machine(
     settings: AzureSettings,
     node_class: AKSNodeClass,
@@ -159,21 +195,23 @@ def virtual_machine(
     premium_storage: bool,
     custom_data: str | None,
     tags: Mapping[str, str],
+    ephemeral_placement: str = "",
+    ultra_ssd: bool = False,
 ) -> cm.VirtualMachine:
-    """The VM of a node (see the module docstring)."""
+    """The VM of a node (see the module docstring). ``ephemeral_placement`` (``CacheDisk``,
+    ``ResourceDisk``, ``NvmeDisk``) makes the OS disk ephemeral there; ``ultra_ssd`` lets
+    Ultra SSD data disks attach."""
     spot = capacity_type == "spot"
     properties = cm.VirtualMachineProperties(
         hardware_profile=cm.HardwareProfile(vm_size=size),
         storage_profile=cm.StorageProfile(
             image_reference=cm.ImageReference(community_gallery_image_id=image_id),
-            os_disk=cm.OSDisk(
+            os_disk=_os_disk(
+                settings,
                 name=name,
-                disk_size_gb=node_class.spec.os_disk_size_gb,
-                create_option="FromImage",
-                delete_option="Delete",
-                managed_disk=cm.ManagedDiskParameters(
-                    storage_account_type="Premium_LRS" if premium_storage else "Standard_LRS"
-                ),
+                size_gb=node_class.spec.os_disk_size_gb,
+                premium_storage=premium_storage,
+                ephemeral_placement=ephemeral_placement,
             ),
         ),
         network_profile=cm.NetworkProfile(
@@ -210,8 +248,20 @@ def virtual_machine(
         properties.eviction_policy = "Delete"
         properties.billing_profile = cm.BillingProfile(max_price=-1)
     security = node_class.spec.security
-    if security is not None and security.encryption_at_host:
-        properties.security_profile = cm.SecurityProfile(encryption_at_host=True)
+    if security is not None and security.encryption_at_host is not None:
+        properties.security_profile = cm.SecurityProfile(
+            encryption_at_host=security.encryption_at_host
+        )
+    if node_class.trusted_launch_enabled:
+        profile = properties.security_profile or cm.SecurityProfile()
+        profile.security_type = "TrustedLaunch"
+        profile.uefi_settings = cm.UefiSettings(
+            secure_boot_enabled=node_class.secure_boot_enabled,
+            v_tpm_enabled=node_class.vtpm_enabled,
+        )
+        properties.security_profile = profile
+    if ultra_ssd:
+        properties.additional_capabilities = cm.AdditionalCapabilities(ultra_ssd_enabled=True)
     vm = cm.VirtualMachine(location=settings.location, tags=dict(tags), properties=properties)
     if zone_number:
         vm.zones = [zone_number]

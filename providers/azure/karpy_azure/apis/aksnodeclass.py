@@ -274,6 +274,24 @@ class AKSNodeClass(Resource):
     )
     status: AKSNodeClassStatus = Field(default_factory=AKSNodeClassStatus)
 
+    @property
+    def secure_boot_enabled(self) -> bool:
+        """``spec.security.trustedLaunch.secureBoot`` (default false)."""
+        security = self.spec.security
+        return bool(security and security.trusted_launch and security.trusted_launch.secure_boot)
+
+    @property
+    def vtpm_enabled(self) -> bool:
+        """``spec.security.trustedLaunch.vtpm`` (default false)."""
+        security = self.spec.security
+        return bool(security and security.trusted_launch and security.trusted_launch.vtpm)
+
+    @property
+    def trusted_launch_enabled(self) -> bool:
+        """True when secure boot or the vTPM is on: the VMs are Trusted Launch VMs, booted
+        from a trusted-launch image."""
+        return self.secure_boot_enabled or self.vtpm_enabled
+
     def status_conditions(
         self, *, now: Callable[[], datetime] = utc_now
     ) -> ConditionSet[Condition]:
