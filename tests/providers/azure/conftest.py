@@ -36,7 +36,9 @@ async def arm(tmp_path: Path) -> AsyncIterator[ArmServer]:
     server.add_load_balancer("kubernetes", {"kubernetes": [], "aksOutboundBackendPool": []},
                              subscription=SUBSCRIPTION, resource_group=NODE_RG)
     for image in ("2204gen2containerd", "2204containerd", "2204gen2arm64containerd",
-                  "V3gen2", "V3", "V3gen2arm64"):
+                  "2204gen2TLcontainerd", "2404gen2containerd", "2404containerd",
+                  "2404gen2arm64containerd", "2404gen2TLcontainerd", "V2gen2", "V2",
+                  "V2gen2arm64", "V2gen2TL", "V3gen2", "V3", "V3gen2arm64", "V3gen2TL"):
         server.state.image_versions[image] = ["202410.09.0", IMAGE_VERSION, "202409.30.1"]
     try:
         yield server
