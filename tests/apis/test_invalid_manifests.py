@@ -447,6 +447,35 @@ CASES = [
         "spec.vnetSubnetID",
         "should match",
     ),
+    Case(
+        "aks-sysctl-out-of-bounds",
+        AKS,
+        setting("spec.linuxOSConfig", {"sysctls": {"vmMaxMapCount": 100}}),
+        "spec.linuxOSConfig.sysctls.vmMaxMapCount",
+        "greater than or equal to 65530",
+    ),
+    Case(
+        "aks-rmem-default-above-max",
+        AKS,
+        setting("spec.linuxOSConfig",
+                {"sysctls": {"netCoreRmemDefault": 300000, "netCoreRmemMax": 250000}}),
+        "spec.linuxOSConfig.sysctls",
+        "netCoreRmemDefault must be <= netCoreRmemMax",
+    ),
+    Case(
+        "aks-port-range-reversed",
+        AKS,
+        setting("spec.linuxOSConfig", {"sysctls": {"netIPv4IPLocalPortRange": "50000 40000"}}),
+        "spec.linuxOSConfig.sysctls",
+        "netIPv4IPLocalPortRange first port must be <= last port",
+    ),
+    Case(
+        "aks-thp-bad-value",
+        AKS,
+        setting("spec.linuxOSConfig", {"transparentHugePageEnabled": "sometimes"}),
+        "spec.linuxOSConfig.transparentHugePageEnabled",
+        "Unsupported value",
+    ),
 ]
 
 

@@ -166,6 +166,8 @@ class KubeletParams:
     taints: tuple[Taint, ...] = ()
     kubelet: KubeletConfiguration | None = None
     cluster_dns: str = ""
+    #: the node has a swap file (linuxOSConfig.swapFileSize)
+    swap_file: bool = False
 
 
 def _quantities(values: Mapping[str, int], sep: str) -> str:
@@ -262,6 +264,11 @@ def kubelet_flags(params: KubeletParams) -> dict[str, str]:
             flags["--pod-max-pids"] = str(kubelet.pod_pids_limit)
         if kubelet.allowed_unsafe_sysctls:
             flags["--allowed-unsafe-sysctls"] = ",".join(kubelet.allowed_unsafe_sysctls)
+        if kubelet.fail_swap_on is not None:
+            flags["--fail-swap-on"] = "true" if kubelet.fail_swap_on else "false"
+    if params.swap_file and "--fail-swap-on" not in flags:
+        # a kubelet with the default failSwapOn does not start on a node with swap
+        flags["--fail-swap-on"] = "false"
     if params.cluster_dns:
         flags["--cluster-dns"] = params.cluster_dns
     return flags

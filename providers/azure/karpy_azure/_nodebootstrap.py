@@ -22,6 +22,7 @@ from karpy_azure._bootstrap import (
 from karpy_azure._gpu import gpu_driver_for
 from karpy_azure._kubelet import KubeletParams, aks_base_labels, kubelet_flags, node_labels
 from karpy_azure._network import MANAGED_NSG
+from karpy_azure._osconfig import os_config
 from karpy_azure._settings import AzureSettings
 from karpy_azure.apis import AKSNodeClass
 from karpy_azure.apis.labels import LABEL_SKU_GPU_MANUFACTURER
@@ -91,6 +92,7 @@ def node_bootstrap(
         raise ValueError(
             f"AKSNodeClass {node_class.metadata.name} has no status.kubernetesVersion yet"
         )
+    osc = os_config(node_class.spec.linux_os_config)
     base = aks_base_labels(settings, node_class, subnet_id=subnet_id, kubernetes_version=version)
     flags = kubelet_flags(
         KubeletParams(
@@ -100,6 +102,7 @@ def node_bootstrap(
             taints=tuple(taints),
             kubelet=node_class.spec.kubelet,
             cluster_dns=settings.dns_service_ip,
+            swap_file=osc.swap_file_size_mb > 0,
         )
     )
     cluster_id = cluster_id_from_nsg(nsg_name)
@@ -117,6 +120,7 @@ def node_bootstrap(
             gpu_driver=gpu_driver_for(
                 instance_type.name, _gpu_manufacturer(instance_type), node_class
             ),
+            os_config=osc,
         ),
     )
     if settings.provision_mode == "customscript":

@@ -11,7 +11,7 @@ One sub-step per condition, one status patch per reconcile:
 - **KubernetesVersionReady**: the API server's version, in ``status.kubernetesVersion``.
 - **SubnetsReady**: the class's ``vnetSubnetID`` (or the cluster's default subnet) exists.
 - **ValidationSucceeded**: what the CRD cannot check (FIPS images are not published to the
-  community galleries).
+  community galleries; a swap file with ``kubelet.failSwapOn: true``).
 
 Ready is True only when all four are; every False condition's message names what is
 wrong. The class's spec hash goes on ``karpenter.azure.com/aksnodeclass-hash`` (with its
@@ -39,6 +39,7 @@ from karpy_azure._images import (
     resolve_family,
 )
 from karpy_azure._nodeclasses import AKS_NODE_CLASS_KIND
+from karpy_azure._osconfig import swap_conflict
 from karpy_azure.apis import AKSNodeClass
 from karpy_azure.apis import labels as az
 from karpy_azure.apis.aksnodeclass import (
@@ -206,6 +207,8 @@ async def resolve_status(
             "spec.fipsMode FIPS needs the AKS-managed shared image gallery; the community "
             "galleries karpy uses publish no FIPS images",
         )
+    elif conflict := swap_conflict(node_class):
+        conditions.set_false(CONDITION_VALIDATION_SUCCEEDED, "SwapWithFailSwapOn", conflict)
     else:
         conditions.set_true(CONDITION_VALIDATION_SUCCEEDED)
 
