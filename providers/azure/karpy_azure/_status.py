@@ -11,7 +11,8 @@ One sub-step per condition, one status patch per reconcile:
 - **KubernetesVersionReady**: the API server's version, in ``status.kubernetesVersion``.
 - **SubnetsReady**: the class's ``vnetSubnetID`` (or the cluster's default subnet) exists.
 - **ValidationSucceeded**: what the CRD cannot check (FIPS images are not published to the
-  community galleries; a swap file with ``kubelet.failSwapOn: true``).
+  community galleries; a swap file with ``kubelet.failSwapOn: true``; ``localDNS`` mode
+  ``Required``, which karpy's bootstrap cannot honour).
 
 Ready is True only when all four are; every False condition's message names what is
 wrong. The class's spec hash goes on ``karpenter.azure.com/aksnodeclass-hash`` (with its
@@ -209,6 +210,14 @@ async def resolve_status(
         )
     elif conflict := swap_conflict(node_class):
         conditions.set_false(CONDITION_VALIDATION_SUCCEEDED, "SwapWithFailSwapOn", conflict)
+    elif node_class.spec.local_dns is not None and node_class.spec.local_dns.mode == "Required":
+        conditions.set_false(
+            CONDITION_VALIDATION_SUCCEEDED,
+            "LocalDNSNotSupported",
+            "spec.localDNS.mode Required: karpy's node bootstrap does not configure LocalDNS "
+            "yet; use mode Preferred (nodes run without it, labelled "
+            "kubernetes.azure.com/localdns-state=disabled) or Disabled",
+        )
     else:
         conditions.set_true(CONDITION_VALIDATION_SUCCEEDED)
 

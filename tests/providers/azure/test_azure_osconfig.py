@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 from azure_support import ready_node_class
-from azurearm.bootstrap import custom_data_script, kubelet_flags, script_variables
+from azurearm.bootstrap import custom_data_script, kubelet_flags, node_labels, script_variables
 from azurearm.server import ArmServer
 from karpy_azure import AzureCloudProvider, StaticNodeClasses
 
@@ -109,4 +109,46 @@ def test_the_crd_keeps_linux_os_config_with_aks_bounds() -> None:
     assert len(sysctls) == 28
     assert config["transparentHugePageDefrag"]["enum"] == [
         "always", "defer", "defer+madvise", "madvise", "never"
+    ]
+
+
+def _override(zone: str, destination: str) -> dict[str, Any]:
+    return {"zone": zone, "queryLogging": "Error", "protocol": "PreferUDP",
+            "forwardDestination": destination, "forwardPolicy": "Sequential",
+            "maxConcurrent": 1000, "cacheDuration": "1h", "serveStaleDuration": "1h",
+            "serveStale": "Immediate"}
+
+
+def local_dns(mode: str) -> dict[str, Any]:
+    return {
+        "mode": mode,
+        "vnetDNSOverrides": [_override(".", "VnetDNS"),
+                             _override("cluster.local", "ClusterCoreDNS")],
+        "kubeDNSOverrides": [_override(".", "ClusterCoreDNS"),
+                             _override("cluster.local", "ClusterCoreDNS")],
+    }
+
+
+async def test_local_dns_required_is_reported_preferred_runs_without(
+    azure: AzureCloudProvider, arm: ArmServer, node_classes: StaticNodeClasses
+) -> None:
+    required = await ready_node_class(azure, localDNS=local_dns("Required"))
+    [validation] = [c for c in required.status.conditions if c.type == "ValidationSucceeded"]
+    assert (validation.status, validation.reason) == ("False", "LocalDNSNotSupported")
+    assert "spec.localDNS.mode" in validation.message
+    variables = await launch(azure, arm, node_classes, localDNS=local_dns("Preferred"))
+    ready = node_classes.items["default"].status_conditions().get("Ready")
+    assert ready is not None and ready.status == "True"
+    labels = node_labels(variables)
+    assert labels["kubernetes.azure.com/localdns-state"] == "disabled"
+
+
+def test_the_crd_keeps_local_dns_with_its_rules() -> None:
+    schema = yaml.safe_load(CRD.read_text())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    dns = schema["properties"]["spec"]["properties"]["localDNS"]
+    assert sorted(dns["required"]) == ["kubeDNSOverrides", "mode", "vnetDNSOverrides"]
+    vnet = dns["properties"]["vnetDNSOverrides"]
+    assert vnet["x-kubernetes-list-type"] == "map"
+    assert "root zone '.' cannot be forwarded to ClusterCoreDNS from vnetDNSOverrides" in [
+        r["message"] for r in vnet["x-kubernetes-validations"]
     ]

@@ -2,8 +2,8 @@
 OS disk, image family, FIPS, kubelet, security, tags, max pods).
 
 The schema follows Karpenter's Azure provider (v1.14) with its defaults, bounds,
-patterns and CEL rules. Not modelled yet: localDNS (the API server prunes it, so such
-manifests apply but lose that field).
+patterns and CEL rules. ``localDNS`` is modelled but not configured by karpy's bootstrap:
+mode ``Required`` is reported on the status.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ __all__ = [
     "ArtifactStreaming",
     "KubeletConfiguration",
     "LinuxOSConfiguration",
+    "LocalDNS",
+    "LocalDNSZoneOverride",
     "NodeImage",
     "Security",
     "SysctlConfiguration",
@@ -423,6 +425,98 @@ class LinuxOSConfiguration(KubeModel):
     )
 
 
+_ZONE_PATTERN = (
+    r"^(\.|[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?"
+    r"(\.[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?)*\.?)$"
+)
+_DURATION_PATTERN = r"^([0-9]+(s|m|h))+$"
+
+
+class LocalDNSZoneOverride(KubeModel):
+    """How LocalDNS serves one DNS zone."""
+
+    model_config = ConfigDict(
+        json_schema_extra=validations(
+            Rule(
+                "!(self.zone.endsWith('cluster.local') && self.forwardDestination == 'VnetDNS')",
+                "'cluster.local' cannot be forwarded to VnetDNS",
+            ),
+            Rule(
+                "!(self.serveStale == 'Verify' && self.protocol == 'ForceTCP')",
+                "serveStale Verify cannot be used with protocol ForceTCP",
+            ),
+        )
+    )
+
+    zone: str = Field(min_length=1, max_length=254, pattern=_ZONE_PATTERN,
+                      description="The DNS zone (e.g. '.', 'cluster.local').")
+    query_logging: Literal["Error", "Log"] = Field(description="Query log level.")
+    protocol: Literal["PreferUDP", "ForceTCP"] = Field(
+        description="The protocol to the upstream DNS server."
+    )
+    forward_destination: Literal["ClusterCoreDNS", "VnetDNS"] = Field(
+        description="Where queries are forwarded."
+    )
+    forward_policy: Literal["Sequential", "RoundRobin", "Random"] = Field(
+        description="How the upstream DNS server is picked."
+    )
+    max_concurrent: int = Field(ge=0, description="The most concurrent queries.",
+                                json_schema_extra={"format": "int32"})
+    cache_duration: str = Field(pattern=_DURATION_PATTERN, description="The cache's max TTL.")
+    serve_stale_duration: str = Field(pattern=_DURATION_PATTERN,
+                                      description="How long stale data is served.")
+    serve_stale: Literal["Verify", "Immediate", "Disable"] = Field(
+        description="The policy for serving stale data."
+    )
+
+
+_REQUIRED_ZONES = Rule(
+    "['.', 'cluster.local'].all(z, self.exists(x, x.zone == z))",
+    "must contain required zones '.' and 'cluster.local'",
+)
+
+
+class LocalDNS(KubeModel):
+    """The per-node local DNS (AKS's LocalDNS). karpy's bootstrap does not configure it
+    yet: mode Required is reported on the class's status (ValidationSucceeded False)."""
+
+    mode: Literal["Preferred", "Required", "Disabled"] = Field(
+        description="Preferred: where supported; Required; Disabled."
+    )
+    vnet_dns_overrides: Annotated[
+        list[LocalDNSZoneOverride],
+        Field(
+            max_length=100,
+            json_schema_extra=validations(
+                _REQUIRED_ZONES,
+                Rule(
+                    "!self.exists(x, x.zone == '.' && x.forwardDestination == 'ClusterCoreDNS')",
+                    "root zone '.' cannot be forwarded to ClusterCoreDNS from vnetDNSOverrides",
+                ),
+                Rule(
+                    "!self.exists(x, x.zone != '.' && !x.zone.endsWith('cluster.local') && "
+                    "x.forwardDestination == 'ClusterCoreDNS')",
+                    "external domains cannot be forwarded to ClusterCoreDNS from "
+                    "vnetDNSOverrides",
+                ),
+                **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["zone"]},
+            ),
+        ),
+    ] = Field(alias="vnetDNSOverrides", description="Overrides for VnetDNS traffic (pods "
+              "with dnsPolicy Default, the kubelet).")
+    kube_dns_overrides: Annotated[
+        list[LocalDNSZoneOverride],
+        Field(
+            max_length=100,
+            json_schema_extra=validations(
+                _REQUIRED_ZONES,
+                **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["zone"]},
+            ),
+        ),
+    ] = Field(alias="kubeDNSOverrides", description="Overrides for KubeDNS traffic (pods "
+              "with dnsPolicy ClusterFirst).")
+
+
 class TrustedLaunch(KubeModel):
     """Trusted launch (secure boot and vTPM) of the VMs."""
 
@@ -510,6 +604,9 @@ class AKSNodeClassSpec(KubeModel):
         None, description="Artifact streaming settings."
     )
     gpu: GPU | None = Field(None, description="GPU settings.")
+    local_dns: LocalDNS | None = Field(
+        None, alias="localDNS", description="The per-node local DNS (AKS's LocalDNS)."
+    )
     linux_os_config: LinuxOSConfiguration | None = Field(
         None, alias="linuxOSConfig", description="OS settings of the nodes: sysctls, "
         "transparent huge pages, a swap file."
