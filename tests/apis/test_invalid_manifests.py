@@ -71,6 +71,15 @@ CLAIM = "nodeclaim.yaml"
 EC2 = "ec2nodeclass-alias.yaml"
 EC2_CUSTOM = "ec2nodeclass-custom.yaml"
 AKS = "aksnodeclass.yaml"
+
+
+def _dns_zone(zone: str, destination: str) -> Doc:
+    return {"zone": zone, "queryLogging": "Error", "protocol": "PreferUDP",
+            "forwardDestination": destination, "forwardPolicy": "Sequential",
+            "maxConcurrent": 1000, "cacheDuration": "1h", "serveStaleDuration": "1h",
+            "serveStale": "Immediate"}
+
+
 REQ = "spec.template.spec.requirements"
 
 CASES = [
@@ -447,6 +456,59 @@ CASES = [
         "spec.vnetSubnetID",
         "should match",
     ),
+    Case(
+        "aks-sysctl-out-of-bounds",
+        AKS,
+        setting("spec.linuxOSConfig", {"sysctls": {"vmMaxMapCount": 100}}),
+        "spec.linuxOSConfig.sysctls.vmMaxMapCount",
+        "greater than or equal to 65530",
+    ),
+    Case(
+        "aks-rmem-default-above-max",
+        AKS,
+        setting("spec.linuxOSConfig",
+                {"sysctls": {"netCoreRmemDefault": 300000, "netCoreRmemMax": 250000}}),
+        "spec.linuxOSConfig.sysctls",
+        "netCoreRmemDefault must be <= netCoreRmemMax",
+    ),
+    Case(
+        "aks-port-range-reversed",
+        AKS,
+        setting("spec.linuxOSConfig", {"sysctls": {"netIPv4IPLocalPortRange": "50000 40000"}}),
+        "spec.linuxOSConfig.sysctls",
+        "netIPv4IPLocalPortRange first port must be <= last port",
+    ),
+    Case(
+        "aks-local-dns-without-root-zone",
+        AKS,
+        setting("spec.localDNS", {
+            "mode": "Preferred",
+            "vnetDNSOverrides": [_dns_zone("cluster.local", "ClusterCoreDNS")],
+            "kubeDNSOverrides": [_dns_zone(".", "ClusterCoreDNS"),
+                                 _dns_zone("cluster.local", "ClusterCoreDNS")],
+        }),
+        "spec.localDNS.vnetDNSOverrides",
+        "must contain required zones '.' and 'cluster.local'",
+    ),
+    Case(
+        "aks-local-dns-cluster-local-to-vnet",
+        AKS,
+        setting("spec.localDNS", {
+            "mode": "Required",
+            "vnetDNSOverrides": [_dns_zone(".", "VnetDNS"), _dns_zone("cluster.local", "VnetDNS")],
+            "kubeDNSOverrides": [_dns_zone(".", "ClusterCoreDNS"),
+                                 _dns_zone("cluster.local", "ClusterCoreDNS")],
+        }),
+        "spec.localDNS.vnetDNSOverrides[1]",
+        "'cluster.local' cannot be forwarded to VnetDNS",
+    ),
+    Case(
+        "aks-thp-bad-value",
+        AKS,
+        setting("spec.linuxOSConfig", {"transparentHugePageEnabled": "sometimes"}),
+        "spec.linuxOSConfig.transparentHugePageEnabled",
+        "Unsupported value",
+    ),
 ]
 
 
@@ -482,6 +544,26 @@ def test_a_valid_manifest_passes_the_same_dry_run(cluster: Any) -> None:
 
 
 @pytest.mark.cluster
+def test_local_dns_and_linux_os_config_are_kept_not_pruned(cluster: Any) -> None:
+    """The AKSNodeClass CRD models localDNS and linuxOSConfig: the API server keeps them."""
+    doc = copy.deepcopy(load_example(AKS))
+    doc["metadata"]["name"] = unique_name("valid")
+    dns = {"mode": "Preferred",
+           "vnetDNSOverrides": [_dns_zone(".", "VnetDNS"),
+                                _dns_zone("cluster.local", "ClusterCoreDNS")],
+           "kubeDNSOverrides": [_dns_zone(".", "ClusterCoreDNS"),
+                                _dns_zone("cluster.local", "ClusterCoreDNS")]}
+    os_config = {"swapFileSize": "1Gi", "transparentHugePageEnabled": "madvise",
+                 "sysctls": {"vmMaxMapCount": 262144, "netIPv4TCPTwReuse": True}}
+    doc["spec"]["localDNS"] = dns
+    doc["spec"]["linuxOSConfig"] = os_config
+    done = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
+                           input=json.dumps(doc))
+    spec = json.loads(done)["spec"]
+    assert spec["localDNS"] == dns
+    assert spec["linuxOSConfig"] == os_config
+
+
 def test_nodeclassref_group_and_kind_cannot_change(created: Created, cluster: Any) -> None:
     doc = load_example(POOL)
     created.create(doc)

@@ -6,7 +6,8 @@ after the VM's computer name, providerID ``azure:///subscriptions/.../virtualMac
 <name>``, the labels and taints the node's provisioning variables pass to the kubelet
 (``KUBELET_NODE_LABELS``, ``--register-with-taints`` in ``KUBELET_FLAGS``; from the custom
 data, or the Custom Script Extension in provision mode customscript), capacity and
-allocatable of the VM size by the AKS formulas, and kwok's annotation so kwok keeps the
+allocatable of the VM size by the AKS formulas (``nvidia.com/gpu`` only when the
+bootstrap installs the NVIDIA driver, ``GPU_NODE=true``), and kwok's annotation so kwok keeps the
 Node Ready and runs its pods. When a VM is gone it deletes the Node, as the cloud
 node-lifecycle controller does. It does not: boot anything, report real resource use, or
 honour the bootstrap token.
@@ -36,6 +37,7 @@ from karpy.runtime import Client, errors, kinds
 from karpy.scheduling import resources as res
 
 KWOK = "kwok.x-k8s.io/node"
+NVIDIA_GPU = "nvidia.com/gpu"
 
 
 class Kubelet:
@@ -73,6 +75,11 @@ class Kubelet:
             )
             if t.name == size
         ]
+        capacity, allocatable = dict(it.capacity), dict(it.allocatable)
+        if variables.get("GPU_NODE") != "true":
+            # no driver installed: the device plugin finds no GPU to advertise
+            capacity.pop(NVIDIA_GPU, None)
+            allocatable.pop(NVIDIA_GPU, None)
         provider_id = "azure://" + vm["id"].replace(
             vm["id"].split("/")[4], vm["id"].split("/")[4].lower()
         )
@@ -82,8 +89,8 @@ class Kubelet:
             "metadata": {"name": name, "labels": labels, "annotations": {KWOK: "fake"}},
             "spec": {"providerID": provider_id, "taints": taints},
             "status": {
-                "capacity": res.format_resource_list(it.capacity),
-                "allocatable": res.format_resource_list(it.allocatable),
+                "capacity": res.format_resource_list(capacity),
+                "allocatable": res.format_resource_list(allocatable),
                 # the version the bootstrap installed, as a real kubelet reports it
                 # (karpy-azure compares it with the AKSNodeClass's: K8sVersionDrift)
                 "nodeInfo": {"kubeletVersion": "v" + variables.get("KUBERNETES_VERSION", "")},

@@ -16,7 +16,10 @@ Operations (paths are matched case-insensitively, as ARM does; any api-version):
 - ``PUT|GET .../virtualMachines/{vm}/extensions/{n}``: an extension of a provisioned VM
   (a long-running operation; protected settings are kept in the request log, never
   returned); deleting the VM deletes its extensions;
-- ``GET .../networkSecurityGroups`` of the resource group (added with :meth:`add_nsg`);
+- ``GET .../networkSecurityGroups`` of the resource group and ``GET`` of one (added with
+  :meth:`add_nsg`);
+- ``GET .../loadBalancers`` of the resource group and ``GET`` of one (added with
+  :meth:`add_load_balancer`, with their backend pools);
 - ``GET .../virtualNetworks/{v}/subnets/{s}`` for subnets added with :meth:`add_subnet`;
 - ``GET /subscriptions/{s}/providers/Microsoft.Compute/locations/{l}/communityGalleries/
   {g}/images/{i}/versions`` (versions set in ``image_versions``);
@@ -26,8 +29,12 @@ Operations (paths are matched case-insensitively, as ARM does; any api-version):
 
 What it checks: a bearer token on ARM calls; request bodies in ARM's wire format (the
 camelCase names ARM documents; a snake_case body is rejected as ARM would reject it); a
-VM's NIC exists. What it models: deleting a VM deletes the NIC and OS disk marked
-``deleteOption: Delete``; a NIC attached to a VM cannot be deleted (``NicInUse``).
+VM's NIC exists; an ephemeral OS disk fits the VM size's cache, resource or NVMe disk
+(else 400 ``NotSupported`` with ARM's message); the backend pools and NSG a NIC refers
+to exist (else 400 ``InvalidResourceReference`` naming the missing one, as ARM answers).
+What it models:
+deleting a VM deletes the NIC and OS disk marked ``deleteOption: Delete``; a NIC attached
+to a VM cannot be deleted (``NicInUse``).
 
 Faults (:meth:`fail`): each capacity error code, sync (409) or as a failed LRO, 429 with
 Retry-After, 500s — for the next N matching requests. It does not model quotas,
@@ -79,6 +86,9 @@ _ROUTES: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     ("nsgs", re.compile(_RG + r"/microsoft\.network/networksecuritygroups$")),
+    ("nsg", re.compile(_RG + r"/microsoft\.network/networksecuritygroups/(?P<name>[^/]+)$")),
+    ("lbs", re.compile(_RG + r"/microsoft\.network/loadbalancers$")),
+    ("lb", re.compile(_RG + r"/microsoft\.network/loadbalancers/(?P<name>[^/]+)$")),
     (
         "subnet",
         re.compile(
@@ -139,6 +149,8 @@ class ArmState:
     extensions: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: network security groups of the node resource group, by name
     nsgs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: load balancers of the node resource group, by name
+    lbs: dict[str, dict[str, Any]] = field(default_factory=dict)
     subnets: set[str] = field(default_factory=set)
     image_versions: dict[str, list[str]] = field(default_factory=dict)
 
@@ -158,6 +170,7 @@ class ArmServer:
         self.url = ""
         self.cert = self_signed(directory)
         self._price_cache: dict[str, list[dict[str, Any]]] = {}
+        self._capabilities: dict[str, dict[str, str]] | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -187,15 +200,66 @@ class ArmServer:
         """Make ``subnet_id`` exist."""
         self.state.subnets.add(subnet_id.lower())
 
-    def add_nsg(self, name: str) -> None:
+    def add_nsg(self, name: str, *, subscription: str = "x", resource_group: str = "rg") -> None:
         """Make network security group ``name`` exist (AKS's is ``aks-agentpool-<id>-nsg``)."""
         self.state.nsgs[name] = {
-            "id": f"/subscriptions/x/resourceGroups/rg/providers/Microsoft.Network/"
-                  f"networkSecurityGroups/{name}",
+            "id": f"/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/"
+                  f"Microsoft.Network/networkSecurityGroups/{name}",
             "name": name,
             "type": "Microsoft.Network/networkSecurityGroups",
             "location": self._location(),
             "properties": {"provisioningState": "Succeeded"},
+        }
+
+    def add_load_balancer(
+        self,
+        name: str,
+        pools: dict[str, list[str]],
+        *,
+        subscription: str = "x",
+        resource_group: str = "rg",
+    ) -> dict[str, Any]:
+        """Make load balancer ``name`` exist with backend pools ``{pool: [ip address ...]}``
+        (an empty list: a NIC-based pool, as AKS's are; addresses: an IP-based pool).
+        AKS's are ``kubernetes`` (``kubernetes`` and ``aksOutboundBackendPool``) and
+        ``kubernetes-internal``."""
+        lb_id = (
+            f"/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/"
+            f"Microsoft.Network/loadBalancers/{name}"
+        )
+        lb = {
+            "id": lb_id,
+            "name": name,
+            "type": "Microsoft.Network/loadBalancers",
+            "location": self._location(),
+            "sku": {"name": "Standard"},
+            "properties": {
+                "provisioningState": "Succeeded",
+                "backendAddressPools": [
+                    {
+                        "id": f"{lb_id}/backendAddressPools/{pool}",
+                        "name": pool,
+                        "properties": {
+                            "provisioningState": "Succeeded",
+                            "loadBalancerBackendAddresses": [
+                                {"name": f"address{i}", "properties": {"ipAddress": ip}}
+                                for i, ip in enumerate(addresses)
+                            ],
+                        },
+                    }
+                    for pool, addresses in pools.items()
+                ],
+            },
+        }
+        self.state.lbs[name] = lb
+        return lb
+
+    def backend_pool_ids(self) -> set[str]:
+        """The (lower-cased) IDs of every backend pool of every load balancer."""
+        return {
+            str(pool["id"]).lower()
+            for lb in self.state.lbs.values()
+            for pool in lb["properties"]["backendAddressPools"]
         }
 
     def extensions_of(self, vm: str) -> dict[str, dict[str, Any]]:
@@ -219,8 +283,8 @@ class ArmServer:
     ) -> Fault:
         """Fail the next ``times`` requests of ``operation`` (``"vm.create"``,
         ``"vm.get"``, ``"vm.delete"``, ``"vm.list"``, ``"nic.create"``, ``"nic.delete"``,
-        ``"extension.create"`` (name: the extension's), ``"nsg.list"``, ``"skus"``,
-        ``"prices"`` ...) whose (name, body) pass ``when``."""
+        ``"extension.create"`` (name: the extension's), ``"nsg.list"``, ``"lb.list"``,
+        ``"skus"``, ``"prices"`` ...) whose (name, body) pass ``when``."""
         fault = Fault(
             match=lambda op, name, body: op == operation and (when is None or when(name, body)),
             status=status,
@@ -295,6 +359,21 @@ class ArmServer:
 
     def _location(self) -> str:
         return "southcentralus"
+
+    def _sku_capabilities(self) -> dict[str, dict[str, str]]:
+        """The recorded SKUs' capabilities by lower-cased name."""
+        if self._capabilities is None:
+            try:
+                items = skus(self._location())
+            except FileNotFoundError:
+                items = []
+            self._capabilities = {
+                str(item["name"]).lower(): {
+                    c["name"]: str(c.get("value", "")) for c in item.get("capabilities") or ()
+                }
+                for item in items if item.get("resourceType") == "virtualMachines"
+            }
+        return self._capabilities
 
     # -- resource SKUs ---------------------------------------------------------------
 
@@ -395,6 +474,17 @@ class ArmServer:
             problem = _check_nic(body, self.state.subnets)
             if problem:
                 return _error(400, "InvalidRequestFormat", problem)
+            missing = _missing_references(
+                body, self.backend_pool_ids(),
+                {str(n["id"]).lower() for n in self.state.nsgs.values()},
+            )
+            if missing:
+                return _error(
+                    400, "InvalidResourceReference",
+                    f"Resource {missing} referenced by resource {self._nic_id(g, name)} was "
+                    "not found. Please make sure that the referenced resource exists, and "
+                    "that both resources are in the same region.",
+                )
             fault = self._fault("nic.create", name, body)
             if fault is not None and not fault.lro:
                 return self._fault_response(fault)
@@ -460,6 +550,9 @@ class ArmServer:
             problem = _check_vm(body, self.state.nics)
             if problem:
                 return _error(400, "InvalidParameter", problem)
+            problem = _check_ephemeral_os_disk(body, self._sku_capabilities())
+            if problem:
+                return _error(400, "NotSupported", problem)
             fault = self._fault("vm.create", name, body)
             if fault is not None and not fault.lro:
                 return self._fault_response(fault)
@@ -541,6 +634,30 @@ class ArmServer:
         if fault is not None:
             return self._fault_response(fault)
         return self._page(request, list(self.state.nsgs.values()))
+
+    async def _nsg(self, request: web.Request, g: dict[str, str], body: Any) -> web.Response:
+        if request.method != "GET":
+            return _error(405, "MethodNotAllowed", request.method)
+        found = {k.lower(): v for k, v in self.state.nsgs.items()}.get(g["name"].lower())
+        if found is None:
+            return _not_found("Microsoft.Network/networkSecurityGroups", g["name"])
+        return web.json_response(found)
+
+    async def _lbs(self, request: web.Request, g: dict[str, str], body: Any) -> web.Response:
+        if request.method != "GET":
+            return _error(405, "MethodNotAllowed", request.method)
+        fault = self._fault("lb.list", "", None)
+        if fault is not None:
+            return self._fault_response(fault)
+        return self._page(request, list(self.state.lbs.values()))
+
+    async def _lb(self, request: web.Request, g: dict[str, str], body: Any) -> web.Response:
+        if request.method != "GET":
+            return _error(405, "MethodNotAllowed", request.method)
+        found = {k.lower(): v for k, v in self.state.lbs.items()}.get(g["name"].lower())
+        if found is None:
+            return _not_found("Microsoft.Network/loadBalancers", g["name"])
+        return web.json_response(found)
 
     # -- subnets, images -------------------------------------------------------------
 
@@ -679,6 +796,68 @@ def _check_nic(body: Any, subnets: set[str]) -> str:
         subnet = ((config.get("properties") or {}).get("subnet") or {}).get("id", "")
         if subnets and subnet.lower() not in subnets:
             return f"subnet {subnet!r} does not exist"
+    return ""
+
+
+def _missing_references(body: dict[str, Any], pools: set[str], nsgs: set[str]) -> str:
+    """The first backend pool or NSG a NIC refers to that does not exist ("" if none)."""
+    props = body.get("properties") or {}
+    nsg = str((props.get("networkSecurityGroup") or {}).get("id", "") or "")
+    if nsg and nsg.lower() not in nsgs:
+        return nsg
+    for config in props.get("ipConfigurations") or []:
+        for pool in (config.get("properties") or {}).get("loadBalancerBackendAddressPools") or []:
+            pool_id = str(pool.get("id", ""))
+            if pool_id.lower() not in pools:
+                return pool_id
+    return ""
+
+
+def _ephemeral_limit_gib(caps: dict[str, str], placement: str) -> int:
+    """How large an ephemeral OS disk ``placement`` holds on a SKU, in GiB (0: none)."""
+    def number(key: str) -> int:
+        try:
+            return int(float(caps.get(key, "0") or 0))
+        except ValueError:
+            return 0
+
+    if placement == "CacheDisk":
+        return number("CachedDiskBytes") // 2**30
+    if placement == "ResourceDisk":
+        return number("MaxResourceVolumeMB") // 1024
+    if placement == "NvmeDisk":
+        placements = caps.get("SupportedEphemeralOSDiskPlacements", "").split(",")
+        return number("NvmeDiskSizeInMiB") // 1024 if "NvmeDisk" in placements else 0
+    return 0
+
+
+def _check_ephemeral_os_disk(body: dict[str, Any], capabilities: dict[str, dict[str, str]]) -> str:
+    """ARM's NotSupported refusals of an ephemeral OS disk the VM size cannot hold."""
+    props = body.get("properties") or {}
+    os_disk = (props.get("storageProfile") or {}).get("osDisk") or {}
+    diff = os_disk.get("diffDiskSettings")
+    if not diff:
+        return ""
+    size = str((props.get("hardwareProfile") or {}).get("vmSize", ""))
+    caps = capabilities.get(size.lower(), {})
+    if caps.get("EphemeralOSDiskSupported", "").lower() != "true":
+        return f"The Virtual Machine size {size} does not support Ephemeral OS disk."
+    placement = diff.get("placement") or "CacheDisk"
+    limit = _ephemeral_limit_gib(caps, placement)
+    if limit <= 0:
+        return (
+            f"The Diff Disk Placement of type '{placement}' is not supported for VM size "
+            f"{size}. Please request with different DiffDiskPlacement or use a different VM "
+            "Sku which supports the current DiffDiskPlacement in the request."
+        )
+    if int(os_disk.get("diskSizeGB") or 0) > limit:
+        return (
+            f"OS disk of Ephemeral VM with size greater than {limit} GB is not allowed for VM "
+            f"size {size} when the DiffDiskPlacement is {placement}. Please refer to "
+            "https://aka.ms/Ephemeral for more details."
+        )
+    if os_disk.get("caching") != "ReadOnly":
+        return "Ephemeral OS disks support only ReadOnly caching."
     return ""
 
 

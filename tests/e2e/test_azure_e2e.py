@@ -7,10 +7,14 @@ server's CA, polling interval 0). A helper plays the kubelet: for every VM karpy
 it registers the Node AKS would (providerID ``azure:///subscriptions/.../
 virtualMachines/<name>``), and removes it when the VM goes.
 
-1. inflate 0 -> 30 -> 0: all pods Running on Azure-launched nodes, then every node
-   consolidated away; nothing is left on the server.
+1. inflate 0 -> 30 -> 0: all pods Running on Azure-launched nodes (every NIC in the
+   load balancer's backend pools, with AKS's NSG: the subnet is a bring-your-own VNet's),
+   then every node consolidated away; nothing is left on the server.
 2. ZonalAllocationFailed on the cheapest offering: the pods still end Running, in
    another zone; nothing is left on the server.
+3. GPU driver and OS disk: a GPU size's custom data installs the NVIDIA driver for
+   ``gpu.mode: Driver`` (its GPU pod runs) and not for ``None``; a size whose cache disk
+   holds the OS disk gets an ephemeral one, a smaller one a managed disk.
 The AKSNodeClass is applied as ``karpenter.azure.com/v1alpha2`` (Azure's published
 examples) and read back at v1beta1, Ready by karpy's status controller.
 """
@@ -26,6 +30,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from azurearm.bootstrap import custom_data_script, script_variables
 from azurearm.kubelet import Kubelet
 from azurearm.server import ArmServer
 from controlplane import crdsets
@@ -47,6 +52,7 @@ AKS_NODE_CLASS = Kind(group="karpenter.azure.com", version="v1beta1", plural="ak
                       kind="AKSNodeClass", namespaced=False)
 AKS_NODE_CLASS_V1ALPHA2 = Kind(group="karpenter.azure.com", version="v1alpha2",
                                plural="aksnodeclasses", kind="AKSNodeClass", namespaced=False)
+NSG = "aks-agentpool-12345678-nsg"
 NODE_CLASS = "azure-e2e"
 SELECT = "karpy-e2e-azure"
 CLEANUP_TIMEOUT = 240.0
@@ -65,7 +71,9 @@ async def arm(tmp_path: Path) -> AsyncIterator[ArmServer]:
     server = ArmServer(tmp_path, page_size=50)
     await server.start()
     server.add_subnet(SUBNET)
-    server.add_nsg("aks-agentpool-12345678-nsg")
+    server.add_nsg(NSG, subscription=SUBSCRIPTION, resource_group=NODE_RG)
+    server.add_load_balancer("kubernetes", {"kubernetes": [], "aksOutboundBackendPool": []},
+                             subscription=SUBSCRIPTION, resource_group=NODE_RG)
     for image in ("2204gen2containerd", "2204containerd", "2204gen2arm64containerd"):
         server.state.image_versions[image] = ["202411.12.0"]
     try:
@@ -116,7 +124,7 @@ async def node_class_ready(client: Client) -> dict[str, Any] | None:
     return dict(obj) if ready else None
 
 
-async def apply_node_class(client: Client) -> None:
+async def apply_node_class(client: Client, name: str = NODE_CLASS, **spec: Any) -> None:
     """The AKSNodeClass, written as Azure's examples write it (v1alpha2)."""
     with contextlib.suppress(errors.AlreadyExists):
         await client.create(
@@ -124,13 +132,14 @@ async def apply_node_class(client: Client) -> None:
             {
                 "apiVersion": "karpenter.azure.com/v1alpha2",
                 "kind": "AKSNodeClass",
-                "metadata": {"name": NODE_CLASS},
-                "spec": {"imageFamily": "Ubuntu2204", "osDiskSizeGB": 64},
+                "metadata": {"name": name},
+                "spec": {"imageFamily": "Ubuntu2204", "osDiskSizeGB": 64, **spec},
             },
         )
 
 
-def pool(name: str, requirements: list[dict[str, Any]], consolidate_after: str) -> dict[str, Any]:
+def pool(name: str, requirements: list[dict[str, Any]], consolidate_after: str,
+         node_class: str = NODE_CLASS) -> dict[str, Any]:
     return {
         "metadata": {"name": name},
         "spec": {
@@ -138,7 +147,7 @@ def pool(name: str, requirements: list[dict[str, Any]], consolidate_after: str) 
                 "metadata": {"labels": {SELECT: name}},
                 "spec": {
                     "nodeClassRef": {"group": "karpenter.azure.com", "kind": "AKSNodeClass",
-                                     "name": NODE_CLASS},
+                                     "name": node_class},
                     "requirements": [
                         {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
                         *requirements,
@@ -152,7 +161,7 @@ def pool(name: str, requirements: list[dict[str, Any]], consolidate_after: str) 
     }
 
 
-def inflate(name: str, replicas: int, cpu: str) -> dict[str, Any]:
+def inflate(name: str, replicas: int, cpu: str, **requests: str) -> dict[str, Any]:
     labels = {"app": name}
     return {
         "metadata": {"name": name},
@@ -165,7 +174,8 @@ def inflate(name: str, replicas: int, cpu: str) -> dict[str, Any]:
                     "terminationGracePeriodSeconds": 0,
                     "nodeSelector": {SELECT: name},
                     "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.9",
-                                    "resources": {"requests": {"cpu": cpu}}}],
+                                    "resources": {"requests": {"cpu": cpu, **requests},
+                                                  "limits": requests}}],
                 },
             },
         },
@@ -234,6 +244,19 @@ async def test_inflate_0_30_0(
             sizes = sorted(c["metadata"]["labels"]["node.kubernetes.io/instance-type"]
                            for c in claims)
             print(f"\nazure e2e: 30 pods Running in {up:.1f}s on {len(nodes)} VMs {sizes}")
+            # outbound networking: every NIC is in the load balancer's pools and, the
+            # subnet being a bring-your-own VNet's, carries AKS's managed NSG
+            lb = (f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{NODE_RG}/providers/"
+                  "Microsoft.Network/loadBalancers/kubernetes/backendAddressPools/")
+            for nic in arm.state.nics.values():
+                config = nic["properties"]["ipConfigurations"][0]["properties"]
+                assert [p["id"] for p in config["loadBalancerBackendAddressPools"]] == [
+                    lb + "kubernetes", lb + "aksOutboundBackendPool"
+                ], nic["name"]
+                assert nic["properties"]["networkSecurityGroup"]["id"].endswith(
+                    f"/resourceGroups/{NODE_RG}/providers/Microsoft.Network/"
+                    f"networkSecurityGroups/{NSG}"
+                ), nic["name"]
             for line in ("launched nodeclaim", "registered nodeclaim", "initialized nodeclaim"):
                 assert op.messages(line), f"no {line!r} in karpy's log"
             # the nodes run the Kubernetes version the class resolved (the bootstrap's), so
@@ -317,3 +340,92 @@ async def test_zonal_allocation_failure_on_the_cheapest_offering(
                 await client.delete(AKS_NODE_CLASS, NODE_CLASS)
         assert forced == [], f"termination left these behind: {forced}"
         await server_emptied(arm, op)
+
+
+def vm_of(arm: ArmServer, size: str, node_class: str) -> dict[str, Any] | None:
+    for vm in arm.state.vms.values():
+        if (vm["properties"]["hardwareProfile"]["vmSize"] == size
+                and vm["tags"].get("karpenter.azure.com_aksnodeclass") == node_class):
+            return vm
+    return None
+
+
+async def test_gpu_driver_and_os_disk_follow_the_size_and_the_class(
+    cluster: Any, namespace: str, arm: ArmServer, azure_crds: None
+) -> None:
+    """A GPU size gets the NVIDIA driver with gpu.mode Driver (its GPU pod runs) and not
+    with None (no nvidia.com/gpu, the pod stays Pending); a size whose cache holds the 64
+    GB OS disk (NC16as_T4_v3: 144 GiB) gets an ephemeral one, a size whose cache does not
+    (D2s_v3: 50 GiB) a managed one."""
+    gpu_size, small_size = "Standard_NC16as_T4_v3", "Standard_D2s_v3"
+    apps = {"az-gpu": ("azure-gpu", gpu_size), "az-gpu-none": ("azure-gpu-none", gpu_size),
+            "az-small": (NODE_CLASS, small_size)}
+    async with connect(cluster) as client, azure_karpy(cluster, arm, client):
+        await apply_node_class(client)
+        await apply_node_class(client, "azure-gpu")
+        await apply_node_class(client, "azure-gpu-none", gpu={"mode": "None"})
+        for name in ("azure-gpu", "azure-gpu-none", NODE_CLASS):
+            async def ready(name: str = name) -> bool:
+                obj = await client.get(AKS_NODE_CLASS, name)
+                return any(c["type"] == "Ready" and c["status"] == "True"
+                           for c in (obj.get("status") or {}).get("conditions") or [])
+            await eventually(ready, timeout=60, what=f"AKSNodeClass {name} Ready")
+        forced: list[str] = []
+        try:
+            for app, (node_class, size) in apps.items():
+                await client.create(NODE_POOL, pool(app, [
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In",
+                     "values": [size]},
+                    {"key": "karpenter.sh/capacity-type", "operator": "In",
+                     "values": ["on-demand"]},
+                ], consolidate_after="Never", node_class=node_class))
+                gpu = {"nvidia.com/gpu": "1"} if size == gpu_size else {}
+                await client.create(kinds.DEPLOYMENT, inflate(app, 1, "500m", **gpu),
+                                    namespace=namespace)
+            await eventually(lambda: running_pods(client, namespace, "az-gpu", 1),
+                             timeout=240, what="the GPU pod Running (driver installed)")
+            await eventually(lambda: running_pods(client, namespace, "az-small", 1),
+                             timeout=240, what="the CPU pod Running")
+
+            async def none_vm() -> dict[str, Any] | None:
+                vm = vm_of(arm, gpu_size, "azure-gpu-none")
+                return vm if vm and vm["properties"]["provisioningState"] == "Succeeded" else None
+
+            without = await eventually(none_vm, timeout=120, what="the gpu.mode None VM")
+            with_driver = vm_of(arm, gpu_size, "azure-gpu")
+            small = vm_of(arm, small_size, NODE_CLASS)
+            assert with_driver is not None and small is not None
+            on = script_variables(custom_data_script(with_driver))
+            off = script_variables(custom_data_script(without))
+            assert (on["GPU_NODE"], on["CONFIG_GPU_DRIVER_IF_NEEDED"]) == ("true", "true")
+            assert on["GPU_DRIVER_TYPE"] == "cuda-lts"
+            assert (off["GPU_NODE"], off["CONFIG_GPU_DRIVER_IF_NEEDED"]) == ("false", "false")
+            # no driver: the node has no GPU to offer and the GPU pod stays Pending
+            name = without["properties"]["osProfile"]["computerName"]
+            node = await eventually(lambda: _node(client, name), timeout=60,
+                                    what="the gpu.mode None node registered")
+            assert "nvidia.com/gpu" not in node["status"]["allocatable"]
+            assert not await running_pods(client, namespace, "az-gpu-none", 1)
+            # the OS disks
+            for vm in (with_driver, without):
+                disk = vm["properties"]["storageProfile"]["osDisk"]
+                assert disk["diffDiskSettings"] == {"option": "Local", "placement": "CacheDisk"}
+            disk = small["properties"]["storageProfile"]["osDisk"]
+            assert "diffDiskSettings" not in disk
+            assert disk["managedDisk"]["storageAccountType"] == "Premium_LRS"
+        finally:
+            for app in ("az-gpu-none", "az-small"):
+                with contextlib.suppress(errors.NotFound):
+                    await client.delete(kinds.DEPLOYMENT, app, namespace=namespace)
+            forced = await clean_up(client, namespace, "az-gpu", list(apps),
+                                    timeout=CLEANUP_TIMEOUT)
+            for name in ("azure-gpu", "azure-gpu-none", NODE_CLASS):
+                with contextlib.suppress(errors.NotFound):
+                    await client.delete(AKS_NODE_CLASS, name)
+        assert forced == [], f"termination left these behind: {forced}"
+
+
+async def _node(client: Client, name: str) -> dict[str, Any] | None:
+    with contextlib.suppress(errors.NotFound):
+        return dict(await client.get(kinds.NODE, name))
+    return None

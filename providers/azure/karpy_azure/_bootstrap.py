@@ -18,7 +18,9 @@ them:
   cloud provider config (``azure.json``);
 - the cloud provider config: subscription, tenant, location, node resource group,
   managed identity (the kubelet identity's client ID), rate limits and backoff;
-- containerd's config and the sysctls AKS sets.
+- containerd's config and the sysctls AKS sets, plus the AKSNodeClass's
+  ``linuxOSConfig`` (sysctls, transparent huge pages, a swap file;
+  :mod:`karpy_azure._osconfig`).
 
 **Provision modes** (``provisionMode``): ``aksscriptless`` — Karpenter's default — makes
 the command the VM's custom data, which cloud-init runs at first boot (provisioning
@@ -26,8 +28,11 @@ continues in the background); ``customscript`` runs the same command, to its end
 Custom Script Extension (:mod:`karpy_azure._extensions`), so a failed provisioning fails
 the launch, and the VM gets no custom data.
 
-Not done: GPU driver installation (``GPU_NODE`` is false: the nodes run NVIDIA's GPU
-operator or none), custom clouds, HTTP proxy, custom CA trust, LocalDNS, artifact
+GPU nodes: the NVIDIA driver AKS's scripts install (``GPU_NODE``,
+``CONFIG_GPU_DRIVER_IF_NEEDED``, ``GPU_DRIVER_VERSION`` / ``_TYPE``, ``GPU_IMAGE_SHA``) and
+``nvidia-container-runtime`` as containerd's default, per :mod:`karpy_azure._gpu`.
+
+Not done: custom clouds, HTTP proxy, custom CA trust, LocalDNS, artifact
 streaming, Windows.
 """
 
@@ -36,10 +41,12 @@ from __future__ import annotations
 import base64
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
+from karpy_azure._gpu import GpuDriver
 from karpy_azure._kubelet import kubernetes_minor
+from karpy_azure._osconfig import OSConfig
 from karpy_azure._settings import AzureSettings
 
 __all__ = [
@@ -148,6 +155,17 @@ def containerd_config(*, gpu: bool = False) -> str:
     ))  # fmt: skip
 
 
+def _sysctl_content(extra: Mapping[str, str]) -> str:
+    """AKS's sysctls, then the class's (``key=value`` lines; the class's win)."""
+    merged = dict(line.split("=", 1) for line in _SYSCTLS)
+    merged.update(extra)
+    return "".join(f"{key}={value}\n" for key, value in merged.items())
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
@@ -165,6 +183,10 @@ class BootstrapParams:
     ca_bundle: str
     network_security_group: str = ""
     route_table: str = ""
+    #: the NVIDIA driver AKS's scripts install (:mod:`karpy_azure._gpu`); None: no driver
+    gpu_driver: GpuDriver | None = None
+    #: the AKSNodeClass's linuxOSConfig (:mod:`karpy_azure._osconfig`)
+    os_config: OSConfig = field(default_factory=OSConfig)
 
 
 def _subnet_parts(subnet_id: str) -> tuple[str, str, str]:
@@ -181,6 +203,8 @@ def bootstrap_variables(settings: AzureSettings, params: BootstrapParams) -> dic
     """The variables AKS's provisioning scripts read, in the order they are exported."""
     vnet_rg, vnet, subnet = _subnet_parts(params.subnet_id)
     arch = params.arch
+    gpu = params.gpu_driver
+    osc = params.os_config
     cni_url = (
         f"{AKS_MIRROR}/azure-cni/v{AZURE_CNI_VERSION}/binaries/"
         f"azure-vnet-cni-linux-{arch}-v{AZURE_CNI_VERSION}.tgz"
@@ -261,10 +285,17 @@ def bootstrap_variables(settings: AzureSettings, params: BootstrapParams) -> dic
         "CONTAINER_RUNTIME": "containerd",
         "NEEDS_CONTAINERD": "true",
         "CLI_TOOL": "ctr",
-        "CONTAINERD_CONFIG_CONTENT": _b64(containerd_config()),
-        "SYSCTL_CONTENT": _b64("\n".join(_SYSCTLS) + "\n"),
-        "GPU_NODE": "false",
-        "CONFIG_GPU_DRIVER_IF_NEEDED": "false",
+        "CONTAINERD_CONFIG_CONTENT": _b64(containerd_config(gpu=gpu is not None)),
+        "SYSCTL_CONTENT": _b64(_sysctl_content(params.os_config.sysctls)),
+        # the GPU driver: installed by AKS's scripts on NVIDIA sizes (gpu.mode Driver)
+        "GPU_NODE": _bool(gpu is not None),
+        "CONFIG_GPU_DRIVER_IF_NEEDED": _bool(gpu is not None),
+        "ENABLE_GPU_DEVICE_PLUGIN_IF_NEEDED": "false",
+        "GPU_DRIVER_VERSION": gpu.version if gpu else "",
+        "GPU_DRIVER_TYPE": gpu.type if gpu else "",
+        "GPU_IMAGE_SHA": gpu.image_sha if gpu else "",
+        "GPU_NEEDS_FABRIC_MANAGER": "false",
+        "GPU_INSTANCE_PROFILE": "",
         "MIG_NODE": "false",
         "DISABLE_SSH": "false",
         "ENABLE_UNATTENDED_UPGRADES": "false",
@@ -273,8 +304,13 @@ def bootstrap_variables(settings: AzureSettings, params: BootstrapParams) -> dic
         "CUSTOM_CA_TRUST_COUNT": "0",
         "ENABLE_HOSTS_CONFIG_AGENT": "false",
         "HAS_CUSTOM_SEARCH_DOMAIN": "false",
-        "SHOULD_CONFIG_SWAP_FILE": "false",
-        "SHOULD_CONFIG_TRANSPARENT_HUGE_PAGE": "false",
+        "SHOULD_CONFIG_SWAP_FILE": _bool(osc.swap_file_size_mb > 0),
+        "SWAP_FILE_SIZE_MB": str(osc.swap_file_size_mb) if osc.swap_file_size_mb else "",
+        "SHOULD_CONFIG_TRANSPARENT_HUGE_PAGE": _bool(
+            bool(osc.transparent_huge_page_enabled or osc.transparent_huge_page_defrag)
+        ),
+        "THP_ENABLED": osc.transparent_huge_page_enabled,
+        "THP_DEFRAG": osc.transparent_huge_page_defrag,
         "OUTBOUND_COMMAND": "curl -v --insecure --proxy-insecure https://mcr.microsoft.com/v2/",
         "MCR_REPOSITORY_BASE": "mcr.microsoft.com",
         "ENABLE_IMDS_RESTRICTION": "false",

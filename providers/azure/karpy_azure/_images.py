@@ -2,10 +2,12 @@
 launch.
 
 As Karpenter's Azure provider does without the AKS-managed shared image gallery, images
-come from AKS's community galleries (``AKSUbuntu-...``, ``AKSAzureLinux-...``); an image
-family has one definition per architecture and Hyper-V generation, each with the
-requirements an instance type must meet to use it. The version is the newest one the
-gallery lists, or the ``imageVersion`` setting when pinned.
+come from AKS's community galleries (``AKSUbuntu-...``, ``AKSAzureLinux-...``). The
+AKSNodeClass's ``imageFamily`` resolves to an OS release by the cluster's Kubernetes
+version (:func:`resolve_family`); a release has one definition per architecture and
+Hyper-V generation, each with the requirements an instance type must meet to use it, and
+one trusted-launch definition (Gen2, amd64). The version is the newest one the gallery
+lists, or the ``imageVersion`` setting when pinned.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "image_for",
     "newest_version",
     "parse_community_image_id",
+    "resolve_family",
 ]
 
 UBUNTU_GALLERY: Final = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
@@ -54,34 +57,89 @@ class ImageDefinition:
 
 _U = UBUNTU_GALLERY
 _A = AZURE_LINUX_GALLERY
-_FAMILIES: Final[Mapping[str, tuple[ImageDefinition, ...]]] = {
+
+
+def _standard(gallery: str, gen2: str, gen1: str, arm64: str) -> tuple[ImageDefinition, ...]:
     # first match wins: Gen2 before Gen1
-    az.IMAGE_FAMILY_UBUNTU: (
-        ImageDefinition(_U, "2204gen2containerd", "amd64", "2"),
-        ImageDefinition(_U, "2204containerd", "amd64", "1"),
-        ImageDefinition(_U, "2204gen2arm64containerd", "arm64", "2"),
+    return (
+        ImageDefinition(gallery, gen2, "amd64", "2"),
+        ImageDefinition(gallery, gen1, "amd64", "1"),
+        ImageDefinition(gallery, arm64, "arm64", "2"),
+    )
+
+
+# the image families behind the AKSNodeClass's imageFamily values: (standard images,
+# trusted-launch images); FIPS images are published to the AKS-managed shared image
+# gallery only, never to the community galleries karpy uses
+UBUNTU_2204: Final = "Ubuntu2204"
+UBUNTU_2404: Final = "Ubuntu2404"
+AZURE_LINUX_2: Final = "AzureLinux2"
+AZURE_LINUX_3: Final = "AzureLinux3"
+_IMAGES: Final[Mapping[str, tuple[tuple[ImageDefinition, ...], tuple[ImageDefinition, ...]]]] = {
+    UBUNTU_2204: (
+        _standard(_U, "2204gen2containerd", "2204containerd", "2204gen2arm64containerd"),
+        (ImageDefinition(_U, "2204gen2TLcontainerd", "amd64", "2"),),
     ),
-    az.IMAGE_FAMILY_UBUNTU2204: (
-        ImageDefinition(_U, "2204gen2containerd", "amd64", "2"),
-        ImageDefinition(_U, "2204containerd", "amd64", "1"),
-        ImageDefinition(_U, "2204gen2arm64containerd", "arm64", "2"),
+    UBUNTU_2404: (
+        _standard(_U, "2404gen2containerd", "2404containerd", "2404gen2arm64containerd"),
+        (ImageDefinition(_U, "2404gen2TLcontainerd", "amd64", "2"),),
     ),
-    az.IMAGE_FAMILY_UBUNTU2404: (
-        ImageDefinition(_U, "2404gen2containerd", "amd64", "2"),
-        ImageDefinition(_U, "2404containerd", "amd64", "1"),
-        ImageDefinition(_U, "2404gen2arm64containerd", "arm64", "2"),
+    AZURE_LINUX_2: (
+        _standard(_A, "V2gen2", "V2", "V2gen2arm64"),
+        (ImageDefinition(_A, "V2gen2TL", "amd64", "2"),),
     ),
-    az.IMAGE_FAMILY_AZURE_LINUX: (
-        ImageDefinition(_A, "V3gen2", "amd64", "2"),
-        ImageDefinition(_A, "V3", "amd64", "1"),
-        ImageDefinition(_A, "V3gen2arm64", "arm64", "2"),
+    AZURE_LINUX_3: (
+        _standard(_A, "V3gen2", "V3", "V3gen2arm64"),
+        (ImageDefinition(_A, "V3gen2TL", "amd64", "2"),),
     ),
 }
 
 
-def image_definitions(image_family: str) -> Sequence[ImageDefinition]:
-    """The image definitions of ``image_family`` in order of preference."""
-    return _FAMILIES[image_family]
+def _minor_at_least(kubernetes_version: str, minor: int) -> bool:
+    """``kubernetes_version`` is 1.<minor> or later (False when unparseable)."""
+    parts = kubernetes_version.removeprefix("v").split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) >= (1, minor)
+    except (IndexError, ValueError):
+        return False
+
+
+def resolve_family(
+    image_family: str, *, kubernetes_version: str, fips: bool = False,
+    trusted_launch: bool = False,
+) -> str:
+    """The OS release an AKSNodeClass's ``imageFamily`` means, as Karpenter's Azure
+    provider resolves it: ``Ubuntu`` is Ubuntu 22.04 below Kubernetes 1.34 and 24.04 from
+    1.34 (22.04 with trusted launch or FIPS; FIPS without trusted launch is 20.04, which
+    has FIPS images only), ``AzureLinux`` is Azure Linux 2 below 1.32 and 3 from 1.32;
+    ``Ubuntu2204`` and ``Ubuntu2404`` are themselves."""
+    if image_family == az.IMAGE_FAMILY_UBUNTU2204:
+        return UBUNTU_2204
+    if image_family == az.IMAGE_FAMILY_UBUNTU2404:
+        return UBUNTU_2404
+    if image_family == az.IMAGE_FAMILY_AZURE_LINUX:
+        return AZURE_LINUX_3 if _minor_at_least(kubernetes_version, 32) else AZURE_LINUX_2
+    if fips and not trusted_launch:
+        return "Ubuntu2004"  # FIPS images only
+    if trusted_launch or fips or not _minor_at_least(kubernetes_version, 34):
+        return UBUNTU_2204
+    return UBUNTU_2404
+
+
+def image_definitions(
+    image_family: str, *, kubernetes_version: str, fips: bool = False,
+    trusted_launch: bool = False,
+) -> Sequence[ImageDefinition]:
+    """The community gallery image definitions of ``image_family`` for a cluster at
+    ``kubernetes_version``, in order of preference: the trusted-launch images when
+    trusted launch is on; none with FIPS (the community galleries publish no FIPS
+    images)."""
+    if fips:
+        return ()
+    family = resolve_family(image_family, kubernetes_version=kubernetes_version,
+                            trusted_launch=trusted_launch)
+    standard, trusted = _IMAGES[family]
+    return trusted if trusted_launch else standard
 
 
 def community_image_id(definition: ImageDefinition, version: str) -> str:

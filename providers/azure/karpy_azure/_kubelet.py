@@ -23,6 +23,7 @@ from typing import Final
 from karpy.apis import Taint
 from karpy.scheduling import resources as res
 from karpy.scheduling.instancetype import Overhead
+from karpy_azure._images import resolve_family
 from karpy_azure._instancetypes import cluster_label, os_sku
 from karpy_azure._settings import AzureSettings
 from karpy_azure.apis import AKSNodeClass, KubeletConfiguration
@@ -65,12 +66,6 @@ _KUBELET_LABELS: Final = frozenset({
 _KUBELET_NAMESPACES: Final = ("kubelet.kubernetes.io", "node.kubernetes.io")
 
 # the name AKS gives what an image family boots (os-sku-effective)
-_EFFECTIVE_FAMILY: Final = {
-    az.IMAGE_FAMILY_UBUNTU: "Ubuntu2204",
-    az.IMAGE_FAMILY_UBUNTU2204: "Ubuntu2204",
-    az.IMAGE_FAMILY_UBUNTU2404: "Ubuntu2404",
-    az.IMAGE_FAMILY_AZURE_LINUX: "AzureLinux3",
-}
 
 
 def kubernetes_minor(version: str) -> int:
@@ -95,6 +90,19 @@ def kubelet_can_set(key: str) -> bool:
     return any(namespace == n or namespace.endswith("." + n) for n in _KUBELET_NAMESPACES)
 
 
+def effective_os_sku(node_class: AKSNodeClass, kubernetes_version: str) -> str:
+    """The OS release the class's image family resolves to at ``kubernetes_version``
+    (``kubernetes.azure.com/os-sku-effective``: Ubuntu2204, Ubuntu2404, AzureLinux2,
+    AzureLinux3; ``Ubuntu`` for the FIPS-only Ubuntu 20.04, as Karpenter-Azure names it)."""
+    release = resolve_family(
+        node_class.spec.image_family,
+        kubernetes_version=kubernetes_version,
+        fips=node_class.spec.fips_mode == "FIPS",
+        trusted_launch=node_class.trusted_launch_enabled,
+    )
+    return "Ubuntu" if release == "Ubuntu2004" else release
+
+
 def aks_base_labels(
     settings: AzureSettings, node_class: AKSNodeClass, *, subnet_id: str, kubernetes_version: str
 ) -> dict[str, str]:
@@ -111,7 +119,7 @@ def aks_base_labels(
         az.AKS_LABEL_PRIORITY: az.PRIORITY_REGULAR,
         az.AKS_LABEL_OS_SKU: os_sku(family),
         AKS_LABEL_OS_SKU_REQUESTED: family,
-        AKS_LABEL_OS_SKU_EFFECTIVE: _EFFECTIVE_FAMILY.get(family, family),
+        AKS_LABEL_OS_SKU_EFFECTIVE: effective_os_sku(node_class, kubernetes_version),
         # karpy does not configure LocalDNS
         AKS_LABEL_LOCALDNS_STATE: "disabled",
     }
@@ -158,6 +166,8 @@ class KubeletParams:
     taints: tuple[Taint, ...] = ()
     kubelet: KubeletConfiguration | None = None
     cluster_dns: str = ""
+    #: the node has a swap file (linuxOSConfig.swapFileSize)
+    swap_file: bool = False
 
 
 def _quantities(values: Mapping[str, int], sep: str) -> str:
@@ -254,6 +264,11 @@ def kubelet_flags(params: KubeletParams) -> dict[str, str]:
             flags["--pod-max-pids"] = str(kubelet.pod_pids_limit)
         if kubelet.allowed_unsafe_sysctls:
             flags["--allowed-unsafe-sysctls"] = ",".join(kubelet.allowed_unsafe_sysctls)
+        if kubelet.fail_swap_on is not None:
+            flags["--fail-swap-on"] = "true" if kubelet.fail_swap_on else "false"
+    if params.swap_file and "--fail-swap-on" not in flags:
+        # a kubelet with the default failSwapOn does not start on a node with swap
+        flags["--fail-swap-on"] = "false"
     if params.cluster_dns:
         flags["--cluster-dns"] = params.cluster_dns
     return flags

@@ -5,10 +5,8 @@ Script Extension's command (see :mod:`karpy_azure._bootstrap` for what they carr
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final
 
 from karpy.apis import NodeClaim, Taint
 from karpy.apis.labels import LABEL_ARCH
@@ -21,9 +19,13 @@ from karpy_azure._bootstrap import (
     custom_data,
     provision_command,
 )
+from karpy_azure._gpu import gpu_driver_for
 from karpy_azure._kubelet import KubeletParams, aks_base_labels, kubelet_flags, node_labels
+from karpy_azure._network import MANAGED_NSG
+from karpy_azure._osconfig import os_config
 from karpy_azure._settings import AzureSettings
 from karpy_azure.apis import AKSNodeClass
+from karpy_azure.apis.labels import LABEL_SKU_GPU_MANUFACTURER
 
 __all__ = [
     "MANAGED_NSG",
@@ -32,11 +34,6 @@ __all__ = [
     "node_bootstrap",
     "startup_taints",
 ]
-
-#: AKS's managed network security group in the node resource group; its number is the
-#: cluster's ID, which names the route table too.
-MANAGED_NSG: Final = re.compile(r"(?i)^aks-agentpool-(\d{8})-nsg$")
-
 
 def cluster_id_from_nsg(nsg_name: str) -> str:
     """The 8-digit cluster ID in ``aks-agentpool-<id>-nsg`` (empty when it is not one)."""
@@ -70,6 +67,11 @@ def startup_taints(nodeclaim: NodeClaim) -> tuple[Taint, ...]:
     return tuple(dict.fromkeys(taints))
 
 
+def _gpu_manufacturer(instance_type: InstanceType) -> str:
+    requirement = instance_type.requirements.get(LABEL_SKU_GPU_MANUFACTURER)
+    return (requirement.single() or "") if requirement is not None else ""
+
+
 def node_bootstrap(
     settings: AzureSettings,
     node_class: AKSNodeClass,
@@ -90,6 +92,7 @@ def node_bootstrap(
         raise ValueError(
             f"AKSNodeClass {node_class.metadata.name} has no status.kubernetesVersion yet"
         )
+    osc = os_config(node_class.spec.linux_os_config)
     base = aks_base_labels(settings, node_class, subnet_id=subnet_id, kubernetes_version=version)
     flags = kubelet_flags(
         KubeletParams(
@@ -99,6 +102,7 @@ def node_bootstrap(
             taints=tuple(taints),
             kubelet=node_class.spec.kubelet,
             cluster_dns=settings.dns_service_ip,
+            swap_file=osc.swap_file_size_mb > 0,
         )
     )
     cluster_id = cluster_id_from_nsg(nsg_name)
@@ -113,6 +117,10 @@ def node_bootstrap(
             ca_bundle=ca_bundle,
             network_security_group=nsg_name,
             route_table=f"aks-agentpool-{cluster_id}-routetable" if cluster_id else "",
+            gpu_driver=gpu_driver_for(
+                instance_type.name, _gpu_manufacturer(instance_type), node_class
+            ),
+            os_config=osc,
         ),
     )
     if settings.provision_mode == "customscript":

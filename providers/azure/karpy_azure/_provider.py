@@ -4,7 +4,9 @@ them.
 - **Instance types** come from Resource SKUs of the location with the AKS allocatable and
   retail prices (:mod:`karpy_azure._instancetypes`); offerings Azure refused recently are
   shown ``available=False`` from the provider's own cache.
-- **create** picks the cheapest fitting offering, creates the NIC ``aks-<nodeclaim>``,
+- **create** picks the cheapest fitting offering, creates the NIC ``aks-<nodeclaim>``
+  (in the AKS load balancers' backend pools, with the managed NSG on a bring-your-own
+  VNet: :mod:`karpy_azure._network`),
   then the VM with AKS's node bootstrap (:mod:`karpy_azure._nodebootstrap`), then its
   extensions (:mod:`karpy_azure._extensions`), waiting on each long-running operation; a
   failed extension deletes the VM and NIC. A capacity error (SkuNotAvailable,
@@ -53,6 +55,7 @@ from karpy.cloudprovider.launch import (
     choose_launch,
     launched_labels,
     launched_nodeclaim,
+    nodeclaim_requirements,
 )
 from karpy.runtime import Client, Manager
 from karpy.runtime.errors import NotFound
@@ -86,7 +89,14 @@ from karpy_azure._instancetypes import (
     build_instance_types,
     zone_label,
 )
-from karpy_azure._nodebootstrap import MANAGED_NSG, node_bootstrap, startup_taints
+from karpy_azure._network import (
+    BackendPools,
+    ManagedNsg,
+    PoolIDs,
+    is_aks_managed_vnet,
+    is_missing_backend_pool,
+)
+from karpy_azure._nodebootstrap import node_bootstrap, startup_taints
 from karpy_azure._nodeclasses import (
     AKS_NODE_CLASS,
     ClusterNodeClasses,
@@ -214,7 +224,10 @@ class AzureCloudProvider:
         self._types: dict[InstanceTypeParams, _CachedTypes] = {}
         self._by_name: dict[str, InstanceType] = {}
         self._locks: dict[str, asyncio.Lock] = {}
-        self._nsg_name: str | None = None
+        self.backend_pools = BackendPools(
+            arm.network, settings.node_resource_group, monotonic=monotonic
+        )
+        self.managed_nsg = ManagedNsg(arm.network, settings.node_resource_group)
         #: base64 PEM of the API server's CA, for the nodes' bootstrap
         self.ca_bundle = _required_ca_bundle(settings, ca_bundle)
 
@@ -332,8 +345,10 @@ class AzureCloudProvider:
         params = self.params_for(node_class)
         labels = launched_labels(nodeclaim, choice)
         labels[az.LABEL_NODECLASS] = node_class.metadata.name or ""
+        ultra_ssd = ultra_ssd_requested(nodeclaim)
+        labels[az.LABEL_SKU_STORAGE_ULTRA_SSD] = "true" if ultra_ssd else "false"
         subnet_id = node_class.spec.vnet_subnet_id or self.settings.vnet_subnet_id
-        nsg_name = await self._managed_nsg()
+        nsg = await self.managed_nsg.get()
         try:
             bootstrap = node_bootstrap(
                 self.settings,
@@ -344,11 +359,14 @@ class AzureCloudProvider:
                 max_pods=params.max_pods,
                 subnet_id=subnet_id,
                 ca_bundle=self.ca_bundle,
-                nsg_name=nsg_name,
+                nsg_name=nsg.name,
             )
         except ValueError as exc:
             raise NodeClassNotReadyError(str(exc)) from exc
-        nic_id = await self._create_nic(name, node_class, tags, sku, params.max_pods)
+        byo_vnet = not is_aks_managed_vnet(self.settings.node_resource_group, subnet_id)
+        nic_id = await self._create_nic(
+            name, subnet_id, tags, sku, params.max_pods, nsg_id=nsg.id if byo_vnet else ""
+        )
         vm = virtual_machine(
             self.settings,
             node_class,
@@ -361,6 +379,10 @@ class AzureCloudProvider:
             premium_storage=bool(sku and sku.premium_io),
             custom_data=bootstrap.custom_data,
             tags=tags,
+            ephemeral_placement=(
+                sku.ephemeral_os_placement_for(node_class.spec.os_disk_size_gb) if sku else ""
+            ),
+            ultra_ssd=ultra_ssd,
         )
         rg = self.settings.node_resource_group
         try:
@@ -393,31 +415,58 @@ class AzureCloudProvider:
     async def _create_nic(
         self,
         name: str,
-        node_class: AKSNodeClass,
+        subnet_id: str,
         tags: dict[str, str],
         sku: Sku | None,
         pods: int,
+        *,
+        nsg_id: str,
+    ) -> str:
+        """Create the NIC in the load balancers' backend pools; when ARM says a pool is
+        gone (the cached list was stale), re-read the pools and try once more."""
+        pools = await self.backend_pools.get()
+        try:
+            return await self._put_nic(name, subnet_id, tags, sku, pods, pools, nsg_id)
+        except HttpResponseError as exc:
+            if not is_missing_backend_pool(exc, pools):
+                await self.delete_nic(name)
+                raise _nic_error(name, exc) from exc
+            log.info(
+                "network interface creation failed due to stale load balancer backend pool "
+                "reference, refreshing",
+                extra={"nicName": name, "error": str(exc.message)},
+            )
+        pools = await self.backend_pools.refresh(pools)
+        try:
+            return await self._put_nic(name, subnet_id, tags, sku, pods, pools, nsg_id)
+        except HttpResponseError as exc:
+            await self.delete_nic(name)
+            raise _nic_error(name, exc) from exc
+
+    async def _put_nic(
+        self,
+        name: str,
+        subnet_id: str,
+        tags: dict[str, str],
+        sku: Sku | None,
+        pods: int,
+        pools: PoolIDs,
+        nsg_id: str,
     ) -> str:
         nic = network_interface(
             self.settings,
             name=name,
-            subnet_id=node_class.spec.vnet_subnet_id or self.settings.vnet_subnet_id,
+            subnet_id=subnet_id,
             tags=tags,
             accelerated_networking=bool(sku and sku.accelerated_networking),
             max_pods=pods,
+            backend_pool_ids=pools.ipv4,
+            nsg_id=nsg_id,
         )
-        try:
-            poller = await self.arm.network.network_interfaces.begin_create_or_update(
-                self.settings.node_resource_group, name, nic, **self.arm.lro()
-            )
-            created = await poller.result()
-        except HttpResponseError as exc:
-            await self.delete_nic(name)
-            raise CreateError(
-                f"creating network interface {name} failed: {error_code(exc) or exc.status_code}: "
-                f"{exc.message}",
-                reason="NetworkInterfaceCreationFailed",
-            ) from exc
+        poller = await self.arm.network.network_interfaces.begin_create_or_update(
+            self.settings.node_resource_group, name, nic, **self.arm.lro()
+        )
+        created = await poller.result()
         return str(created.id)
 
     async def _create_extensions(
@@ -445,35 +494,6 @@ class AzureCloudProvider:
                     f"{error_code(exc) or exc.status_code}: {exc.message}",
                     reason="VirtualMachineExtensionFailed",
                 ) from exc
-
-    async def _managed_nsg(self) -> str:
-        """The name of AKS's managed NSG in the node resource group (its number names the
-        route table; both go to the node's cloud provider config), looked up once.
-        CreateError when there is none or more than one, as Karpenter's Azure provider
-        refuses to launch then."""
-        if self._nsg_name is not None:
-            return self._nsg_name
-        rg = self.settings.node_resource_group
-        try:
-            found = [
-                str(nsg.name)
-                async for nsg in self.arm.network.network_security_groups.list(rg)
-                if MANAGED_NSG.match(str(nsg.name or ""))
-            ]
-        except HttpResponseError as exc:
-            raise CreateError(
-                f"listing network security groups of {rg} failed: "
-                f"{error_code(exc) or exc.status_code}: {exc.message}",
-                reason="NetworkSecurityGroupNotFound",
-            ) from exc
-        if len(found) != 1:
-            raise CreateError(
-                f"expected one AKS managed network security group (aks-agentpool-<id>-nsg) "
-                f"in {rg}, found {found or 'none'}",
-                reason="NetworkSecurityGroupNotFound",
-            )
-        self._nsg_name = found[0]
-        return self._nsg_name
 
     def _capacity_keys(self, cap: CapacityError, choice: LaunchChoice) -> list[OfferingKey]:
         it, offering = choice.instance_type, choice.offering
@@ -743,6 +763,16 @@ class AzureCloudProvider:
             await self._credential.close()
 
 
+def ultra_ssd_requested(nodeclaim: NodeClaim) -> bool:
+    """True only when the NodeClaim asks for Ultra SSD explicitly
+    (``karpenter.azure.com/sku-storage-ultra-ssd`` allows ``true`` and not ``false``), as
+    Karpenter's Azure provider decides it: the capability is then set on the VM."""
+    found = nodeclaim_requirements(nodeclaim).get(az.LABEL_SKU_STORAGE_ULTRA_SSD)
+    if found is None:
+        return False
+    return bool(found.has("true") and not found.has("false"))
+
+
 def _required_ca_bundle(settings: AzureSettings, trusted: str) -> str:
     """The nodes' CA: the ``clusterCABundle`` setting, else ``trusted`` (the CA karpy's
     own client verifies the API server with); AzureSettingsError when neither is there."""
@@ -768,6 +798,14 @@ def client_ca_bundle(client: Client) -> str:
         return base64.b64encode(Path(path).read_bytes()).decode()
     except OSError:
         return ""
+
+
+def _nic_error(name: str, exc: HttpResponseError) -> CreateError:
+    return CreateError(
+        f"creating network interface {name} failed: {error_code(exc) or exc.status_code}: "
+        f"{exc.message}",
+        reason="NetworkInterfaceCreationFailed",
+    )
 
 
 def _text(value: object) -> str:

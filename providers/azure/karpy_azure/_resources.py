@@ -8,12 +8,14 @@ configuration per pod), then a VM ``aks-<name>``: the chosen size and zone, Spot
 (eviction policy Delete, max price -1) or Regular priority, an OS disk and the NIC with
 delete option Delete (so deleting the VM deletes them), the node image, the bootstrap
 custom data (:mod:`karpy_azure._nodebootstrap`; none in provision mode ``customscript``)
-and the tags below. Resource names and tags follow Karpenter's Azure provider.
+and the tags below. The NIC joins the AKS load balancers' backend pools and, on a
+bring-your-own VNet, carries AKS's managed NSG (:mod:`karpy_azure._network`). Resource
+names and tags follow Karpenter's Azure provider.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from azure.mgmt.compute import models as cm
@@ -99,8 +101,12 @@ def network_interface(
     tags: Mapping[str, str],
     accelerated_networking: bool,
     max_pods: int,
+    backend_pool_ids: Sequence[str] = (),
+    nsg_id: str = "",
 ) -> nm.NetworkInterface:
-    """The NIC of a node."""
+    """The NIC of a node: its primary IP configuration joins ``backend_pool_ids`` (the AKS
+    load balancers', :mod:`karpy_azure._network`); ``nsg_id`` goes on the NIC when set
+    (a bring-your-own VNet)."""
     configs = [
         nm.NetworkInterfaceIPConfiguration(
             name=name,
@@ -108,6 +114,10 @@ def network_interface(
                 primary=True,
                 private_ip_allocation_method="Dynamic",
                 subnet=nm.Subnet(id=subnet_id),
+                load_balancer_backend_address_pools=[
+                    nm.BackendAddressPool(id=pool) for pool in backend_pool_ids
+                ]
+                or None,
             ),
         )
     ]
@@ -129,10 +139,47 @@ def network_interface(
         tags=dict(tags),
         properties=nm.NetworkInterfacePropertiesFormat(
             ip_configurations=configs,
+            network_security_group=nm.NetworkSecurityGroup(id=nsg_id) if nsg_id else None,
             enable_accelerated_networking=accelerated_networking,
             enable_ip_forwarding=False,
         ),
     )
+
+
+def _os_disk(
+    settings: AzureSettings,
+    *,
+    name: str,
+    size_gb: int,
+    premium_storage: bool,
+    ephemeral_placement: str,
+) -> cm.OSDisk:
+    """A managed OS disk (Premium SSD where the SKU takes it), or an ephemeral one on the
+    VM's local disk (read-only host caching, as ARM requires for it); encrypted with the
+    ``diskEncryptionSetID`` setting's DiskEncryptionSet when set."""
+    des = (
+        cm.DiskEncryptionSetParameters(id=settings.disk_encryption_set_id)
+        if settings.disk_encryption_set_id
+        else None
+    )
+    disk = cm.OSDisk(
+        name=name,
+        disk_size_gb=size_gb,
+        create_option="FromImage",
+        delete_option="Delete",
+    )
+    if ephemeral_placement:
+        disk.diff_disk_settings = cm.DiffDiskSettings(option="Local",
+                                                      placement=ephemeral_placement)
+        disk.caching = "ReadOnly"
+        if des is not None:
+            disk.managed_disk = cm.ManagedDiskParameters(disk_encryption_set=des)
+    else:
+        disk.managed_disk = cm.ManagedDiskParameters(
+            storage_account_type="Premium_LRS" if premium_storage else "Standard_LRS",
+            disk_encryption_set=des,
+        )
+    return disk
 
 
 def virtual_machine(
@@ -148,21 +195,23 @@ def virtual_machine(
     premium_storage: bool,
     custom_data: str | None,
     tags: Mapping[str, str],
+    ephemeral_placement: str = "",
+    ultra_ssd: bool = False,
 ) -> cm.VirtualMachine:
-    """The VM of a node (see the module docstring)."""
+    """The VM of a node (see the module docstring). ``ephemeral_placement`` (``CacheDisk``,
+    ``ResourceDisk``, ``NvmeDisk``) makes the OS disk ephemeral there; ``ultra_ssd`` lets
+    Ultra SSD data disks attach."""
     spot = capacity_type == "spot"
     properties = cm.VirtualMachineProperties(
         hardware_profile=cm.HardwareProfile(vm_size=size),
         storage_profile=cm.StorageProfile(
             image_reference=cm.ImageReference(community_gallery_image_id=image_id),
-            os_disk=cm.OSDisk(
+            os_disk=_os_disk(
+                settings,
                 name=name,
-                disk_size_gb=node_class.spec.os_disk_size_gb,
-                create_option="FromImage",
-                delete_option="Delete",
-                managed_disk=cm.ManagedDiskParameters(
-                    storage_account_type="Premium_LRS" if premium_storage else "Standard_LRS"
-                ),
+                size_gb=node_class.spec.os_disk_size_gb,
+                premium_storage=premium_storage,
+                ephemeral_placement=ephemeral_placement,
             ),
         ),
         network_profile=cm.NetworkProfile(
@@ -199,8 +248,20 @@ def virtual_machine(
         properties.eviction_policy = "Delete"
         properties.billing_profile = cm.BillingProfile(max_price=-1)
     security = node_class.spec.security
-    if security is not None and security.encryption_at_host:
-        properties.security_profile = cm.SecurityProfile(encryption_at_host=True)
+    if security is not None and security.encryption_at_host is not None:
+        properties.security_profile = cm.SecurityProfile(
+            encryption_at_host=security.encryption_at_host
+        )
+    if node_class.trusted_launch_enabled:
+        profile = properties.security_profile or cm.SecurityProfile()
+        profile.security_type = "TrustedLaunch"
+        profile.uefi_settings = cm.UefiSettings(
+            secure_boot_enabled=node_class.secure_boot_enabled,
+            v_tpm_enabled=node_class.vtpm_enabled,
+        )
+        properties.security_profile = profile
+    if ultra_ssd:
+        properties.additional_capabilities = cm.AdditionalCapabilities(ultra_ssd_enabled=True)
     vm = cm.VirtualMachine(location=settings.location, tags=dict(tags), properties=properties)
     if zone_number:
         vm.zones = [zone_number]

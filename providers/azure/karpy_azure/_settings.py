@@ -52,6 +52,10 @@ offline                  KARPY_OFFLINE                  price only, from the shi
                                                         Azure client, no call (true/false)
 ======================== ============================== ====================================
 
+``diskEncryptionSetID`` (environment variable ``NODE_OSDISK_DISKENCRYPTIONSET_ID``, as
+Karpenter's Azure provider names it) is the DiskEncryptionSet resource ID that encrypts
+the nodes' OS disks with customer-managed keys (default: platform-managed keys).
+
 ``offline`` is for ``karpy simulate``/``explain``/``top`` on a machine without Azure
 access (see :mod:`karpy_azure._offline`): SKUs and prices come from the tables shipped in
 ``karpy_azure/data``, nothing can be launched, and only ``location`` is required.
@@ -113,6 +117,7 @@ _ENV: Final = {
     "credential": "AZURE_CREDENTIAL",
     "pollInterval": "AZURE_POLL_INTERVAL",
     "offline": "KARPY_OFFLINE",
+    "diskEncryptionSetID": "NODE_OSDISK_DISKENCRYPTIONSET_ID",
 }
 SETTINGS: Final = tuple(_ENV)
 
@@ -126,6 +131,10 @@ PROVISION_MODES: Final = ("aksscriptless", "customscript")
 _GUID = re.compile(r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _ADMIN_USER = re.compile(r"^[A-Za-z][-A-Za-z0-9_]{0,31}$")
 _BOOTSTRAP_TOKEN = re.compile(r"^[a-z0-9]{6}\.[a-z0-9]{16}$")
+_DISK_ENCRYPTION_SET_ID = re.compile(
+    r"(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Compute/"
+    r"diskEncryptionSets/[^/]+$"
+)
 _SUBNET_ID = re.compile(
     r"(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/"
     r"virtualNetworks/[^/]+/subnets/[^/]+$"
@@ -170,6 +179,7 @@ class AzureSettings:
     credential: str = "default"
     poll_interval: float | None = None
     offline: bool = False
+    disk_encryption_set_id: str = ""
 
     def __post_init__(self) -> None:
         # offline, nothing is created: only the location (which prices) is needed
@@ -222,6 +232,15 @@ class AzureSettings:
             )
         if self.poll_interval is not None and self.poll_interval < 0:
             raise AzureSettingsError(f"pollInterval {self.poll_interval} must be >= 0")
+        if self.disk_encryption_set_id and not _DISK_ENCRYPTION_SET_ID.match(
+            self.disk_encryption_set_id
+        ):
+            raise AzureSettingsError(
+                f"diskEncryptionSetID {self.disk_encryption_set_id!r} (env "
+                "NODE_OSDISK_DISKENCRYPTIONSET_ID) is not a DiskEncryptionSet resource ID "
+                "(/subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Compute/"
+                "diskEncryptionSets/<name>)"
+            )
 
     def _check_bootstrap(self) -> None:
         """The settings the node bootstrap passes to the kubelet and AKS's scripts."""
@@ -351,6 +370,7 @@ class AzureSettings:
                 _float(get("pollInterval"), "pollInterval") if get("pollInterval") else None
             ),
             offline=_flag(get("offline"), "offline"),
+            disk_encryption_set_id=get("diskEncryptionSetID"),
         )
 
 
@@ -417,6 +437,8 @@ _HELP: Final = {
     "pollInterval": ("", "seconds between long-running-operation polls", False),
     "offline": ("false", "price from the shipped tables only: no Azure client, no launches "
                 "(karpy simulate/explain/top)", False),
+    "diskEncryptionSetID": ("", "DiskEncryptionSet resource ID for the nodes' OS disks "
+                            "(customer-managed keys)", False),
 }  # fmt: skip
 
 #: The settings as ``karpy run --help`` lists them (the module docstring's table).

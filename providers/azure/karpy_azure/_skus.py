@@ -135,6 +135,28 @@ class Sku:
             return self.max_resource_volume_mib * 2**20 // 10**9
         return 0
 
+    @property
+    def ephemeral_os_placement(self) -> tuple[str, int]:
+        """Where an ephemeral OS disk goes and how large it may be, in GiB (ARM's
+        ``diskSizeGB`` unit, the limit ARM enforces): ``NvmeDisk``, else ``CacheDisk``,
+        else ``ResourceDisk`` — Karpenter's Azure provider's order; ``("", 0)`` when the
+        SKU supports no ephemeral OS disk."""
+        if not self.ephemeral_os_disk:
+            return "", 0
+        if self.nvme_disk_mib > 0 and self.nvme_ephemeral_placement:
+            return "NvmeDisk", self.nvme_disk_mib // 1024
+        if self.max_cached_disk_bytes > 0:
+            return "CacheDisk", self.max_cached_disk_bytes // 2**30
+        if self.max_resource_volume_mib > 0:
+            return "ResourceDisk", self.max_resource_volume_mib // 1024
+        return "", 0
+
+    def ephemeral_os_placement_for(self, os_disk_size_gb: int) -> str:
+        """The ephemeral OS disk placement for an OS disk of ``os_disk_size_gb``, or ""
+        when the SKU cannot hold it (then the OS disk is a managed disk)."""
+        placement, max_gib = self.ephemeral_os_placement
+        return placement if placement and os_disk_size_gb <= max_gib else ""
+
     def supported_by_aks(self) -> str | None:
         """None if AKS can run this SKU, else why not."""
         if self.restricted:

@@ -3,14 +3,16 @@ can, in the conditions Karpenter's Azure provider uses.
 
 One sub-step per condition, one status patch per reconcile:
 
-- **ImagesReady**: for the image family, each image definition (per architecture and
-  Hyper-V generation) at the pinned ``imageVersion`` or the newest version the community
-  gallery lists; ``status.images`` carries each image ID with the requirements an
-  instance type must meet to boot it.
+- **ImagesReady**: for the image family resolved by the Kubernetes version (Ubuntu 22.04
+  or 24.04, Azure Linux 2 or 3; trusted-launch images when ``security.trustedLaunch`` is
+  on), each image definition (per architecture and Hyper-V generation) at the pinned
+  ``imageVersion`` or the newest version the community gallery lists; ``status.images``
+  carries each image ID with the requirements an instance type must meet to boot it.
 - **KubernetesVersionReady**: the API server's version, in ``status.kubernetesVersion``.
 - **SubnetsReady**: the class's ``vnetSubnetID`` (or the cluster's default subnet) exists.
 - **ValidationSucceeded**: what the CRD cannot check (FIPS images are not published to the
-  community galleries).
+  community galleries; a swap file with ``kubelet.failSwapOn: true``; ``localDNS`` mode
+  ``Required``, which karpy's bootstrap cannot honour).
 
 Ready is True only when all four are; every False condition's message names what is
 wrong. The class's spec hash goes on ``karpenter.azure.com/aksnodeclass-hash`` (with its
@@ -31,8 +33,14 @@ from karpy.runtime import GENERATION_CHANGED, Client, Manager, Request, Result, 
 from karpy.runtime import errors as api_errors
 from karpy_azure._arm import error_code, is_not_found
 from karpy_azure._hash import NODECLASS_HASH_VERSION, node_class_hash
-from karpy_azure._images import community_image_id, image_definitions, newest_version
+from karpy_azure._images import (
+    community_image_id,
+    image_definitions,
+    newest_version,
+    resolve_family,
+)
 from karpy_azure._nodeclasses import AKS_NODE_CLASS_KIND
+from karpy_azure._osconfig import swap_conflict
 from karpy_azure.apis import AKSNodeClass
 from karpy_azure.apis import labels as az
 from karpy_azure.apis.aksnodeclass import (
@@ -66,11 +74,17 @@ def _subnet_parts(subnet_id: str) -> tuple[str, str, str] | None:
 
 
 async def _resolve_images(
-    provider: AzureCloudProvider, node_class: AKSNodeClass
+    provider: AzureCloudProvider, node_class: AKSNodeClass, kubernetes_version: str
 ) -> list[NodeImage]:
     settings = provider.settings
     images: list[NodeImage] = []
-    for definition in image_definitions(node_class.spec.image_family):
+    definitions = image_definitions(
+        node_class.spec.image_family,
+        kubernetes_version=kubernetes_version,
+        fips=node_class.spec.fips_mode == "FIPS",
+        trusted_launch=node_class.trusted_launch_enabled,
+    )
+    for definition in definitions:
         version = settings.image_version
         if not version:
             pager = provider.arm.compute.community_gallery_image_versions.list(
@@ -102,6 +116,40 @@ async def _resolve_images(
     return images
 
 
+async def _set_images(
+    provider: AzureCloudProvider, node_class: AKSNodeClass, kubernetes_version: str
+) -> None:
+    conditions = node_class.status_conditions()
+    family = node_class.spec.image_family
+    release = resolve_family(
+        family,
+        kubernetes_version=kubernetes_version,
+        fips=node_class.spec.fips_mode == "FIPS",
+        trusted_launch=node_class.trusted_launch_enabled,
+    )
+    try:
+        images = await _resolve_images(provider, node_class, kubernetes_version)
+    except HttpResponseError as exc:
+        conditions.set_false(
+            CONDITION_IMAGES_READY,
+            "ImageResolutionFailed",
+            f"listing {family} ({release}) image versions failed: "
+            f"{error_code(exc) or exc.status_code}: {exc.message}",
+        )
+        return
+    if images:
+        node_class.status.images = images
+        conditions.set_true(CONDITION_IMAGES_READY)
+    else:
+        variant = " trusted-launch" if node_class.trusted_launch_enabled else ""
+        conditions.set_false(
+            CONDITION_IMAGES_READY,
+            "ImagesNotFound",
+            f"no {family} ({release}{variant}) image versions found in the AKS community "
+            "galleries",
+        )
+
+
 async def resolve_status(
     provider: AzureCloudProvider, node_class: AKSNodeClass, kubernetes_version: KubernetesVersion
 ) -> None:
@@ -111,37 +159,26 @@ async def resolve_status(
     """
     conditions = node_class.status_conditions()
     family = node_class.spec.image_family
-    try:
-        images = await _resolve_images(provider, node_class)
-    except HttpResponseError as exc:
-        images = []
-        conditions.set_false(
-            CONDITION_IMAGES_READY,
-            "ImageResolutionFailed",
-            f"listing {family} image versions failed: {error_code(exc) or exc.status_code}: "
-            f"{exc.message}",
-        )
-    else:
-        if images:
-            node_class.status.images = images
-            conditions.set_true(CONDITION_IMAGES_READY)
-        else:
-            conditions.set_false(
-                CONDITION_IMAGES_READY,
-                "ImagesNotFound",
-                f"no {family} image versions found in the AKS community galleries",
-            )
+    # the Kubernetes version first: which OS release an image family means depends on it
     try:
         version = await kubernetes_version()
     except Exception as exc:  # any failure reading the version is reported, not raised
+        version = ""
         conditions.set_false(
             CONDITION_KUBERNETES_VERSION_READY,
             "KubernetesVersionUnknown",
             f"reading the API server's version failed: {exc}",
         )
+        conditions.set_false(
+            CONDITION_IMAGES_READY,
+            "KubernetesVersionUnknown",
+            f"the {family} images depend on the Kubernetes version, which is unknown",
+        )
     else:
         node_class.status.kubernetes_version = version
         conditions.set_true(CONDITION_KUBERNETES_VERSION_READY)
+    if version:
+        await _set_images(provider, node_class, version)
     subnet_id = node_class.spec.vnet_subnet_id or provider.settings.vnet_subnet_id
     parts = _subnet_parts(subnet_id)
     if parts is None:
@@ -170,6 +207,16 @@ async def resolve_status(
             "FIPSNotAvailable",
             "spec.fipsMode FIPS needs the AKS-managed shared image gallery; the community "
             "galleries karpy uses publish no FIPS images",
+        )
+    elif conflict := swap_conflict(node_class):
+        conditions.set_false(CONDITION_VALIDATION_SUCCEEDED, "SwapWithFailSwapOn", conflict)
+    elif node_class.spec.local_dns is not None and node_class.spec.local_dns.mode == "Required":
+        conditions.set_false(
+            CONDITION_VALIDATION_SUCCEEDED,
+            "LocalDNSNotSupported",
+            "spec.localDNS.mode Required: karpy's node bootstrap does not configure LocalDNS "
+            "yet; use mode Preferred (nodes run without it, labelled "
+            "kubernetes.azure.com/localdns-state=disabled) or Disabled",
         )
     else:
         conditions.set_true(CONDITION_VALIDATION_SUCCEEDED)

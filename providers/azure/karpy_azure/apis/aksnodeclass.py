@@ -2,8 +2,8 @@
 OS disk, image family, FIPS, kubelet, security, tags, max pods).
 
 The schema follows Karpenter's Azure provider (v1.14) with its defaults, bounds,
-patterns and CEL rules. Not modelled yet: linuxOSConfig and localDNS (the API server
-prunes them, so such manifests apply but lose those fields).
+patterns and CEL rules. ``localDNS`` is modelled but not configured by karpy's bootstrap:
+mode ``Required`` is reported on the status.
 """
 
 from __future__ import annotations
@@ -25,13 +25,18 @@ __all__ = [
     "CONDITION_SUBNETS_READY",
     "CONDITION_VALIDATION_SUCCEEDED",
     "GPU",
+    "SYSCTL_KEYS",
     "AKSNodeClass",
     "AKSNodeClassSpec",
     "AKSNodeClassStatus",
     "ArtifactStreaming",
     "KubeletConfiguration",
+    "LinuxOSConfiguration",
+    "LocalDNS",
+    "LocalDNSZoneOverride",
     "NodeImage",
     "Security",
+    "SysctlConfiguration",
     "TrustedLaunch",
 ]
 
@@ -105,6 +110,411 @@ class KubeletConfiguration(KubeModel):
     fail_swap_on: bool | None = Field(
         None, description="Refuse to start the kubelet when swap is enabled."
     )
+
+
+def _both(first: str, second: str, op: str, message: str) -> Rule:
+    return Rule(
+        f"has(self.{first}) && has(self.{second}) ? self.{first} {op} self.{second} : true",
+        message,
+    )
+
+
+_PORTS = "self.netIPv4IPLocalPortRange.split(' ')"
+
+
+class SysctlConfiguration(KubeModel):
+    """Sysctls of the nodes (AKS's custom node configuration), each within AKS's bounds."""
+
+    model_config = ConfigDict(
+        json_schema_extra=validations(
+            _both("netCoreRmemDefault", "netCoreRmemMax", "<=",
+                  "netCoreRmemDefault must be <= netCoreRmemMax"),
+            _both("netCoreWmemDefault", "netCoreWmemMax", "<=",
+                  "netCoreWmemDefault must be <= netCoreWmemMax"),
+            _both("netIPv4NeighDefaultGcThresh1", "netIPv4NeighDefaultGcThresh2", "<=",
+                  "netIPv4NeighDefaultGcThresh1 must be <= netIPv4NeighDefaultGcThresh2"),
+            _both("netIPv4NeighDefaultGcThresh2", "netIPv4NeighDefaultGcThresh3", "<=",
+                  "netIPv4NeighDefaultGcThresh2 must be <= netIPv4NeighDefaultGcThresh3"),
+            Rule(
+                f"!has(self.netIPv4IPLocalPortRange) || (int({_PORTS}[0]) >= 1024 && "
+                f"int({_PORTS}[0]) <= 60999)",
+                "netIPv4IPLocalPortRange first port must be in [1024, 60999]",
+            ),
+            Rule(
+                f"!has(self.netIPv4IPLocalPortRange) || (int({_PORTS}[1]) >= 32768 && "
+                f"int({_PORTS}[1]) <= 65535)",
+                "netIPv4IPLocalPortRange last port must be in [32768, 65535]",
+            ),
+            Rule(
+                f"!has(self.netIPv4IPLocalPortRange) || int({_PORTS}[0]) <= int({_PORTS}[1])",
+                "netIPv4IPLocalPortRange first port must be <= last port",
+            ),
+        )
+    )
+
+    fs_aio_max_nr: int | None = Field(
+        None,
+        alias="fsAioMaxNr",
+        ge=65536,
+        le=6553500,
+        description="The most asynchronous I/O requests (fs.aio-max-nr).",
+        json_schema_extra={"format": "int32"},
+    )
+    fs_file_max: int | None = Field(
+        None,
+        alias="fsFileMax",
+        ge=8192,
+        le=12000500,
+        description="The most file handles the kernel allocates (fs.file-max).",
+        json_schema_extra={"format": "int32"},
+    )
+    fs_inotify_max_user_watches: int | None = Field(
+        None,
+        alias="fsInotifyMaxUserWatches",
+        ge=781250,
+        le=2097152,
+        description="The most inotify watches per user (fs.inotify.max_user_watches).",
+        json_schema_extra={"format": "int32"},
+    )
+    fs_nr_open: int | None = Field(
+        None,
+        alias="fsNrOpen",
+        ge=8192,
+        le=20000500,
+        description="The most file handles a process may allocate (fs.nr_open).",
+        json_schema_extra={"format": "int32"},
+    )
+    kernel_threads_max: int | None = Field(
+        None,
+        alias="kernelThreadsMax",
+        ge=20,
+        le=513785,
+        description="The most threads the kernel creates (kernel.threads-max).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_core_netdev_max_backlog: int | None = Field(
+        None,
+        alias="netCoreNetdevMaxBacklog",
+        ge=1000,
+        le=3240000,
+        description="The most packets queued on the input side (net.core.netdev_max_backlog).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_core_optmem_max: int | None = Field(
+        None,
+        alias="netCoreOptmemMax",
+        ge=20480,
+        le=4194304,
+        description="The largest ancillary buffer per socket (net.core.optmem_max).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_core_rmem_default: int | None = Field(
+        None,
+        alias="netCoreRmemDefault",
+        ge=212992,
+        le=134217728,
+        description="The default receive buffer size in bytes (net.core.rmem_default).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_core_rmem_max: int | None = Field(
+        None,
+        alias="netCoreRmemMax",
+        ge=212992,
+        le=134217728,
+        description="The largest receive buffer size in bytes (net.core.rmem_max).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_core_somaxconn: int | None = Field(
+        None,
+        alias="netCoreSomaxconn",
+        ge=4096,
+        le=3240000,
+        description="The most queued connection requests per listening socket "
+        "(net.core.somaxconn).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_core_wmem_default: int | None = Field(
+        None,
+        alias="netCoreWmemDefault",
+        ge=212992,
+        le=134217728,
+        description="The default send buffer size in bytes (net.core.wmem_default).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_core_wmem_max: int | None = Field(
+        None,
+        alias="netCoreWmemMax",
+        ge=212992,
+        le=134217728,
+        description="The largest send buffer size in bytes (net.core.wmem_max).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_ipv4_neigh_default_gc_thresh1: int | None = Field(
+        None,
+        alias="netIPv4NeighDefaultGcThresh1",
+        ge=128,
+        le=80000,
+        description="The fewest entries in the ARP cache (net.ipv4.neigh.default.gc_thresh1).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_ipv4_neigh_default_gc_thresh2: int | None = Field(
+        None,
+        alias="netIPv4NeighDefaultGcThresh2",
+        ge=512,
+        le=90000,
+        description="The soft maximum of ARP cache entries (net.ipv4.neigh.default.gc_thresh2).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_ipv4_neigh_default_gc_thresh3: int | None = Field(
+        None,
+        alias="netIPv4NeighDefaultGcThresh3",
+        ge=1024,
+        le=100000,
+        description="The hard maximum of ARP cache entries (net.ipv4.neigh.default.gc_thresh3).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_ipv4_tcp_fin_timeout: int | None = Field(
+        None,
+        alias="netIPv4TCPFinTimeout",
+        ge=5,
+        le=120,
+        description="Seconds an orphaned connection stays in FIN_WAIT_2 "
+        "(net.ipv4.tcp_fin_timeout).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_ipv4_tcp_keepalive_probes: int | None = Field(
+        None,
+        alias="netIPv4TCPKeepaliveProbes",
+        ge=1,
+        le=15,
+        description="Keepalive probes before a connection is broken "
+        "(net.ipv4.tcp_keepalive_probes).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_ipv4_tcp_keepalive_time: int | None = Field(
+        None,
+        alias="netIPv4TCPKeepaliveTime",
+        ge=30,
+        le=432000,
+        description="Seconds between keepalive probes (net.ipv4.tcp_keepalive_time).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_ipv4_tcp_max_syn_backlog: int | None = Field(
+        None,
+        alias="netIPv4TCPMaxSynBacklog",
+        ge=128,
+        le=3240000,
+        description="The most queued unacknowledged connection requests "
+        "(net.ipv4.tcp_max_syn_backlog).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_ipv4_tcp_max_tw_buckets: int | None = Field(
+        None,
+        alias="netIPv4TCPMaxTwBuckets",
+        ge=8000,
+        le=1440000,
+        description="The most sockets in TIME_WAIT (net.ipv4.tcp_max_tw_buckets).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_ipv4_tcp_keepalive_intvl: int | None = Field(
+        None,
+        alias="netIPv4TCPKeepaliveIntvl",
+        ge=10,
+        le=90,
+        description="Seconds between unanswered keepalive probes (net.ipv4.tcp_keepalive_intvl).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_netfilter_nf_conntrack_buckets: int | None = Field(
+        None,
+        alias="netNetfilterNfConntrackBuckets",
+        ge=65536,
+        le=524288,
+        description="The size of the connection tracking hash table "
+        "(net.netfilter.nf_conntrack_buckets).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_netfilter_nf_conntrack_max: int | None = Field(
+        None,
+        alias="netNetfilterNfConntrackMax",
+        ge=131072,
+        le=2097152,
+        description="The most tracked connections (net.netfilter.nf_conntrack_max).",
+        json_schema_extra={"format": "int32"},
+    )
+    vm_max_map_count: int | None = Field(
+        None,
+        alias="vmMaxMapCount",
+        ge=65530,
+        le=262144,
+        description="The most memory map areas per process (vm.max_map_count).",
+        json_schema_extra={"format": "int32"},
+    )
+    vm_swappiness: int | None = Field(
+        None,
+        alias="vmSwappiness",
+        ge=0,
+        le=100,
+        description="How eagerly the kernel swaps (vm.swappiness).",
+        json_schema_extra={"format": "int32"},
+    )
+    vm_vfs_cache_pressure: int | None = Field(
+        None,
+        alias="vmVfsCachePressure",
+        ge=0,
+        le=100,
+        description="How eagerly the kernel reclaims directory and inode caches "
+        "(vm.vfs_cache_pressure).",
+        json_schema_extra={"format": "int32"},
+    )
+    net_ipv4_ip_local_port_range: str | None = Field(
+        None, alias="netIPv4IPLocalPortRange", pattern=r"^\d+ \d+$",
+        description="The local port range, 'first last' (net.ipv4.ip_local_port_range).",
+    )
+    net_ipv4_tcp_tw_reuse: bool | None = Field(
+        None, alias="netIPv4TCPTwReuse",
+        description="Reuse TIME_WAIT sockets for new connections (net.ipv4.tcp_tw_reuse).",
+    )
+
+
+#: SysctlConfiguration attribute -> the kernel parameter it sets
+SYSCTL_KEYS: Final = {
+    "fs_aio_max_nr": "fs.aio-max-nr",
+    "fs_file_max": "fs.file-max",
+    "fs_inotify_max_user_watches": "fs.inotify.max_user_watches",
+    "fs_nr_open": "fs.nr_open",
+    "kernel_threads_max": "kernel.threads-max",
+    "net_core_netdev_max_backlog": "net.core.netdev_max_backlog",
+    "net_core_optmem_max": "net.core.optmem_max",
+    "net_core_rmem_default": "net.core.rmem_default",
+    "net_core_rmem_max": "net.core.rmem_max",
+    "net_core_somaxconn": "net.core.somaxconn",
+    "net_core_wmem_default": "net.core.wmem_default",
+    "net_core_wmem_max": "net.core.wmem_max",
+    "net_ipv4_neigh_default_gc_thresh1": "net.ipv4.neigh.default.gc_thresh1",
+    "net_ipv4_neigh_default_gc_thresh2": "net.ipv4.neigh.default.gc_thresh2",
+    "net_ipv4_neigh_default_gc_thresh3": "net.ipv4.neigh.default.gc_thresh3",
+    "net_ipv4_tcp_fin_timeout": "net.ipv4.tcp_fin_timeout",
+    "net_ipv4_tcp_keepalive_probes": "net.ipv4.tcp_keepalive_probes",
+    "net_ipv4_tcp_keepalive_time": "net.ipv4.tcp_keepalive_time",
+    "net_ipv4_tcp_max_syn_backlog": "net.ipv4.tcp_max_syn_backlog",
+    "net_ipv4_tcp_max_tw_buckets": "net.ipv4.tcp_max_tw_buckets",
+    "net_ipv4_tcp_keepalive_intvl": "net.ipv4.tcp_keepalive_intvl",
+    "net_netfilter_nf_conntrack_buckets": "net.netfilter.nf_conntrack_buckets",
+    "net_netfilter_nf_conntrack_max": "net.netfilter.nf_conntrack_max",
+    "vm_max_map_count": "vm.max_map_count",
+    "vm_swappiness": "vm.swappiness",
+    "vm_vfs_cache_pressure": "vm.vfs_cache_pressure",
+    "net_ipv4_ip_local_port_range": "net.ipv4.ip_local_port_range",
+    "net_ipv4_tcp_tw_reuse": "net.ipv4.tcp_tw_reuse",
+}
+
+
+class LinuxOSConfiguration(KubeModel):
+    """OS settings of the nodes (AKS's custom Linux OS configuration)."""
+
+    swap_file_size: str | None = Field(
+        None, pattern=_SIZE_PATTERN,
+        description="A swap file of this size on each node (e.g. 1500Mi, 2Gi; whole MiB).",
+    )
+    sysctls: SysctlConfiguration | None = Field(None, description="Sysctls of the nodes.")
+    transparent_huge_page_defrag: (
+        Literal["always", "defer", "defer+madvise", "madvise", "never"] | None
+    ) = Field(None, description="/sys/kernel/mm/transparent_hugepage/defrag.")
+    transparent_huge_page_enabled: Literal["always", "madvise", "never"] | None = Field(
+        None, description="/sys/kernel/mm/transparent_hugepage/enabled."
+    )
+
+
+_ZONE_PATTERN = (
+    r"^(\.|[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?"
+    r"(\.[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?)*\.?)$"
+)
+_DURATION_PATTERN = r"^([0-9]+(s|m|h))+$"
+
+
+class LocalDNSZoneOverride(KubeModel):
+    """How LocalDNS serves one DNS zone."""
+
+    model_config = ConfigDict(
+        json_schema_extra=validations(
+            Rule(
+                "!(self.zone.endsWith('cluster.local') && self.forwardDestination == 'VnetDNS')",
+                "'cluster.local' cannot be forwarded to VnetDNS",
+            ),
+            Rule(
+                "!(self.serveStale == 'Verify' && self.protocol == 'ForceTCP')",
+                "serveStale Verify cannot be used with protocol ForceTCP",
+            ),
+        )
+    )
+
+    zone: str = Field(min_length=1, max_length=254, pattern=_ZONE_PATTERN,
+                      description="The DNS zone (e.g. '.', 'cluster.local').")
+    query_logging: Literal["Error", "Log"] = Field(description="Query log level.")
+    protocol: Literal["PreferUDP", "ForceTCP"] = Field(
+        description="The protocol to the upstream DNS server."
+    )
+    forward_destination: Literal["ClusterCoreDNS", "VnetDNS"] = Field(
+        description="Where queries are forwarded."
+    )
+    forward_policy: Literal["Sequential", "RoundRobin", "Random"] = Field(
+        description="How the upstream DNS server is picked."
+    )
+    max_concurrent: int = Field(ge=0, description="The most concurrent queries.",
+                                json_schema_extra={"format": "int32"})
+    cache_duration: str = Field(pattern=_DURATION_PATTERN, description="The cache's max TTL.")
+    serve_stale_duration: str = Field(pattern=_DURATION_PATTERN,
+                                      description="How long stale data is served.")
+    serve_stale: Literal["Verify", "Immediate", "Disable"] = Field(
+        description="The policy for serving stale data."
+    )
+
+
+_REQUIRED_ZONES = Rule(
+    "['.', 'cluster.local'].all(z, self.exists(x, x.zone == z))",
+    "must contain required zones '.' and 'cluster.local'",
+)
+
+
+class LocalDNS(KubeModel):
+    """The per-node local DNS (AKS's LocalDNS). karpy's bootstrap does not configure it
+    yet: mode Required is reported on the class's status (ValidationSucceeded False)."""
+
+    mode: Literal["Preferred", "Required", "Disabled"] = Field(
+        description="Preferred: where supported; Required; Disabled."
+    )
+    vnet_dns_overrides: Annotated[
+        list[LocalDNSZoneOverride],
+        Field(
+            max_length=100,
+            json_schema_extra=validations(
+                _REQUIRED_ZONES,
+                Rule(
+                    "!self.exists(x, x.zone == '.' && x.forwardDestination == 'ClusterCoreDNS')",
+                    "root zone '.' cannot be forwarded to ClusterCoreDNS from vnetDNSOverrides",
+                ),
+                Rule(
+                    "!self.exists(x, x.zone != '.' && !x.zone.endsWith('cluster.local') && "
+                    "x.forwardDestination == 'ClusterCoreDNS')",
+                    "external domains cannot be forwarded to ClusterCoreDNS from "
+                    "vnetDNSOverrides",
+                ),
+                **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["zone"]},
+            ),
+        ),
+    ] = Field(alias="vnetDNSOverrides", description="Overrides for VnetDNS traffic (pods "
+              "with dnsPolicy Default, the kubelet).")
+    kube_dns_overrides: Annotated[
+        list[LocalDNSZoneOverride],
+        Field(
+            max_length=100,
+            json_schema_extra=validations(
+                _REQUIRED_ZONES,
+                **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["zone"]},
+            ),
+        ),
+    ] = Field(alias="kubeDNSOverrides", description="Overrides for KubeDNS traffic (pods "
+              "with dnsPolicy ClusterFirst).")
 
 
 class TrustedLaunch(KubeModel):
@@ -194,6 +604,13 @@ class AKSNodeClassSpec(KubeModel):
         None, description="Artifact streaming settings."
     )
     gpu: GPU | None = Field(None, description="GPU settings.")
+    local_dns: LocalDNS | None = Field(
+        None, alias="localDNS", description="The per-node local DNS (AKS's LocalDNS)."
+    )
+    linux_os_config: LinuxOSConfiguration | None = Field(
+        None, alias="linuxOSConfig", description="OS settings of the nodes: sysctls, "
+        "transparent huge pages, a swap file."
+    )
 
 
 class NodeImage(KubeModel):
@@ -273,6 +690,24 @@ class AKSNodeClass(Resource):
         ),
     )
     status: AKSNodeClassStatus = Field(default_factory=AKSNodeClassStatus)
+
+    @property
+    def secure_boot_enabled(self) -> bool:
+        """``spec.security.trustedLaunch.secureBoot`` (default false)."""
+        security = self.spec.security
+        return bool(security and security.trusted_launch and security.trusted_launch.secure_boot)
+
+    @property
+    def vtpm_enabled(self) -> bool:
+        """``spec.security.trustedLaunch.vtpm`` (default false)."""
+        security = self.spec.security
+        return bool(security and security.trusted_launch and security.trusted_launch.vtpm)
+
+    @property
+    def trusted_launch_enabled(self) -> bool:
+        """True when secure boot or the vTPM is on: the VMs are Trusted Launch VMs, booted
+        from a trusted-launch image."""
+        return self.secure_boot_enabled or self.vtpm_enabled
 
     def status_conditions(
         self, *, now: Callable[[], datetime] = utc_now
