@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything karpy needs on a fresh machine into ./.venv and builds the local
-# control plane (tests/controlplane) and nodeadm's validator (tests/providers/aws/nodeadm). Safe to run again: each step is skipped or cached
-# when nothing changed.
+# control plane (tests/controlplane) and nodeadm's validator (tests/providers/aws/nodeadm).
+# Safe to run again: each step is skipped or cached when nothing changed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
