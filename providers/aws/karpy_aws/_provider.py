@@ -147,7 +147,13 @@ def _ready(node_class: EC2NodeClass) -> tuple[bool, str]:
             "its Ready condition is not set yet (the status controller has not resolved it)",
         )
     if ready.status != "True":
-        return False, f"Ready={ready.status} ({ready.reason}: {ready.message})"
+        # name what is wrong, not only that a dependent condition is
+        why = "; ".join(
+            f"{c.type}: {c.message}"
+            for c in node_class.status.conditions
+            if c.type != "Ready" and c.status == "False" and c.message
+        )
+        return False, f"Ready={ready.status} ({ready.reason}: {why or ready.message})"
     return True, ""
 
 

@@ -146,6 +146,10 @@ def _user_parts(custom: str) -> list[Message]:
         for sub in archive.get_payload():
             assert isinstance(sub, Message)
             payload = sub.get_payload()
+            if sub.get("Content-Type") is None and not str(payload).strip():
+                # an archive left open after its last boundary: Python reads an empty
+                # part there, Go's (nodeadm's, cloud-init's) readers see the end
+                continue
             if not isinstance(payload, str):
                 raise UserDataError("spec.userData: nested multipart archives are not supported")
             parts.append(
