@@ -20,7 +20,7 @@ from karpy.apis.core import NodeSelectorRequirement
 from karpy_aws._clients import AWSClients
 from karpy_aws._cluster import ClusterFacts
 from karpy_aws._errors import is_already_exists, is_not_found
-from karpy_aws._userdata import unsupported_family_message
+from karpy_aws._userdata import check_user_data, unsupported_family_message
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import (
     AMI,
@@ -440,17 +440,22 @@ async def resolve_status(
             "was not found in IAM",
         )
     out.conditions[CONDITION_VALIDATION_SUCCEEDED] = join_condition(
-        spec.ami_family_resolved(), cluster
+        spec.ami_family_resolved(), cluster, user_data=spec.user_data
     )
     return out
 
 
-def join_condition(family: str, cluster: ClusterFacts | None) -> tuple[bool, str, str]:
+def join_condition(
+    family: str, cluster: ClusterFacts | None, *, user_data: str | None = None
+) -> tuple[bool, str, str]:
     """ValidationSucceeded as far as joining goes: can karpy write user data that joins
-    a node of ``family`` to the cluster?"""
+    a node of ``family`` to the cluster, merging ``user_data`` (``spec.userData``)?"""
     unsupported = unsupported_family_message(family)
     if unsupported is not None:
         return (False, "UnsupportedAMIFamily", unsupported)
+    invalid = check_user_data(family, user_data)
+    if invalid is not None:
+        return (False, "UserDataInvalid", invalid)
     missing = cluster.missing_for(family) if cluster is not None else []
     if missing:
         # Karpenter's reason when the service CIDR is unknown

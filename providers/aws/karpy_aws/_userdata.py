@@ -35,6 +35,7 @@ __all__ = [
     "BootstrapOptions",
     "UserDataError",
     "bottlerocket_user_data",
+    "check_user_data",
     "nodeadm_user_data",
     "unsupported_family_message",
     "user_data",
@@ -261,6 +262,23 @@ def bottlerocket_user_data(options: BootstrapOptions) -> str:
             "essential": True,
         }
     return tomli_w.dumps(document)
+
+
+def check_user_data(family: str, custom_user_data: str | None) -> str | None:
+    """Why ``spec.userData`` cannot be merged into ``family``'s user data (None when it
+    can): the status controller reports it before any launch."""
+    try:
+        if family == aws.AMI_FAMILY_BOTTLEROCKET:
+            bottlerocket_user_data(
+                BootstrapOptions(
+                    cluster_name="", cluster_endpoint="", custom_user_data=custom_user_data
+                )
+            )
+        elif family == aws.AMI_FAMILY_AL2023:
+            _user_parts(custom_user_data or "")
+    except UserDataError as exc:
+        return str(exc)
+    return None
 
 
 def user_data(family: str, options: BootstrapOptions) -> str:

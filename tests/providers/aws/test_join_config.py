@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import email
+import re
 import tomllib
 from email.message import Message
 from pathlib import Path
@@ -722,13 +723,29 @@ _CLUSTER_KEYS = {
 }
 
 
-async def test_bottlerocket_user_data_that_is_not_toml_is_refused_by_name(
-    aws_provider: AWSCloudProvider,
+@pytest.mark.parametrize(
+    ("alias", "user", "error"),
+    [
+        ("bottlerocket@latest", "[settings", "spec.userData is not valid TOML"),
+        (
+            "al2023@latest",
+            "MIME-Version: 1.0\nContent-Type: text/x-shellscript\n\necho hi\n",
+            "spec.userData starts with MIME headers but is not a multipart archive",
+        ),
+    ],
+)
+async def test_user_data_that_cannot_be_merged_makes_the_class_not_ready(
+    aws_provider: AWSCloudProvider, alias: str, user: str, error: str
 ) -> None:
-    node_class = _node_class(
-        "br-bad", amiSelectorTerms=[{"alias": "bottlerocket@latest"}], userData="[settings"
-    )
-    with pytest.raises(NodeClassNotReadyError, match=r"spec\.userData is not valid TOML"):
+    manifest = node_class_manifest("bad-user-data", amiSelectorTerms=[{"alias": alias}])
+    manifest["spec"]["userData"] = user  # type: ignore[index]
+    node_class = await resolved(aws_provider.clients, manifest)
+    validation = node_class.status_conditions().get("ValidationSucceeded")
+    assert validation is not None and validation.status == "False"
+    assert validation.reason == "UserDataInvalid"
+    assert (validation.message or "").startswith(error)
+    # and were it launched anyway, the launch is refused by name, before any call
+    with pytest.raises(NodeClassNotReadyError, match=re.escape(error)):
         await render(aws_provider, node_class)
 
 
