@@ -117,6 +117,7 @@ class ClusterDiscovery:
         )
         self._kube_dns = kube_dns
         self._dns_asked = False
+        self._warned = False
 
     @property
     def facts(self) -> ClusterFacts:
@@ -149,11 +150,13 @@ class ClusterDiscovery:
         try:
             answer = await self._clients.eks.describe_cluster(name=self._facts.name)
         except Exception as exc:
-            log.warning(
+            # asked again on every reconcile; said loudly once
+            (log.debug if self._warned else log.warning)(
                 "EKS DescribeCluster failed; set clusterEndpoint, clusterCABundle and "
                 "clusterCIDR for a cluster that is not EKS",
                 extra={"cluster": self._facts.name, "error": str(exc)},
             )
+            self._warned = True
             return
         cluster = answer.get("cluster", {})
         network = cluster.get("kubernetesNetworkConfig") or {}
