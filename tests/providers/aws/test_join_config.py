@@ -29,6 +29,9 @@ from karpy_aws import AWSCloudProvider, AWSSettings
 from karpy_aws._clients import AWSClients
 from karpy_aws._cluster import ClusterDiscovery, ClusterFacts, kube_client_ca_bundle
 from karpy_aws._instancetypes import eni_limited_pods
+from karpy_aws._kinds import EC2_NODE_CLASS_KIND
+from karpy_aws._nodeclass_status import NodeClassStatusController
+from karpy_aws._provider import kube_dns_from, node_classes_from
 from karpy_aws._resolve import alias_parameters, resolve_amis, resolve_status
 from karpy_aws._settings import AWSSettingsError
 from karpy_aws._userdata import BootstrapOptions, nodeadm_user_data
@@ -42,6 +45,9 @@ from karpy.apis import labels as wk
 from karpy.apis.v1 import NodeClassReference
 from karpy.cloudprovider import NodeClassNotReadyError
 from karpy.cloudprovider.testing import make_nodeclaim, make_nodepool
+from karpy.runtime import Request
+from karpy.runtime.kinds import SERVICE
+from karpy.runtime.testing import FakeClient
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "aws"
 ON_DEMAND = {"key": wk.LABEL_CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}
@@ -792,3 +798,57 @@ def test_a_users_mime_archive_is_merged_part_by_part(nodeadm_validate: NodeadmVa
     assert "strategy: Mount" in str(parts[0].get_payload())
     assert 'echo "Hello, AL2023!"' in str(parts[1].get_payload())
     assert node_configs(text)[-1]["spec"]["cluster"]["name"] == "c1"
+
+
+# -- the status controller wires discovery in --------------------------------------------
+
+
+async def test_the_status_controller_reports_a_cluster_it_cannot_discover(
+    aws_settings: AWSSettings, aws_clients: AWSClients
+) -> None:
+    """Not EKS and no clusterCIDR: the EC2NodeClass's status says ValidationSucceeded
+    False, naming the service CIDR and the setting; kube-dns is read from the cluster."""
+    client = FakeClient()
+    client.add(EC2_NODE_CLASS_KIND, node_class_manifest("status-no-cidr"))
+    client.add(
+        SERVICE,
+        {
+            "metadata": {"name": "kube-dns", "namespace": "kube-system"},
+            "spec": {"clusterIP": DNS_IP},
+        },
+    )
+    settings = dataclasses.replace(aws_settings, cluster_name="not-an-eks-cluster")
+    discovery = ClusterDiscovery(aws_clients, settings, kube_dns=kube_dns_from(client))
+    provider = AWSCloudProvider(
+        settings=settings,
+        clients=aws_clients,
+        node_classes=node_classes_from(client),
+        owns_clients=False,
+        cluster=discovery,
+    )
+    controller = NodeClassStatusController(provider, client, k8s_version=K8S_VERSION)
+    await controller.reconcile(Request("", "status-no-cidr"))
+    stored = client.peek(EC2_NODE_CLASS_KIND, "status-no-cidr")
+    assert stored is not None
+    by_type = {c["type"]: c for c in stored["status"]["conditions"]}
+    validation = by_type["ValidationSucceeded"]
+    assert (validation["status"], validation["reason"]) == (
+        "False",
+        "ClusterCIDRResolutionFailed",
+    )
+    assert "service CIDR" in validation["message"] and "clusterCIDR" in validation["message"]
+    assert by_type["Ready"]["status"] == "False"
+    assert discovery.facts.dns_ip == DNS_IP
+
+
+async def test_a_headless_or_missing_kube_dns_gives_no_cluster_dns() -> None:
+    client = FakeClient()
+    assert await kube_dns_from(client)() is None
+    client.add(
+        SERVICE,
+        {
+            "metadata": {"name": "kube-dns", "namespace": "kube-system"},
+            "spec": {"clusterIP": "None"},
+        },
+    )
+    assert await kube_dns_from(client)() is None
