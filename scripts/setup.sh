@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything karpy needs on a fresh machine into ./.venv and builds the local
-# control plane (tests/controlplane). Safe to run again: each step is skipped or cached
-# when nothing changed.
+# control plane (tests/controlplane) and nodeadm's validator (tests/providers/aws/nodeadm).
+# Safe to run again: each step is skipped or cached when nothing changed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -20,3 +20,5 @@ if [ ! -f "$stamp" ] || [ -n "$(find $deps -newer "$stamp" 2>/dev/null)" ]; then
 fi
 
 bash tests/controlplane/build.sh
+# nodeadm's own NodeConfig validation, which the AWS provider's user-data tests run
+bash tests/providers/aws/nodeadm/build.sh >/dev/null

@@ -31,13 +31,16 @@ RETRY_CONFIG = Config(
 
 @dataclass
 class AWSClients:
-    """EC2, SSM, IAM, SQS and Pricing clients (``Any``: aiobotocore ships no types)."""
+    """EC2, SSM, IAM, SQS, Pricing and EKS clients (``Any``: aiobotocore ships no
+    types). ``eks`` (DescribeCluster, for cluster discovery) may be None in tests that
+    build clients by hand."""
 
     ec2: Any
     ssm: Any
     iam: Any
     sqs: Any
     pricing: Any
+    eks: Any = None
     calls: Counter[str] = field(default_factory=Counter)
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
 
@@ -70,6 +73,7 @@ class AWSClients:
             ssm = await client("ssm", settings.region, settings.endpoint_url)
             iam = await client("iam", settings.region, settings.endpoint_url)
             sqs = await client("sqs", settings.region, settings.endpoint_url)
+            eks = await client("eks", settings.region, settings.endpoint_url)
             # the Pricing API lives in a few regions only; us-east-1 serves every region's prices
             pricing = await client(
                 "pricing", "us-east-1", settings.pricing_endpoint_url or settings.endpoint_url
@@ -77,7 +81,16 @@ class AWSClients:
         except BaseException:
             await stack.aclose()
             raise
-        return cls(ec2=ec2, ssm=ssm, iam=iam, sqs=sqs, pricing=pricing, calls=calls, _stack=stack)
+        return cls(
+            ec2=ec2,
+            ssm=ssm,
+            iam=iam,
+            sqs=sqs,
+            pricing=pricing,
+            eks=eks,
+            calls=calls,
+            _stack=stack,
+        )
 
     async def aclose(self) -> None:
         """Close every client."""

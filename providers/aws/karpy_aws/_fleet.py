@@ -7,7 +7,9 @@ Karpenter AWS does (pkg/providers/instance/instance.go):
    compatible with the NodeClaim that fits its requests, cheapest first (at most 60
    types, Karpenter's cap), each with its zone's subnet and the AMI for its
    architecture/accelerator (``ImageId`` in the override), grouped into one launch
-   template config per AMI;
+   template config per AMI and max-pods value (the kubelet's maxPods is the instance
+   type's pod capacity, written into the template's user data, as Karpenter groups
+   its launch templates);
 3. ``lowest-price`` for on-demand, ``price-capacity-optimized`` for spot;
 4. the fleet's per-override errors with an insufficient-capacity code mark those
    offerings unavailable in the provider's cache; no instance at all raises
@@ -44,6 +46,7 @@ __all__ = [
     "MAX_INSTANCE_TYPES",
     "FleetPlan",
     "Override",
+    "TemplateKey",
     "fleet_outcome",
     "fleet_request",
     "plan_fleet",
@@ -52,6 +55,9 @@ __all__ = [
 log = logging.getLogger("karpy.aws.instance")
 
 MAX_INSTANCE_TYPES = 60
+
+TemplateKey = tuple[str, int]
+"""What distinguishes the launch templates of one launch: (AMI, the kubelet's maxPods)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +74,17 @@ class Override:
         """The offering this override launches."""
         return OfferingKey(self.instance_type.name, self.offering.zone, self.offering.capacity_type)
 
+    @property
+    def max_pods(self) -> int:
+        """The kubelet's maxPods on this instance type (its pod capacity: the ENI limit
+        less reservedENIs, or kubelet.maxPods/podsPerCore)."""
+        return int(self.instance_type.capacity.get(res.PODS, 0))
+
+    @property
+    def template_key(self) -> TemplateKey:
+        """The launch template this override uses."""
+        return (self.image_id, self.max_pods)
+
 
 @dataclass(frozen=True, slots=True)
 class FleetPlan:
@@ -77,10 +94,18 @@ class FleetPlan:
     overrides: tuple[Override, ...]
 
     def images(self) -> list[str]:
-        """The distinct AMIs, in first-use order (one launch template config each)."""
+        """The distinct AMIs, in first-use order."""
         seen: dict[str, None] = {}
         for o in self.overrides:
             seen.setdefault(o.image_id, None)
+        return list(seen)
+
+    def template_keys(self) -> list[TemplateKey]:
+        """The distinct (AMI, maxPods), in first-use order (one launch template config
+        each)."""
+        seen: dict[TemplateKey, None] = {}
+        for o in self.overrides:
+            seen.setdefault(o.template_key, None)
         return list(seen)
 
 
@@ -177,15 +202,16 @@ def plan_fleet(
 
 
 def fleet_request(
-    plan: FleetPlan, templates: Mapping[str, str], tags: Mapping[str, str]
+    plan: FleetPlan, templates: Mapping[TemplateKey, str], tags: Mapping[str, str]
 ) -> dict[str, Any]:
-    """The CreateFleet input for ``plan``; ``templates`` maps AMI -> launch template name."""
+    """The CreateFleet input for ``plan``; ``templates`` maps each of
+    :meth:`FleetPlan.template_keys` to its launch template's name."""
     configs = []
-    for image in plan.images():
+    for key in plan.template_keys():
         configs.append(
             {
                 "LaunchTemplateSpecification": {
-                    "LaunchTemplateName": templates[image],
+                    "LaunchTemplateName": templates[key],
                     "Version": "$Latest",
                 },
                 "Overrides": [
@@ -197,7 +223,7 @@ def fleet_request(
                         "Priority": float(o.offering.price),
                     }
                     for o in plan.overrides
-                    if o.image_id == image
+                    if o.template_key == key
                 ],
             }
         )

@@ -3,7 +3,9 @@
 finalizer.
 
 Each reconcile resolves subnets, security groups, AMIs and the instance profile
-(:func:`karpy_aws._resolve.resolve_status`), then writes the status once, only when it
+(:func:`karpy_aws._resolve.resolve_status`), and checks that its nodes could join (the
+AMI family's user data is rendered; the cluster's endpoint, CA and service CIDR are
+known, :mod:`karpy_aws._cluster`), then writes the status once, only when it
 changed, and comes back after a minute (Karpenter's AMI/subnet refresh interval), so a
 new AMI release or a retagged subnet shows up without an event. On deletion it waits
 until no NodeClaim refers to the class, then deletes the instance profile it created
@@ -92,6 +94,7 @@ class NodeClassStatusController:
             cluster_name=settings.cluster_name,
             region=settings.region,
             k8s_version=await self._version(),
+            cluster=await self._provider.cluster.resolve(),
         )
         before = node_class.status.to_dict()
         conditions = node_class.status_conditions()

@@ -36,12 +36,14 @@ from karpy.cloudprovider import (
 from karpy.cloudprovider.launch import LaunchChoice, launched_nodeclaim
 from karpy.runtime import Client, Manager, thaw
 from karpy.runtime import errors as kerrors
+from karpy.runtime.kinds import SERVICE
 from karpy.scheduling import resources as res
 from karpy_aws._catalog import Catalog
 from karpy_aws._clients import AWSClients
+from karpy_aws._cluster import ClusterDiscovery, KubeDNSLookup, kube_client_ca_bundle
 from karpy_aws._controllers import register_controllers
 from karpy_aws._errors import is_launch_template_not_found, is_not_found, reason_message
-from karpy_aws._fleet import FleetPlan, fleet_outcome, fleet_request, plan_fleet
+from karpy_aws._fleet import FleetPlan, TemplateKey, fleet_outcome, fleet_request, plan_fleet
 from karpy_aws._instances import (
     LIVE_STATES,
     instance_id,
@@ -55,7 +57,7 @@ from karpy_aws._launchtemplates import LaunchTemplates
 from karpy_aws._pricing import PricingProvider
 from karpy_aws._settings import PROVIDER_SETTINGS, AWSSettings, check_settings
 from karpy_aws._unavailable import UnavailableOfferings
-from karpy_aws._userdata import BootstrapOptions, user_data
+from karpy_aws._userdata import BootstrapOptions, UserDataError, user_data
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import EC2NodeClass
 
@@ -145,7 +147,13 @@ def _ready(node_class: EC2NodeClass) -> tuple[bool, str]:
             "its Ready condition is not set yet (the status controller has not resolved it)",
         )
     if ready.status != "True":
-        return False, f"Ready={ready.status} ({ready.reason}: {ready.message})"
+        # name what is wrong, not only that a dependent condition is
+        why = "; ".join(
+            f"{c.type}: {c.message}"
+            for c in node_class.status.conditions
+            if c.type != "Ready" and c.status == "False" and c.message
+        )
+        return False, f"Ready={ready.status} ({ready.reason}: {why or ready.message})"
     return True, ""
 
 
@@ -216,9 +224,12 @@ class AWSCloudProvider:
         client: Client | None = None,
         unavailable: UnavailableOfferings | None = None,
         owns_clients: bool = True,
+        cluster: ClusterDiscovery | None = None,
     ) -> None:
         self.settings = settings
         self.clients = clients
+        #: what nodes are told about the cluster (endpoint, CA, service CIDR, DNS)
+        self.cluster = cluster or ClusterDiscovery(clients, settings)
         self.unavailable = unavailable or UnavailableOfferings()
         self.pricing = PricingProvider(
             clients, region=settings.region, isolated_vpc=settings.isolated_vpc
@@ -256,6 +267,14 @@ class AWSCloudProvider:
             clients=clients,
             node_classes=node_classes_from(context.client),
             client=context.client,
+            cluster=ClusterDiscovery(
+                clients,
+                settings,
+                kube_ca_bundle=kube_client_ca_bundle(
+                    getattr(context.client, "api_client", None)
+                ),
+                kube_dns=kube_dns_from(context.client),
+            ),
         )
 
     @property
@@ -305,26 +324,49 @@ class AWSCloudProvider:
     # -- create ------------------------------------------------------------------------
 
     def _launch_template_data(
-        self, node_class: EC2NodeClass, image_id: str, nodeclaim: NodeClaim
+        self, node_class: EC2NodeClass, key: TemplateKey, nodeclaim: NodeClaim
     ) -> dict[str, Any]:
+        image_id, max_pods = key
         spec = node_class.spec
         family = spec.ami_family_resolved()
+        facts = self.cluster.facts
+        # the status controller keeps such a class not Ready; this is the last guard
+        missing = facts.missing_for(family)
+        if missing:
+            raise NodeClassNotReadyError(
+                f"EC2NodeClass {node_class.metadata.name!r}: nodes could not join, "
+                f"unknown: {'; '.join(missing)}"
+            )
         taints = [t.to_dict() for t in (*nodeclaim.spec.taints, *nodeclaim.spec.startup_taints)]
         taints.append({"key": "karpenter.sh/unregistered", "effect": "NoExecute"})
         kubelet = spec.kubelet.to_dict() if spec.kubelet else {}
+        # Karpenter's resolver: maxPods is the instance type's pod capacity unless set,
+        # clusterDNS the kube-dns Service's IP unless set
+        if kubelet.get("maxPods") is None:
+            kubelet["maxPods"] = max_pods
+        if not kubelet.get("clusterDNS") and facts.dns_ip:
+            kubelet["clusterDNS"] = [facts.dns_ip]
         options = BootstrapOptions(
             cluster_name=self.settings.cluster_name,
-            cluster_endpoint=self.settings.cluster_endpoint,
-            ca_bundle=self.settings.cluster_ca_bundle,
+            cluster_endpoint=facts.endpoint,
+            ca_bundle=facts.ca_bundle,
+            cluster_cidr=facts.service_cidr,
             kubelet=kubelet,
             labels=_node_labels(nodeclaim),
             taints=taints,
             custom_user_data=spec.user_data,
+            instance_store_policy=spec.instance_store_policy,
         )
+        try:
+            encoded = user_data(family, options)
+        except UserDataError as exc:
+            raise NodeClassNotReadyError(
+                f"EC2NodeClass {node_class.metadata.name!r}: {exc}"
+            ) from exc
         meta = spec.metadata_options
         data: dict[str, Any] = {
             "ImageId": image_id,
-            "UserData": user_data(family, options),
+            "UserData": encoded,
             "SecurityGroupIds": [g.id for g in node_class.status.security_groups],
             "MetadataOptions": {
                 "HttpEndpoint": meta.http_endpoint,
@@ -343,13 +385,14 @@ class AWSCloudProvider:
 
     async def _templates(
         self, plan: FleetPlan, node_class: EC2NodeClass, nodeclaim: NodeClaim
-    ) -> dict[str, str]:
+    ) -> dict[TemplateKey, str]:
+        await self.cluster.resolve()  # cached once complete: no call per launch
         tags = {**node_class.spec.tags, aws.TAG_NODECLASS: node_class.metadata.name or ""}
         return {
-            image: await self.launch_templates.ensure(
-                self._launch_template_data(node_class, image, nodeclaim), tags=tags
+            key: await self.launch_templates.ensure(
+                self._launch_template_data(node_class, key, nodeclaim), tags=tags
             )
-            for image in plan.images()
+            for key in plan.template_keys()
         }
 
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
@@ -544,6 +587,20 @@ def _is_client_error(exc: BaseException) -> bool:
         "Throttling",
         "ThrottlingException",
     )
+
+
+def kube_dns_from(client: Client) -> KubeDNSLookup:
+    """A lookup of the ``kube-system/kube-dns`` Service's ClusterIP through ``client``."""
+
+    async def lookup() -> str | None:
+        try:
+            service = await client.get(SERVICE, "kube-dns", namespace="kube-system")
+        except kerrors.NotFound:
+            return None
+        ip = str((service.get("spec") or {}).get("clusterIP") or "")
+        return ip if ip and ip != "None" else None
+
+    return lookup
 
 
 def node_classes_from(client: Client) -> NodeClassGetter:

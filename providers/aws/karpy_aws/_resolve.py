@@ -18,7 +18,9 @@ from typing import Any
 
 from karpy.apis.core import NodeSelectorRequirement
 from karpy_aws._clients import AWSClients
+from karpy_aws._cluster import ClusterFacts
 from karpy_aws._errors import is_already_exists, is_not_found
+from karpy_aws._userdata import check_user_data, unsupported_family_message
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import (
     AMI,
@@ -38,6 +40,7 @@ __all__ = [
     "Resolution",
     "alias_parameters",
     "instance_profile_name",
+    "join_condition",
     "resolve_amis",
     "resolve_instance_profile",
     "resolve_security_groups",
@@ -127,15 +130,18 @@ async def resolve_security_groups(
     ]
 
 
-def alias_parameters(alias: str, k8s_version: str) -> dict[str, tuple[str, str]]:
-    """SSM public parameter -> (architecture, variant) for an AMI alias.
+def alias_parameters(alias: str, k8s_version: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """SSM public parameter -> (architecture, variants it serves) for an AMI alias.
+
+    One image may serve several variants: Bottlerocket's x86_64 image carries the
+    Neuron driver, so it is both the standard and the neuron variant (as in Karpenter).
 
     Raises ValueError for an alias whose family karpy cannot resolve.
     """
     family, _, version = alias.partition("@")
     latest = version == "latest"
     if family == "al2023":
-        out = {}
+        out: dict[str, tuple[str, tuple[str, ...]]] = {}
         for arch, variants in (
             ("x86_64", ("standard", "nvidia", "neuron")),
             ("arm64", ("standard", "nvidia")),
@@ -150,27 +156,16 @@ def alias_parameters(alias: str, k8s_version: str) -> dict[str, tuple[str, str]]
                     f"/aws/service/eks/optimized-ami/{k8s_version}/amazon-linux-2023/"
                     f"{arch}/{variant}/{name}/image_id"
                 )
-                out[path] = (arch, variant)
+                out[path] = (arch, (variant,))
         return out
     if family == "bottlerocket":
         trimmed = version if latest else version.lstrip("v")
+        root = f"/aws/service/bottlerocket/aws-k8s-{k8s_version}"
         return {
-            f"/aws/service/bottlerocket/aws-k8s-{k8s_version}/x86_64/{trimmed}/image_id": (
-                "x86_64",
-                "standard",
-            ),
-            f"/aws/service/bottlerocket/aws-k8s-{k8s_version}/arm64/{trimmed}/image_id": (
-                "arm64",
-                "standard",
-            ),
-            f"/aws/service/bottlerocket/aws-k8s-{k8s_version}-nvidia/x86_64/{trimmed}/image_id": (
-                "x86_64",
-                "nvidia",
-            ),
-            f"/aws/service/bottlerocket/aws-k8s-{k8s_version}-nvidia/arm64/{trimmed}/image_id": (
-                "arm64",
-                "nvidia",
-            ),
+            f"{root}/x86_64/{trimmed}/image_id": ("x86_64", ("standard", "neuron")),
+            f"{root}/arm64/{trimmed}/image_id": ("arm64", ("standard",)),
+            f"{root}-nvidia/x86_64/{trimmed}/image_id": ("x86_64", ("nvidia",)),
+            f"{root}-nvidia/arm64/{trimmed}/image_id": ("arm64", ("nvidia",)),
         }
     if family == "al2":
         eks = f"/aws/service/eks/optimized-ami/{k8s_version}"
@@ -179,14 +174,17 @@ def alias_parameters(alias: str, k8s_version: str) -> dict[str, tuple[str, str]]
             return "recommended" if latest else f"{prefix}-{k8s_version}-{version}"
 
         return {
-            f"{eks}/amazon-linux-2/{pinned('amazon-eks-node')}/image_id": ("x86_64", "standard"),
+            f"{eks}/amazon-linux-2/{pinned('amazon-eks-node')}/image_id": (
+                "x86_64",
+                ("standard",),
+            ),
             f"{eks}/amazon-linux-2-arm64/{pinned('amazon-eks-arm64-node')}/image_id": (
                 "arm64",
-                "standard",
+                ("standard",),
             ),
             f"{eks}/amazon-linux-2-gpu/{pinned('amazon-eks-gpu-node')}/image_id": (
                 "x86_64",
-                "nvidia",
+                ("nvidia",),
             ),
         }
     raise ValueError(f"alias {alias!r}: karpy resolves al2023, al2 and bottlerocket aliases only")
@@ -231,27 +229,28 @@ async def resolve_amis(
 
     Raises ValueError for an unsupported alias (reason UnsupportedAlias).
     """
-    amis: dict[str, AMI] = {}
+    amis: dict[tuple[str, str], AMI] = {}
     for term in terms:
         if term.alias:
-            ids: dict[str, tuple[str, str]] = {}
-            for path, (arch, variant) in alias_parameters(term.alias, k8s_version).items():
+            ids: dict[str, tuple[str, tuple[str, ...]]] = {}
+            for path, (arch, variants) in alias_parameters(term.alias, k8s_version).items():
                 try:
                     answer = await clients.ssm.get_parameter(Name=path)
                 except Exception as exc:
                     if is_not_found(exc):
                         continue
                     raise
-                ids[answer["Parameter"]["Value"]] = (arch, variant)
+                ids[answer["Parameter"]["Value"]] = (arch, variants)
             if not ids:
                 continue
             for image in await _describe_images(clients, ImageIds=sorted(ids)):
-                arch, variant = ids[image["ImageId"]]
-                amis[image["ImageId"]] = AMI(
-                    id=image["ImageId"],
-                    name=image.get("Name"),
-                    requirements=_variant_requirements(arch, variant),
-                )
+                arch, variants = ids[image["ImageId"]]
+                for variant in variants:  # one status entry per variant, as Karpenter
+                    amis[(image["ImageId"], variant)] = AMI(
+                        id=image["ImageId"],
+                        name=image.get("Name"),
+                        requirements=_variant_requirements(arch, variant),
+                    )
             continue
         kwargs: dict[str, Any] = {}
         if term.id:
@@ -274,7 +273,7 @@ async def resolve_amis(
         for image in images:
             newest_per_arch.setdefault(image.get("Architecture", "x86_64"), image)
         for arch, image in newest_per_arch.items():
-            amis[image["ImageId"]] = AMI(
+            amis[(image["ImageId"], "")] = AMI(
                 id=image["ImageId"],
                 name=image.get("Name"),
                 deprecated=bool(image.get("DeprecationTime")) or None,
@@ -284,7 +283,7 @@ async def resolve_amis(
                     )
                 ],
             )
-    return sorted(amis.values(), key=lambda a: a.id)
+    return [amis[key] for key in sorted(amis)]
 
 
 def instance_profile_name(cluster_name: str, region: str, node_class_name: str) -> str:
@@ -376,9 +375,15 @@ async def resolve_status(
     cluster_name: str,
     region: str,
     k8s_version: str,
+    cluster: ClusterFacts | None = None,
 ) -> Resolution:
     """Resolve every selector of ``node_class``; a failure of one concern is reported in
-    its condition and does not stop the others."""
+    its condition and does not stop the others.
+
+    ValidationSucceeded is False when its nodes could not join: an AMI family whose
+    user data karpy does not render, or (``cluster`` given) a cluster fact the family's
+    user data needs that neither settings nor discovery gave (see
+    :mod:`karpy_aws._cluster`)."""
     status = EC2NodeClassStatus()
     out = Resolution(status=status)
     spec = node_class.spec
@@ -434,5 +439,35 @@ async def resolve_status(
             f"{'instanceProfile' if spec.instance_profile else 'role'} {which!r} "
             "was not found in IAM",
         )
-    out.conditions[CONDITION_VALIDATION_SUCCEEDED] = (True, "", "")
+    out.conditions[CONDITION_VALIDATION_SUCCEEDED] = join_condition(
+        spec.ami_family_resolved(), cluster, user_data=spec.user_data
+    )
     return out
+
+
+def join_condition(
+    family: str, cluster: ClusterFacts | None, *, user_data: str | None = None
+) -> tuple[bool, str, str]:
+    """ValidationSucceeded as far as joining goes: can karpy write user data that joins
+    a node of ``family`` to the cluster, merging ``user_data`` (``spec.userData``)?"""
+    unsupported = unsupported_family_message(family)
+    if unsupported is not None:
+        return (False, "UnsupportedAMIFamily", unsupported)
+    invalid = check_user_data(family, user_data)
+    if invalid is not None:
+        return (False, "UserDataInvalid", invalid)
+    missing = cluster.missing_for(family) if cluster is not None else []
+    if missing:
+        # Karpenter's reason when the service CIDR is unknown
+        reason = (
+            "ClusterCIDRResolutionFailed"
+            if not cluster or not cluster.service_cidr
+            else "ClusterDiscoveryFailed"
+        )
+        return (
+            False,
+            reason,
+            f"nodes of amiFamily {family} could not join the cluster: unknown "
+            + "; ".join(missing),
+        )
+    return (True, "", "")

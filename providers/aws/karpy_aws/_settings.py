@@ -10,6 +10,8 @@ setting                    environment                   meaning
 (core ``--cluster-name``)  ``CLUSTER_NAME``              required; tags and discovery
 ``clusterEndpoint``        ``CLUSTER_ENDPOINT``          API server URL the nodes join
 ``clusterCABundle``        ``CLUSTER_CA_BUNDLE``         base64 CA bundle written to user data
+``clusterCIDR``            ``KARPY_CLUSTER_CIDR``        the cluster's service CIDR (nodeadm's
+                                                         ``cidr``); else EKS DescribeCluster
 ``interruptionQueue``      ``INTERRUPTION_QUEUE``        SQS queue name; empty disables it
 ``reservedENIs``           ``RESERVED_ENIS``             ENIs kept out of max-pods (int >= 0)
 ``vmMemoryOverheadPercent`` ``VM_MEMORY_OVERHEAD_PERCENT`` memory lost to the hypervisor
@@ -36,6 +38,7 @@ value and what is expected, so a typo fails at start-up.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -48,6 +51,7 @@ __all__ = ["PROVIDER_SETTINGS", "SETTINGS", "AWSSettings", "AWSSettingsError", "
 SETTINGS: Final = {
     "clusterEndpoint": "CLUSTER_ENDPOINT",
     "clusterCABundle": "CLUSTER_CA_BUNDLE",
+    "clusterCIDR": "KARPY_CLUSTER_CIDR",
     "interruptionQueue": "INTERRUPTION_QUEUE",
     "reservedENIs": "RESERVED_ENIS",
     "vmMemoryOverheadPercent": "VM_MEMORY_OVERHEAD_PERCENT",
@@ -74,6 +78,7 @@ class AWSSettings:
     region: str
     cluster_endpoint: str = ""
     cluster_ca_bundle: str = ""
+    cluster_cidr: str = ""
     interruption_queue: str = ""
     reserved_enis: int = 0
     vm_memory_overhead_percent: float = 0.075
@@ -133,6 +138,7 @@ class AWSSettings:
             region=region,
             cluster_endpoint=endpoint,
             cluster_ca_bundle=get("clusterCABundle"),
+            cluster_cidr=_cidr(get("clusterCIDR")),
             interruption_queue=get("interruptionQueue"),
             reserved_enis=_int(get("reservedENIs"), "reservedENIs"),
             vm_memory_overhead_percent=_percent(get("vmMemoryOverheadPercent")),
@@ -144,6 +150,18 @@ class AWSSettings:
                 sorted({z.strip() for z in get("offlineZones").split(",") if z.strip()})
             ),
         )
+
+
+def _cidr(text: str) -> str:
+    if not text:
+        return ""
+    try:
+        return str(ipaddress.ip_network(text, strict=True))
+    except ValueError as exc:
+        raise AWSSettingsError(
+            f"aws setting clusterCIDR={text!r} (env KARPY_CLUSTER_CIDR) must be the "
+            f"cluster's service CIDR, e.g. 10.100.0.0/16 or fd00::/108 ({exc})"
+        ) from None
 
 
 def _int(text: str, key: str) -> int:
@@ -193,6 +211,8 @@ PROVIDER_SETTINGS: Final = (
                     "API server URL the nodes join (https://...)"),
     ProviderSetting("clusterCABundle", "CLUSTER_CA_BUNDLE", "",
                     "base64 CA bundle written to the nodes' user data"),
+    ProviderSetting("clusterCIDR", "KARPY_CLUSTER_CIDR", "",
+                    "the cluster's service CIDR for nodeadm (else EKS DescribeCluster)"),
     ProviderSetting("interruptionQueue", "INTERRUPTION_QUEUE", "",
                     "SQS queue of interruption events; empty disables it"),
     ProviderSetting("reservedENIs", "RESERVED_ENIS", "0", "ENIs kept out of max-pods"),

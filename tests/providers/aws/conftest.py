@@ -5,7 +5,10 @@ pointed at it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -22,6 +25,8 @@ from moto_harness import (
     seed_account,
     use_test_credentials,
 )
+
+NODEADM_BUILD = Path(__file__).resolve().parent / "nodeadm" / "build.sh"
 
 REGION = "us-east-1"
 CLUSTER = "karpy-test"
@@ -114,3 +119,30 @@ async def aws_provider(
     return AWSCloudProvider(
         settings=aws_settings, clients=aws_clients, node_classes=get, owns_clients=False
     )
+
+
+NodeadmValidate = Callable[[str], "str | None"]
+
+
+@pytest.fixture(scope="session")
+def nodeadm_validate() -> NodeadmValidate:
+    """The EKS node agent's own checks of user data (nodeadm's MIME parsing and
+    ValidateNodeConfig, built from its Go module by nodeadm/build.sh: on demand, cached
+    by input hash): ``validate(user_data_text)`` is None when nodeadm accepts it, else
+    its error ("validate: CIDR is missing in cluster configuration")."""
+    if shutil.which("go") is None:
+        pytest.fail("nodeadm's validator is built with Go, which is not installed")
+    built = subprocess.run(
+        ["bash", str(NODEADM_BUILD)], capture_output=True, text=True, timeout=1800, check=False
+    )
+    if built.returncode != 0:
+        pytest.fail(f"building nodeadm's validator failed:\n{built.stderr[-4000:]}")
+    binary = built.stdout.strip().splitlines()[-1]
+
+    def validate(user_data: str) -> str | None:
+        done = subprocess.run(
+            [binary], input=user_data, capture_output=True, text=True, timeout=60, check=False
+        )
+        return None if done.returncode == 0 else done.stderr.strip()
+
+    return validate

@@ -50,6 +50,7 @@ from moto.ssm.models import Parameter, ssm_backends
 __all__ = [
     "DISCOVERY",
     "ROLE",
+    "SERVICE_CIDR",
     "Account",
     "FleetFaults",
     "PricingServer",
@@ -60,6 +61,7 @@ __all__ = [
 ]
 
 CLUSTER = "karpy-test"
+SERVICE_CIDR = "10.100.0.0/16"
 DISCOVERY = {"karpenter.sh/discovery": CLUSTER}
 ROLE = f"KarpenterNodeRole-{CLUSTER}"
 
@@ -79,6 +81,9 @@ class Account:
     subnets: dict[str, str]  # subnet id -> zone
     security_group: str
     amis: dict[str, str]  # arch (x86_64, arm64) -> AMI id
+    #: EKS DescribeCluster of the cluster: the service CIDR and the CA bundle
+    service_cidr: str = SERVICE_CIDR
+    ca_bundle: str = ""
 
 
 def seed_account(
@@ -89,9 +94,10 @@ def seed_account(
     region: str = "us-east-1",
     k8s_versions: tuple[str, ...] = ("1.31",),
 ) -> Account:
-    """Make moto's account look like an EKS cluster's: three subnets and a security
-    group tagged ``karpenter.sh/discovery``, the node role, and the EKS AL2023 AMI
-    parameters for ``k8s_versions`` pointing at moto's own AMIs."""
+    """Make moto's account look like an EKS cluster's: the EKS cluster itself (IPv4,
+    service CIDR :data:`SERVICE_CIDR`), three subnets and a security group tagged
+    ``karpenter.sh/discovery``, the node role, and the EKS AL2023 AMI parameters for
+    ``k8s_versions`` pointing at moto's own AMIs."""
     kw = {"region_name": region, "endpoint_url": url}
     ec2 = boto3.client("ec2", **kw)
     subnets = {s["SubnetId"]: s["AvailabilityZone"] for s in ec2.describe_subnets()["Subnets"]}
@@ -115,6 +121,15 @@ def seed_account(
     iam = boto3.client("iam", **kw)
     with suppress(iam.exceptions.EntityAlreadyExistsException):
         iam.create_role(RoleName=f"KarpenterNodeRole-{cluster}", AssumeRolePolicyDocument="{}")
+    eks = boto3.client("eks", **kw)
+    with suppress(eks.exceptions.ResourceInUseException):
+        eks.create_cluster(
+            name=cluster,
+            roleArn=f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:role/{cluster}-cluster",
+            resourcesVpcConfig={"subnetIds": list(chosen), "securityGroupIds": [group]},
+            kubernetesNetworkConfig={"serviceIpv4Cidr": SERVICE_CIDR, "ipFamily": "ipv4"},
+        )
+    ca_bundle = eks.describe_cluster(name=cluster)["cluster"]["certificateAuthority"]["data"]
     amis = {}
     for arch in ("x86_64", "arm64"):
         image = ec2.describe_images(
@@ -128,7 +143,14 @@ def seed_account(
                 "recommended/image_id",
                 image,
             )
-    return Account(url=url, faults=faults, subnets=chosen, security_group=group, amis=amis)
+    return Account(
+        url=url,
+        faults=faults,
+        subnets=chosen,
+        security_group=group,
+        amis=amis,
+        ca_bundle=ca_bundle,
+    )
 
 
 @contextmanager
