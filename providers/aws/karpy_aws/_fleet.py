@@ -1,20 +1,26 @@
 """Launching one instance for a NodeClaim with CreateFleet (type ``instant``), as
 Karpenter AWS does (pkg/providers/instance/instance.go):
 
-1. capacity type: spot if the NodeClaim allows it and some compatible spot offering is
+1. the instance types compatible with the NodeClaim that fit its requests, without
+   the exotic ones and with spot offerings dearer than on-demand capped
+   (:mod:`karpy_aws._launchfilters`, Karpenter's launch filters);
+2. capacity type: spot if the NodeClaim allows it and some compatible spot offering is
    available, else on-demand;
-2. overrides: every available offering of that capacity type, of every instance type
-   compatible with the NodeClaim that fits its requests, cheapest first (at most 60
-   types, Karpenter's cap), each with its zone's subnet and the AMI for its
-   architecture/accelerator (``ImageId`` in the override), grouped into one launch
-   template config per AMI;
-3. ``lowest-price`` for on-demand, ``price-capacity-optimized`` for spot;
-4. the fleet's per-override errors with an insufficient-capacity code mark those
-   offerings unavailable in the provider's cache; no instance at all raises
-   InsufficientCapacityError naming them (or CreateError for other codes).
+3. overrides: every available offering of that capacity type, cheapest first (at most
+   60 types, Karpenter's cap), each with a subnet of its zone that is not out of
+   addresses and the AMI for its architecture/accelerator (``ImageId`` in the
+   override), grouped into one launch template config per (AMI, EFA interface count):
+   a NodeClaim requesting ``vpc.amazonaws.com/efa`` gets one EFA interface per network
+   card of the type, so types with different counts need different templates;
+4. ``lowest-price`` for on-demand, ``price-capacity-optimized`` for spot;
+5. the fleet's per-override errors with an insufficient-capacity code mark those
+   offerings unavailable in the provider's cache (``InsufficientFreeAddressesInSubnet``
+   marks the subnet instead, so the zone's other subnets are tried next); no instance
+   at all raises InsufficientCapacityError naming them (or CreateError for other codes).
 
-karpy sends one CreateFleet per NodeClaim; it does not batch them as Karpenter's
-CreateFleet batcher does (see docs/providers/aws.md).
+The request carries only tags common to every NodeClaim of the same shape, so that
+concurrent identical requests merge into one CreateFleet (:mod:`karpy_aws._batcher`);
+the NodeClaim's own tags are written once the instance exists.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from karpy.apis import NodeClaim
 from karpy.apis import labels as wk
@@ -36,14 +42,22 @@ from karpy.cloudprovider import (
 from karpy.cloudprovider.launch import nodeclaim_requests, nodeclaim_requirements
 from karpy.scheduling import Requirement, Requirements
 from karpy.scheduling import resources as res
-from karpy_aws._errors import SPOT_SERVICE_LINKED_ROLE_CODE, is_unfulfillable_capacity
+from karpy_aws._errors import (
+    SPOT_SERVICE_LINKED_ROLE_CODE,
+    SUBNET_FULL_CODE,
+    is_unfulfillable_capacity,
+)
+from karpy_aws._launchfilters import exotic_filter, spot_price_cap
 from karpy_aws._unavailable import UnavailableOfferings
+from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import AMI, EC2NodeClass
 
 __all__ = [
     "MAX_INSTANCE_TYPES",
     "FleetPlan",
     "Override",
+    "TemplateKey",
+    "UnexpectedInstanceTypeError",
     "fleet_outcome",
     "fleet_request",
     "plan_fleet",
@@ -54,6 +68,22 @@ log = logging.getLogger("karpy.aws.instance")
 MAX_INSTANCE_TYPES = 60
 
 
+class TemplateKey(NamedTuple):
+    """What tells one launch template of a launch from another."""
+
+    image_id: str
+    efa_count: int = 0
+
+
+class UnexpectedInstanceTypeError(CreateError):
+    """CreateFleet launched an instance of a type none of its overrides named; the
+    instance exists and must be terminated by whoever catches this."""
+
+    def __init__(self, message: str, *, instance_id: str) -> None:
+        super().__init__(message, reason="UnexpectedInstanceType")
+        self.instance_id = instance_id
+
+
 @dataclass(frozen=True, slots=True)
 class Override:
     """One (instance type, zone) the fleet may launch, with its subnet, AMI and price."""
@@ -62,11 +92,18 @@ class Override:
     offering: Offering
     subnet_id: str
     image_id: str
+    #: EFA interfaces to attach (the type's count when the NodeClaim requests EFA)
+    efa_count: int = 0
 
     @property
     def key(self) -> OfferingKey:
         """The offering this override launches."""
         return OfferingKey(self.instance_type.name, self.offering.zone, self.offering.capacity_type)
+
+    @property
+    def template(self) -> TemplateKey:
+        """The launch template this override launches with."""
+        return TemplateKey(self.image_id, self.efa_count)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +113,11 @@ class FleetPlan:
     capacity_type: str
     overrides: tuple[Override, ...]
 
-    def images(self) -> list[str]:
-        """The distinct AMIs, in first-use order (one launch template config each)."""
-        seen: dict[str, None] = {}
+    def templates(self) -> list[TemplateKey]:
+        """The distinct launch templates, in first-use order (one config each)."""
+        seen: dict[TemplateKey, None] = {}
         for o in self.overrides:
-            seen.setdefault(o.image_id, None)
+            seen.setdefault(o.template, None)
         return list(seen)
 
 
@@ -124,14 +161,23 @@ def plan_fleet(
     """
     reqs = nodeclaim_requirements(nodeclaim)
     requests = nodeclaim_requests(nodeclaim)
-    compatible = [
-        it
-        for it in instance_types
-        if reqs.intersects(it.requirements) is None and res.fits(requests, it.allocatable)
-    ]
+    compatible = exotic_filter(
+        reqs,
+        [
+            it
+            for it in instance_types
+            if reqs.intersects(it.requirements) is None and res.fits(requests, it.allocatable)
+        ],
+    )
+    spot_cap = spot_price_cap(reqs, compatible)
     capacity_type = _capacity_type(reqs, compatible, unavailable)
+    wants_efa = requests.get(aws.RESOURCE_EFA, 0) > 0
     subnets: dict[str, str] = {}
+    full: list[str] = []
     for subnet in node_class.status.subnets:  # status order: most free addresses first
+        if unavailable.is_subnet_unavailable(subnet.id):
+            full.append(subnet.id)
+            continue
         subnets.setdefault(subnet.zone, subnet.id)
     candidates: list[tuple[float, str, str, Override]] = []
     refused: list[OfferingKey] = []
@@ -139,16 +185,22 @@ def plan_fleet(
         image = _ami_for(it, node_class.status.amis)
         if image is None:
             continue
+        efa = it.capacity.get(aws.RESOURCE_EFA, 0) if wants_efa else 0
         for o in it.offerings:
             if o.capacity_type != capacity_type or not o.available:
                 continue
             if reqs.intersects(o.requirements) is not None or o.zone not in subnets:
                 continue
+            if spot_cap is not None and o.capacity_type == wk.CAPACITY_TYPE_SPOT and (
+                o.price > spot_cap
+            ):
+                continue
             key = OfferingKey(it.name, o.zone, o.capacity_type)
             if unavailable.is_unavailable(key):
                 refused.append(key)
                 continue
-            candidates.append((o.price, it.name, o.zone, Override(it, o, subnets[o.zone], image)))
+            override = Override(it, o, subnets[o.zone], image, efa)
+            candidates.append((o.price, it.name, o.zone, override))
     candidates.sort(key=lambda c: c[:3])
     chosen_types: list[str] = []
     overrides: list[Override] = []
@@ -172,20 +224,27 @@ def plan_fleet(
             f"{len(instance_types)} instance types match the requirements ({reqs}) and "
             f"requests ({res.describe(requests)}), none with an available {capacity_type} "
             "offering in a zone of the NodeClass's subnets and a matching AMI"
+            + (f" (subnets out of free addresses: {', '.join(full)})" if full else "")
         )
     return FleetPlan(capacity_type=capacity_type, overrides=tuple(overrides))
 
 
 def fleet_request(
-    plan: FleetPlan, templates: Mapping[str, str], tags: Mapping[str, str]
+    plan: FleetPlan,
+    templates: Mapping[TemplateKey, str],
+    tags: Mapping[str, str],
+    *,
+    context: str | None = None,
 ) -> dict[str, Any]:
-    """The CreateFleet input for ``plan``; ``templates`` maps AMI -> launch template name."""
+    """The CreateFleet input for ``plan`` (one instance; the batcher raises the target
+    when it merges requests); ``templates`` maps each template key to its name;
+    ``context`` is the EC2NodeClass's ``context`` (EC2 Fleet's reserved ``Context``)."""
     configs = []
-    for image in plan.images():
+    for template in plan.templates():
         configs.append(
             {
                 "LaunchTemplateSpecification": {
-                    "LaunchTemplateName": templates[image],
+                    "LaunchTemplateName": templates[template],
                     "Version": "$Latest",
                 },
                 "Overrides": [
@@ -197,7 +256,7 @@ def fleet_request(
                         "Priority": float(o.offering.price),
                     }
                     for o in plan.overrides
-                    if o.image_id == image
+                    if o.template == template
                 ],
             }
         )
@@ -215,6 +274,8 @@ def fleet_request(
             {"ResourceType": "fleet", "Tags": tag_list},
         ],
     }
+    if context:
+        request["Context"] = context
     if plan.capacity_type == wk.CAPACITY_TYPE_SPOT:
         request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
     else:
@@ -251,6 +312,10 @@ def fleet_outcome(
         if code == SPOT_SERVICE_LINKED_ROLE_CODE:
             unavailable.mark_capacity_type(wk.CAPACITY_TYPE_SPOT)
             continue
+        if code == SUBNET_FULL_CODE and overrides.get("SubnetId"):
+            # the subnet is out of addresses, not the zone out of capacity
+            unavailable.mark_subnet(str(overrides["SubnetId"]), reason=code)
+            continue
         if not is_unfulfillable_capacity(code):
             continue
         name = overrides.get("InstanceType", "")
@@ -276,8 +341,15 @@ def fleet_outcome(
             if zone
             else by_type_subnet.get((name, overrides.get("SubnetId", "")))
         )
-        if override is None:  # the fleet chose something we did not ask for: take the type's first
-            override = next(o for o in plan.overrides if o.instance_type.name == name)
+        if override is None:  # the zone or subnet is not one we named: the type's first
+            override = next((o for o in plan.overrides if o.instance_type.name == name), None)
+        if override is None:
+            raise UnexpectedInstanceTypeError(
+                f"creating fleet for nodeclaim {nodeclaim.metadata.name}: EC2 launched "
+                f"instance {ids[0]} of type {name!r}, which none of the fleet's overrides "
+                "named; it is being terminated",
+                instance_id=str(ids[0]),
+            )
         return FleetOutcome(instance_id=str(ids[0]), override=override)
     detail = "; ".join(sorted(messages)) or "CreateFleet launched no instance and gave no reason"
     if marked or (codes and all(is_unfulfillable_capacity(c) for c in codes)):
