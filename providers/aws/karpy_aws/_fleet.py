@@ -56,6 +56,7 @@ __all__ = [
     "MAX_INSTANCE_TYPES",
     "FleetPlan",
     "Override",
+    "PlanCache",
     "TemplateKey",
     "UnexpectedInstanceTypeError",
     "fleet_outcome",
@@ -121,12 +122,19 @@ class FleetPlan:
         return list(seen)
 
 
-def _ami_for(instance_type: InstanceType, amis: Sequence[AMI]) -> str | None:
+def _parsed_amis(amis: Sequence[AMI]) -> list[tuple[str, Requirements]]:
+    """Each AMI's ID and requirements, parsed once per plan (not once per type)."""
+    return [
+        (ami.id, Requirements(Requirement.from_dict(r.to_dict()) for r in ami.requirements))
+        for ami in amis
+    ]
+
+
+def _ami_for(instance_type: InstanceType, amis: Sequence[tuple[str, Requirements]]) -> str | None:
     """The first AMI (status order) whose requirements the instance type meets."""
-    for ami in amis:
-        reqs = Requirements(Requirement.from_dict(r.to_dict()) for r in ami.requirements)
+    for ami, reqs in amis:
         if instance_type.requirements.intersects(reqs) is None:
-            return ami.id
+            return ami
     return None
 
 
@@ -181,8 +189,9 @@ def plan_fleet(
         subnets.setdefault(subnet.zone, subnet.id)
     candidates: list[tuple[float, str, str, Override]] = []
     refused: list[OfferingKey] = []
+    amis = _parsed_amis(node_class.status.amis)
     for it in compatible:
-        image = _ami_for(it, node_class.status.amis)
+        image = _ami_for(it, amis)
         if image is None:
             continue
         efa = it.capacity.get(aws.RESOURCE_EFA, 0) if wants_efa else 0
@@ -227,6 +236,50 @@ def plan_fleet(
             + (f" (subnets out of free addresses: {', '.join(full)})" if full else "")
         )
     return FleetPlan(capacity_type=capacity_type, overrides=tuple(overrides))
+
+
+class PlanCache:
+    """Plans of the last few NodeClaim shapes, reused while nothing they depend on has
+    changed: a burst of identical NodeClaims is planned once instead of once each
+    (planning scans every instance type, tens of milliseconds for the full catalogue).
+
+    An entry holds for ``ttl`` seconds at most and only while the instance-type list is
+    the same object (the catalogue rebuilds it when prices or offerings change), the
+    unavailable cache's generation is the same, and the class's subnets and AMIs are.
+    """
+
+    def __init__(self, *, size: int = 32, ttl: float = 10.0) -> None:
+        self._size = size
+        self._ttl = ttl
+        self._entries: dict[tuple[object, ...], tuple[float, Sequence[InstanceType], FleetPlan]]
+        self._entries = {}
+
+    def plan(
+        self,
+        nodeclaim: NodeClaim,
+        node_class: EC2NodeClass,
+        instance_types: Sequence[InstanceType],
+        unavailable: UnavailableOfferings,
+        *,
+        now: float,
+    ) -> FleetPlan:
+        """:func:`plan_fleet`, from the cache when an equal plan is fresh."""
+        status = node_class.status
+        key: tuple[object, ...] = (
+            nodeclaim_requirements(nodeclaim),
+            tuple(sorted(nodeclaim_requests(nodeclaim).items())),
+            unavailable.generation,
+            tuple((s.id, s.zone) for s in status.subnets),
+            tuple((a.id, repr([r.to_dict() for r in a.requirements])) for a in status.amis),
+        )
+        hit = self._entries.get(key)
+        if hit is not None and hit[1] is instance_types and now - hit[0] < self._ttl:
+            return hit[2]
+        plan = plan_fleet(nodeclaim, node_class, instance_types, unavailable)
+        if len(self._entries) >= self._size:
+            self._entries.pop(next(iter(self._entries)))
+        self._entries[key] = (now, instance_types, plan)
+        return plan
 
 
 def fleet_request(

@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
@@ -44,11 +45,11 @@ from karpy_aws._controllers import register_controllers
 from karpy_aws._errors import is_launch_template_not_found, is_not_found, reason_message
 from karpy_aws._fleet import (
     FleetPlan,
+    PlanCache,
     TemplateKey,
     UnexpectedInstanceTypeError,
     fleet_outcome,
     fleet_request,
-    plan_fleet,
 )
 from karpy_aws._instances import (
     LIVE_STATES,
@@ -241,6 +242,7 @@ class AWSCloudProvider:
         # sees the merged calls
         self.fleets = CreateFleetBatcher(lambda **kw: self.clients.ec2.create_fleet(**kw))
         self.placement_groups = PlacementGroups(clients)
+        self._plans = PlanCache()
         self._node_classes = node_classes
         self._client = client
         self._owns_clients = owns_clients
@@ -387,7 +389,10 @@ class AWSCloudProvider:
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         node_class = await self._ready_node_class(nodeclaim)
         instance_types = await self.catalog.instance_types(NodeClassShape.of(node_class))
-        plan = plan_fleet(nodeclaim, node_class, instance_types, self.unavailable)
+        self.unavailable.marked()  # expire what is due before the plan reads the cache
+        plan = self._plans.plan(
+            nodeclaim, node_class, instance_types, self.unavailable, now=time.monotonic()
+        )
         tags = fleet_tags(
             self.settings.cluster_name,
             nodeclaim,

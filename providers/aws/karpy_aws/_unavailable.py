@@ -71,5 +71,7 @@ class UnavailableOfferings:
         return False
 
     def marked(self) -> list[OfferingKey]:
-        """The offering keys marked right now."""
+        """The offering keys marked right now (expiring what is due, subnets too)."""
+        for subnet in list(self._subnets):
+            self._live(self._subnets, subnet)
         return sorted(k for k in list(self._until) if self.is_unavailable(k))

@@ -11,7 +11,7 @@ import pytest
 from conftest import DISCOVERY, node_class_manifest, resolved
 from karpy_aws import AWSCloudProvider, AWSSettings
 from karpy_aws._clients import AWSClients
-from karpy_aws._fleet import plan_fleet
+from karpy_aws._fleet import PlanCache, plan_fleet
 from karpy_aws._unavailable import UnavailableOfferings
 from karpy_aws.apis import EC2NodeClass
 from moto_harness import Account, FleetFaults
@@ -164,3 +164,15 @@ async def test_insufficient_free_addresses_marks_the_subnet_and_the_next_launch_
     finally:
         await provider.aclose()
         ec2.delete_subnet(SubnetId=second)
+
+
+def test_a_cached_plan_is_dropped_once_an_offering_it_used_is_marked() -> None:
+    types = [_type("cheap.large", 0.10, 0.04), _type("pricey.large", 0.20, 0.15)]
+    claim = make_nodeclaim(make_nodepool(REF), requirements=[ON_DEMAND])
+    unavailable = UnavailableOfferings()
+    plans = PlanCache()
+    first = plans.plan(claim, _node_class(), types, unavailable, now=0.0)
+    assert plans.plan(claim, _node_class(), types, unavailable, now=1.0) is first
+    unavailable.mark(first.overrides[0].key, reason="InsufficientInstanceCapacity")
+    again = plans.plan(claim, _node_class(), types, unavailable, now=2.0)
+    assert [o.instance_type.name for o in again.overrides] == ["pricey.large"]
