@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import boto3
+import botocore.exceptions
 import pytest
 import pytest_asyncio
 from conftest import node_class_manifest, resolved
@@ -295,3 +296,71 @@ async def test_capacity_reservation_terms_are_reported_as_not_applied(
     assert "capacityReservationSelectorTerms" in reported.message
     # reported, not blocking: the class still launches (outside the reservations)
     assert conditions["Ready"].status == "True"
+
+
+@pytest.mark.parametrize(
+    ("data", "instance_type", "code"),
+    [
+        (
+            {"SecurityGroupIds": ["sg-1"], "NetworkInterfaces": [{"DeviceIndex": 0}]},
+            "m5.large",
+            "InvalidParameterCombination",
+        ),
+        (
+            {"NetworkInterfaces": [{"DeviceIndex": 0, "InterfaceType": "efa"}]},
+            "m5.large",
+            "InvalidParameterCombination",
+        ),
+        (
+            {
+                "NetworkInterfaces": [
+                    {"DeviceIndex": 0, "NetworkCardIndex": 0},
+                    {
+                        "DeviceIndex": 0,
+                        "NetworkCardIndex": 1,
+                        "InterfaceType": "efa-only",
+                        "AssociatePublicIpAddress": False,
+                    },
+                ]
+            },
+            "c6in.32xlarge",
+            "InvalidParameterValue",
+        ),
+        (
+            {"Placement": {"GroupId": "pg-0000000000000dead"}},
+            "m5.large",
+            "InvalidPlacementGroup.Unknown",
+        ),
+    ],
+)
+def test_the_test_double_refuses_fleets_ec2_refuses(
+    aws_account: Account, data: dict[str, Any], instance_type: str, code: str
+) -> None:
+    ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=aws_account.url)
+    name = f"refused-{code}-{instance_type}-{len(str(data))}"
+    ec2.create_launch_template(
+        LaunchTemplateName=name,
+        LaunchTemplateData={"ImageId": aws_account.amis["x86_64"], **data},
+    )
+    subnet = next(iter(aws_account.subnets))
+    try:
+        with pytest.raises(botocore.exceptions.ClientError) as refused:
+            ec2.create_fleet(
+                Type="instant",
+                LaunchTemplateConfigs=[
+                    {
+                        "LaunchTemplateSpecification": {
+                            "LaunchTemplateName": name,
+                            "Version": "$Latest",
+                        },
+                        "Overrides": [{"InstanceType": instance_type, "SubnetId": subnet}],
+                    }
+                ],
+                TargetCapacitySpecification={
+                    "TotalTargetCapacity": 1,
+                    "DefaultTargetCapacityType": "on-demand",
+                },
+            )
+        assert refused.value.response["Error"]["Code"] == code
+    finally:
+        ec2.delete_launch_template(LaunchTemplateName=name)
