@@ -423,7 +423,13 @@ class AWSCloudProvider:
             outcome = fleet_outcome(nodeclaim, plan, response, self.unavailable)
         except UnexpectedInstanceTypeError as exc:
             # the instance exists: end it now rather than leave it to garbage collection
-            await self.clients.ec2.terminate_instances(InstanceIds=[exc.instance_id])
+            try:
+                await self.clients.ec2.terminate_instances(InstanceIds=[exc.instance_id])
+            except Exception as failed:  # garbage collection will find it (it is tagged)
+                log.error(
+                    "failed terminating instance of an unexpected type",
+                    extra={"id": exc.instance_id, "error": str(failed)},
+                )
             raise
         await self._tag_instance(outcome.instance_id, nodeclaim, node_class)
         o = outcome.override
