@@ -84,7 +84,8 @@ __all__ = [
 
 log = logging.getLogger("karpy.aws")
 
-HASH_VERSION: Final = "karpy-v1"
+#: bumped when _HASHED_FIELDS changes, so nodes stamped with the old hash do not all drift
+HASH_VERSION: Final = "karpy-v2"
 
 NodeClassGetter = Callable[[str], Awaitable[EC2NodeClass | None]]
 """``get(name)`` -> the EC2NodeClass of that name, or None if there is none."""
@@ -124,6 +125,9 @@ _HASHED_FIELDS: Final = (
     "instanceStorePolicy",
     "kubelet",
     "amiFamily",
+    "networkInterfaces",
+    "placementGroupSelector",
+    "context",
 )
 
 

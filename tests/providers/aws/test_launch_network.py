@@ -14,6 +14,7 @@ import pytest_asyncio
 from conftest import node_class_manifest, resolved
 from karpy_aws import AWSCloudProvider, AWSSettings
 from karpy_aws._clients import AWSClients
+from karpy_aws._provider import HASH_VERSION, hash_drifted, node_class_hash
 from karpy_aws.apis import EC2NodeClass
 from moto_harness import Account
 
@@ -23,6 +24,7 @@ from karpy.cloudprovider import NodeClassNotReadyError
 from karpy.cloudprovider.testing import make_nodeclaim, make_nodepool
 
 ON_DEMAND = {"key": wk.LABEL_CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}
+REF_HASHED = NodeClassReference(group="karpenter.k8s.aws", kind="EC2NodeClass", name="hashed")
 
 
 def only(*types: str) -> dict[str, Any]:
@@ -364,3 +366,27 @@ def test_the_test_double_refuses_fleets_ec2_refuses(
         assert refused.value.response["Error"]["Code"] == code
     finally:
         ec2.delete_launch_template(LaunchTemplateName=name)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {
+            "networkInterfaces": [
+                {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}
+            ]
+        },
+        {"placementGroupSelector": {"name": "another-group"}},
+        {"context": "ctx-other"},
+    ],
+)
+def test_changing_what_now_reaches_the_template_drifts_the_nodes(change: dict[str, Any]) -> None:
+    before = EC2NodeClass.model_validate(node_class_manifest("hashed"))
+    after = EC2NodeClass.model_validate(node_class_manifest("hashed", **change))
+    claim = make_nodeclaim(make_nodepool(REF_HASHED))
+    claim.metadata.annotations = {
+        "karpenter.k8s.aws/ec2nodeclass-hash": node_class_hash(before),
+        "karpenter.k8s.aws/ec2nodeclass-hash-version": HASH_VERSION,
+    }
+    assert not hash_drifted(claim, before)
+    assert hash_drifted(claim, after)
