@@ -139,7 +139,10 @@ def _ami_for(instance_type: InstanceType, amis: Sequence[tuple[str, Requirements
 
 
 def _capacity_type(
-    reqs: Requirements, compatible: Sequence[InstanceType], unavailable: UnavailableOfferings
+    reqs: Requirements,
+    compatible: Sequence[InstanceType],
+    unavailable: UnavailableOfferings,
+    spot_cap: float | None,
 ) -> str:
     allowed = reqs.get(wk.LABEL_CAPACITY_TYPE)
     if allowed is None or allowed.has(wk.CAPACITY_TYPE_SPOT):
@@ -148,6 +151,7 @@ def _capacity_type(
                 if (
                     o.available
                     and o.capacity_type == wk.CAPACITY_TYPE_SPOT
+                    and (spot_cap is None or o.price <= spot_cap)
                     and reqs.intersects(o.requirements) is None
                     and not unavailable.is_unavailable(
                         OfferingKey(it.name, o.zone, o.capacity_type)
@@ -178,7 +182,7 @@ def plan_fleet(
         ],
     )
     spot_cap = spot_price_cap(reqs, compatible)
-    capacity_type = _capacity_type(reqs, compatible, unavailable)
+    capacity_type = _capacity_type(reqs, compatible, unavailable, spot_cap)
     wants_efa = requests.get(aws.RESOURCE_EFA, 0) > 0
     subnets: dict[str, str] = {}
     full: list[str] = []

@@ -91,6 +91,11 @@ def test_spot_offerings_dearer_than_the_cheapest_on_demand_are_not_asked_for() -
     assert plan.capacity_type == "spot"
     # pricey.large's spot ($0.15) costs more than cheap.large on demand ($0.10)
     assert [o.instance_type.name for o in plan.overrides] == ["cheap.large"]
+    # every spot offering dearer than on-demand: on-demand, not a fleet with nothing in it
+    dear_spot = [_type("cheap.large", 0.10, 0.12), _type("pricey.large", 0.20, 0.25)]
+    plan = plan_fleet(claim, _node_class(), dear_spot, UnavailableOfferings())
+    assert plan.capacity_type == "on-demand"
+    assert [o.instance_type.name for o in plan.overrides] == ["cheap.large", "pricey.large"]
     only_spot = make_nodeclaim(
         pool, requirements=[{"key": wk.LABEL_CAPACITY_TYPE, "operator": "In", "values": ["spot"]}]
     )
