@@ -12,6 +12,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 __all__ = [
     "ALREADY_EXISTS_CODES",
     "NOT_FOUND_CODES",
+    "SUBNET_FULL_CODE",
     "UNFULFILLABLE_CAPACITY_CODES",
     "error_code",
     "is_already_exists",
@@ -49,6 +50,9 @@ UNFULFILLABLE_CAPACITY_CODES: Final = frozenset(
         "ReservationCapacityExceeded",
     }
 )
+#: the CreateFleet error of a subnet with no free address left: the subnet, not the
+#: offering, is unavailable (Karpenter marks it so and launches into another subnet)
+SUBNET_FULL_CODE: Final = "InsufficientFreeAddressesInSubnet"
 SPOT_SERVICE_LINKED_ROLE_CODE: Final = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
 
 

@@ -1,22 +1,28 @@
 """Launching one instance for a NodeClaim with CreateFleet (type ``instant``), as
 Karpenter AWS does (pkg/providers/instance/instance.go):
 
-1. capacity type: spot if the NodeClaim allows it and some compatible spot offering is
+1. the instance types compatible with the NodeClaim that fit its requests, without
+   the exotic ones and with spot offerings dearer than on-demand capped
+   (:mod:`karpy_aws._launchfilters`, Karpenter's launch filters);
+2. capacity type: spot if the NodeClaim allows it and some compatible spot offering is
    available, else on-demand;
-2. overrides: every available offering of that capacity type, of every instance type
-   compatible with the NodeClaim that fits its requests, cheapest first (at most 60
-   types, Karpenter's cap), each with its zone's subnet and the AMI for its
-   architecture/accelerator (``ImageId`` in the override), grouped into one launch
-   template config per AMI and max-pods value (the kubelet's maxPods is the instance
-   type's pod capacity, written into the template's user data, as Karpenter groups
-   its launch templates);
-3. ``lowest-price`` for on-demand, ``price-capacity-optimized`` for spot;
-4. the fleet's per-override errors with an insufficient-capacity code mark those
-   offerings unavailable in the provider's cache; no instance at all raises
-   InsufficientCapacityError naming them (or CreateError for other codes).
+3. overrides: every available offering of that capacity type, cheapest first (at most
+   60 types, Karpenter's cap), each with a subnet of its zone that is not out of
+   addresses and the AMI for its architecture/accelerator (``ImageId`` in the
+   override), grouped into one launch template config per (AMI, maxPods, EFA interface
+   count), as Karpenter groups its launch templates: the kubelet's maxPods is the
+   instance type's pod capacity, written into the template's user data, and a NodeClaim
+   requesting ``vpc.amazonaws.com/efa`` gets one EFA interface per network card of the
+   type, so types with different values need different templates;
+4. ``lowest-price`` for on-demand, ``price-capacity-optimized`` for spot;
+5. the fleet's per-override errors with an insufficient-capacity code mark those
+   offerings unavailable in the provider's cache (``InsufficientFreeAddressesInSubnet``
+   marks the subnet instead, so the zone's other subnets are tried next); no instance
+   at all raises InsufficientCapacityError naming them (or CreateError for other codes).
 
-karpy sends one CreateFleet per NodeClaim; it does not batch them as Karpenter's
-CreateFleet batcher does (see docs/providers/aws.md).
+The request carries only tags common to every NodeClaim of the same shape, so that
+concurrent identical requests merge into one CreateFleet (:mod:`karpy_aws._batcher`);
+the NodeClaim's own tags are written once the instance exists.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from karpy.apis import NodeClaim
 from karpy.apis import labels as wk
@@ -38,15 +44,23 @@ from karpy.cloudprovider import (
 from karpy.cloudprovider.launch import nodeclaim_requests, nodeclaim_requirements
 from karpy.scheduling import Requirement, Requirements
 from karpy.scheduling import resources as res
-from karpy_aws._errors import SPOT_SERVICE_LINKED_ROLE_CODE, is_unfulfillable_capacity
+from karpy_aws._errors import (
+    SPOT_SERVICE_LINKED_ROLE_CODE,
+    SUBNET_FULL_CODE,
+    is_unfulfillable_capacity,
+)
+from karpy_aws._launchfilters import exotic_filter, spot_price_cap
 from karpy_aws._unavailable import UnavailableOfferings
+from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import AMI, EC2NodeClass
 
 __all__ = [
     "MAX_INSTANCE_TYPES",
     "FleetPlan",
     "Override",
+    "PlanCache",
     "TemplateKey",
+    "UnexpectedInstanceTypeError",
     "fleet_outcome",
     "fleet_request",
     "plan_fleet",
@@ -56,8 +70,22 @@ log = logging.getLogger("karpy.aws.instance")
 
 MAX_INSTANCE_TYPES = 60
 
-TemplateKey = tuple[str, int]
-"""What distinguishes the launch templates of one launch: (AMI, the kubelet's maxPods)."""
+class TemplateKey(NamedTuple):
+    """What tells one launch template of a launch from another."""
+
+    image_id: str
+    max_pods: int = 0
+    """The kubelet's maxPods, written into the template's user data."""
+    efa_count: int = 0
+
+
+class UnexpectedInstanceTypeError(CreateError):
+    """CreateFleet launched an instance of a type none of its overrides named; the
+    instance exists and must be terminated by whoever catches this."""
+
+    def __init__(self, message: str, *, instance_id: str) -> None:
+        super().__init__(message, reason="UnexpectedInstanceType")
+        self.instance_id = instance_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +96,8 @@ class Override:
     offering: Offering
     subnet_id: str
     image_id: str
+    #: EFA interfaces to attach (the type's count when the NodeClaim requests EFA)
+    efa_count: int = 0
 
     @property
     def key(self) -> OfferingKey:
@@ -81,9 +111,9 @@ class Override:
         return int(self.instance_type.capacity.get(res.PODS, 0))
 
     @property
-    def template_key(self) -> TemplateKey:
-        """The launch template this override uses."""
-        return (self.image_id, self.max_pods)
+    def template(self) -> TemplateKey:
+        """The launch template this override launches with."""
+        return TemplateKey(self.image_id, self.max_pods, self.efa_count)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,33 +123,35 @@ class FleetPlan:
     capacity_type: str
     overrides: tuple[Override, ...]
 
-    def images(self) -> list[str]:
-        """The distinct AMIs, in first-use order."""
-        seen: dict[str, None] = {}
-        for o in self.overrides:
-            seen.setdefault(o.image_id, None)
-        return list(seen)
-
-    def template_keys(self) -> list[TemplateKey]:
-        """The distinct (AMI, maxPods), in first-use order (one launch template config
-        each)."""
+    def templates(self) -> list[TemplateKey]:
+        """The distinct launch templates, in first-use order (one config each)."""
         seen: dict[TemplateKey, None] = {}
         for o in self.overrides:
-            seen.setdefault(o.template_key, None)
+            seen.setdefault(o.template, None)
         return list(seen)
 
 
-def _ami_for(instance_type: InstanceType, amis: Sequence[AMI]) -> str | None:
+def _parsed_amis(amis: Sequence[AMI]) -> list[tuple[str, Requirements]]:
+    """Each AMI's ID and requirements, parsed once per plan (not once per type)."""
+    return [
+        (ami.id, Requirements(Requirement.from_dict(r.to_dict()) for r in ami.requirements))
+        for ami in amis
+    ]
+
+
+def _ami_for(instance_type: InstanceType, amis: Sequence[tuple[str, Requirements]]) -> str | None:
     """The first AMI (status order) whose requirements the instance type meets."""
-    for ami in amis:
-        reqs = Requirements(Requirement.from_dict(r.to_dict()) for r in ami.requirements)
+    for ami, reqs in amis:
         if instance_type.requirements.intersects(reqs) is None:
-            return ami.id
+            return ami
     return None
 
 
 def _capacity_type(
-    reqs: Requirements, compatible: Sequence[InstanceType], unavailable: UnavailableOfferings
+    reqs: Requirements,
+    compatible: Sequence[InstanceType],
+    unavailable: UnavailableOfferings,
+    spot_cap: float | None,
 ) -> str:
     allowed = reqs.get(wk.LABEL_CAPACITY_TYPE)
     if allowed is None or allowed.has(wk.CAPACITY_TYPE_SPOT):
@@ -128,6 +160,7 @@ def _capacity_type(
                 if (
                     o.available
                     and o.capacity_type == wk.CAPACITY_TYPE_SPOT
+                    and (spot_cap is None or o.price <= spot_cap)
                     and reqs.intersects(o.requirements) is None
                     and not unavailable.is_unavailable(
                         OfferingKey(it.name, o.zone, o.capacity_type)
@@ -149,31 +182,47 @@ def plan_fleet(
     """
     reqs = nodeclaim_requirements(nodeclaim)
     requests = nodeclaim_requests(nodeclaim)
-    compatible = [
-        it
-        for it in instance_types
-        if reqs.intersects(it.requirements) is None and res.fits(requests, it.allocatable)
-    ]
-    capacity_type = _capacity_type(reqs, compatible, unavailable)
+    compatible = exotic_filter(
+        reqs,
+        [
+            it
+            for it in instance_types
+            if reqs.intersects(it.requirements) is None and res.fits(requests, it.allocatable)
+        ],
+    )
+    spot_cap = spot_price_cap(reqs, compatible)
+    capacity_type = _capacity_type(reqs, compatible, unavailable, spot_cap)
+    wants_efa = requests.get(aws.RESOURCE_EFA, 0) > 0
     subnets: dict[str, str] = {}
+    full: list[str] = []
     for subnet in node_class.status.subnets:  # status order: most free addresses first
+        if unavailable.is_subnet_unavailable(subnet.id):
+            full.append(subnet.id)
+            continue
         subnets.setdefault(subnet.zone, subnet.id)
     candidates: list[tuple[float, str, str, Override]] = []
     refused: list[OfferingKey] = []
+    amis = _parsed_amis(node_class.status.amis)
     for it in compatible:
-        image = _ami_for(it, node_class.status.amis)
+        image = _ami_for(it, amis)
         if image is None:
             continue
+        efa = it.capacity.get(aws.RESOURCE_EFA, 0) if wants_efa else 0
         for o in it.offerings:
             if o.capacity_type != capacity_type or not o.available:
                 continue
             if reqs.intersects(o.requirements) is not None or o.zone not in subnets:
                 continue
+            if spot_cap is not None and o.capacity_type == wk.CAPACITY_TYPE_SPOT and (
+                o.price > spot_cap
+            ):
+                continue
             key = OfferingKey(it.name, o.zone, o.capacity_type)
             if unavailable.is_unavailable(key):
                 refused.append(key)
                 continue
-            candidates.append((o.price, it.name, o.zone, Override(it, o, subnets[o.zone], image)))
+            override = Override(it, o, subnets[o.zone], image, efa)
+            candidates.append((o.price, it.name, o.zone, override))
     candidates.sort(key=lambda c: c[:3])
     chosen_types: list[str] = []
     overrides: list[Override] = []
@@ -197,21 +246,71 @@ def plan_fleet(
             f"{len(instance_types)} instance types match the requirements ({reqs}) and "
             f"requests ({res.describe(requests)}), none with an available {capacity_type} "
             "offering in a zone of the NodeClass's subnets and a matching AMI"
+            + (f" (subnets out of free addresses: {', '.join(full)})" if full else "")
         )
     return FleetPlan(capacity_type=capacity_type, overrides=tuple(overrides))
 
 
+class PlanCache:
+    """Plans of the last few NodeClaim shapes, reused while nothing they depend on has
+    changed: a burst of identical NodeClaims is planned once instead of once each
+    (planning scans every instance type, tens of milliseconds for the full catalogue).
+
+    An entry holds for ``ttl`` seconds at most and only while the instance-type list is
+    the same object (the catalogue rebuilds it when prices or offerings change), the
+    unavailable cache's generation is the same, and the class's subnets and AMIs are.
+    """
+
+    def __init__(self, *, size: int = 32, ttl: float = 10.0) -> None:
+        self._size = size
+        self._ttl = ttl
+        self._entries: dict[tuple[object, ...], tuple[float, Sequence[InstanceType], FleetPlan]]
+        self._entries = {}
+
+    def plan(
+        self,
+        nodeclaim: NodeClaim,
+        node_class: EC2NodeClass,
+        instance_types: Sequence[InstanceType],
+        unavailable: UnavailableOfferings,
+        *,
+        now: float,
+    ) -> FleetPlan:
+        """:func:`plan_fleet`, from the cache when an equal plan is fresh."""
+        status = node_class.status
+        key: tuple[object, ...] = (
+            nodeclaim_requirements(nodeclaim),
+            tuple(sorted(nodeclaim_requests(nodeclaim).items())),
+            unavailable.generation,
+            tuple((s.id, s.zone) for s in status.subnets),
+            tuple((a.id, repr([r.to_dict() for r in a.requirements])) for a in status.amis),
+        )
+        hit = self._entries.get(key)
+        if hit is not None and hit[1] is instance_types and now - hit[0] < self._ttl:
+            return hit[2]
+        plan = plan_fleet(nodeclaim, node_class, instance_types, unavailable)
+        if len(self._entries) >= self._size:
+            self._entries.pop(next(iter(self._entries)))
+        self._entries[key] = (now, instance_types, plan)
+        return plan
+
+
 def fleet_request(
-    plan: FleetPlan, templates: Mapping[TemplateKey, str], tags: Mapping[str, str]
+    plan: FleetPlan,
+    templates: Mapping[TemplateKey, str],
+    tags: Mapping[str, str],
+    *,
+    context: str | None = None,
 ) -> dict[str, Any]:
-    """The CreateFleet input for ``plan``; ``templates`` maps each of
-    :meth:`FleetPlan.template_keys` to its launch template's name."""
+    """The CreateFleet input for ``plan`` (one instance; the batcher raises the target
+    when it merges requests); ``templates`` maps each template key to its name;
+    ``context`` is the EC2NodeClass's ``context`` (EC2 Fleet's reserved ``Context``)."""
     configs = []
-    for key in plan.template_keys():
+    for template in plan.templates():
         configs.append(
             {
                 "LaunchTemplateSpecification": {
-                    "LaunchTemplateName": templates[key],
+                    "LaunchTemplateName": templates[template],
                     "Version": "$Latest",
                 },
                 "Overrides": [
@@ -223,7 +322,7 @@ def fleet_request(
                         "Priority": float(o.offering.price),
                     }
                     for o in plan.overrides
-                    if o.template_key == key
+                    if o.template == template
                 ],
             }
         )
@@ -241,6 +340,8 @@ def fleet_request(
             {"ResourceType": "fleet", "Tags": tag_list},
         ],
     }
+    if context:
+        request["Context"] = context
     if plan.capacity_type == wk.CAPACITY_TYPE_SPOT:
         request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
     else:
@@ -277,6 +378,10 @@ def fleet_outcome(
         if code == SPOT_SERVICE_LINKED_ROLE_CODE:
             unavailable.mark_capacity_type(wk.CAPACITY_TYPE_SPOT)
             continue
+        if code == SUBNET_FULL_CODE and overrides.get("SubnetId"):
+            # the subnet is out of addresses, not the zone out of capacity
+            unavailable.mark_subnet(str(overrides["SubnetId"]), reason=code)
+            continue
         if not is_unfulfillable_capacity(code):
             continue
         name = overrides.get("InstanceType", "")
@@ -302,8 +407,15 @@ def fleet_outcome(
             if zone
             else by_type_subnet.get((name, overrides.get("SubnetId", "")))
         )
-        if override is None:  # the fleet chose something we did not ask for: take the type's first
-            override = next(o for o in plan.overrides if o.instance_type.name == name)
+        if override is None:  # the zone or subnet is not one we named: the type's first
+            override = next((o for o in plan.overrides if o.instance_type.name == name), None)
+        if override is None:
+            raise UnexpectedInstanceTypeError(
+                f"creating fleet for nodeclaim {nodeclaim.metadata.name}: EC2 launched "
+                f"instance {ids[0]} of type {name!r}, which none of the fleet's overrides "
+                "named; it is being terminated",
+                instance_id=str(ids[0]),
+            )
         return FleetOutcome(instance_id=str(ids[0]), override=override)
     detail = "; ".join(sorted(messages)) or "CreateFleet launched no instance and gave no reason"
     if marked or (codes and all(is_unfulfillable_capacity(c) for c in codes)):

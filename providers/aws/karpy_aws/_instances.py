@@ -23,8 +23,10 @@ from karpy_aws.apis import labels as aws
 __all__ = [
     "LIVE_STATES",
     "cluster_tags",
+    "fleet_tags",
     "instance_id",
     "nodeclaim_from_instance",
+    "nodeclaim_tags",
     "provider_id",
 ]
 
@@ -57,19 +59,38 @@ def cluster_tags(cluster_name: str) -> dict[str, str]:
     }
 
 
+def fleet_tags(
+    cluster_name: str, nodeclaim: NodeClaim, node_class_name: str, user_tags: Mapping[str, str]
+) -> dict[str, str]:
+    """The tags CreateFleet puts on an instance: the user's, then karpy's (which win);
+    the same for every NodeClaim of a NodePool, so identical launches can be batched."""
+    return {
+        **user_tags,
+        **cluster_tags(cluster_name),
+        aws.TAG_NODEPOOL: nodeclaim.metadata.labels.get(wk.LABEL_NODEPOOL, ""),
+        aws.TAG_NODECLASS: node_class_name,
+    }
+
+
+def nodeclaim_tags(nodeclaim: NodeClaim, user_tags: Mapping[str, str]) -> dict[str, str]:
+    """The tags written on the instance once it exists (Karpenter's tagging controller
+    writes the same keys): ``karpenter.sh/nodeclaim`` and, unless the user set one,
+    ``Name``."""
+    tags = {aws.TAG_NODECLAIM: nodeclaim.metadata.name or ""}
+    if aws.TAG_NAME not in user_tags:
+        tags[aws.TAG_NAME] = (
+            f"{nodeclaim.metadata.labels.get(wk.LABEL_NODEPOOL, '')}/{nodeclaim.metadata.name}"
+        )
+    return tags
+
+
 def launch_tags(
     cluster_name: str, nodeclaim: NodeClaim, node_class_name: str, user_tags: Mapping[str, str]
 ) -> dict[str, str]:
-    """Every tag of a launched instance: the user's, then karpy's (which win)."""
+    """Every tag of a launched instance: :func:`fleet_tags` and :func:`nodeclaim_tags`."""
     return {
-        **user_tags,
-        aws.TAG_NAME: (
-            f"{nodeclaim.metadata.labels.get(wk.LABEL_NODEPOOL, '')}/{nodeclaim.metadata.name}"
-        ),
-        **cluster_tags(cluster_name),
-        aws.TAG_NODEPOOL: nodeclaim.metadata.labels.get(wk.LABEL_NODEPOOL, ""),
-        aws.TAG_NODECLAIM: nodeclaim.metadata.name or "",
-        aws.TAG_NODECLASS: node_class_name,
+        **fleet_tags(cluster_name, nodeclaim, node_class_name, user_tags),
+        **nodeclaim_tags(nodeclaim, user_tags),
     }
 
 

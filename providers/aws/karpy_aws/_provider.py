@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
@@ -38,22 +39,33 @@ from karpy.runtime import Client, Manager, thaw
 from karpy.runtime import errors as kerrors
 from karpy.runtime.kinds import SERVICE
 from karpy.scheduling import resources as res
+from karpy_aws._batcher import CreateFleetBatcher
 from karpy_aws._catalog import Catalog
 from karpy_aws._clients import AWSClients
 from karpy_aws._cluster import ClusterDiscovery, KubeDNSLookup, kube_client_ca_bundle
 from karpy_aws._controllers import register_controllers
 from karpy_aws._errors import is_launch_template_not_found, is_not_found, reason_message
-from karpy_aws._fleet import FleetPlan, TemplateKey, fleet_outcome, fleet_request, plan_fleet
+from karpy_aws._fleet import (
+    FleetPlan,
+    PlanCache,
+    TemplateKey,
+    UnexpectedInstanceTypeError,
+    fleet_outcome,
+    fleet_request,
+)
 from karpy_aws._instances import (
     LIVE_STATES,
+    fleet_tags,
     instance_id,
-    launch_tags,
     nodeclaim_from_instance,
+    nodeclaim_tags,
     provider_id,
 )
 from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_type
 from karpy_aws._kinds import EC2_NODE_CLASS, EC2_NODE_CLASS_KIND
 from karpy_aws._launchtemplates import LaunchTemplates
+from karpy_aws._network import network_interfaces
+from karpy_aws._placement import PlacementGroup, PlacementGroups
 from karpy_aws._pricing import PricingProvider
 from karpy_aws._settings import PROVIDER_SETTINGS, AWSSettings, check_settings
 from karpy_aws._unavailable import UnavailableOfferings
@@ -74,7 +86,8 @@ __all__ = [
 
 log = logging.getLogger("karpy.aws")
 
-HASH_VERSION: Final = "karpy-v1"
+#: bumped when _HASHED_FIELDS changes, so nodes stamped with the old hash do not all drift
+HASH_VERSION: Final = "karpy-v2"
 
 NodeClassGetter = Callable[[str], Awaitable[EC2NodeClass | None]]
 """``get(name)`` -> the EC2NodeClass of that name, or None if there is none."""
@@ -114,6 +127,9 @@ _HASHED_FIELDS: Final = (
     "instanceStorePolicy",
     "kubelet",
     "amiFamily",
+    "networkInterfaces",
+    "placementGroupSelector",
+    "context",
 )
 
 
@@ -183,6 +199,7 @@ def _block_devices(node_class: EC2NodeClass) -> list[dict[str, Any]]:
                 ("KmsKeyId", e.kms_key_id),
                 ("SnapshotId", e.snapshot_id),
                 ("Throughput", e.throughput),
+                ("VolumeInitializationRate", e.volume_initialization_rate),
                 ("VolumeSize", _volume_gib(e.volume_size)),
                 ("VolumeType", e.volume_type),
             ):
@@ -236,6 +253,11 @@ class AWSCloudProvider:
         )
         self.catalog = Catalog(clients, settings, self.pricing, self.unavailable)
         self.launch_templates = LaunchTemplates(clients, cluster_name=settings.cluster_name)
+        # through a lambda, so a test (or benchmark) that wraps clients.ec2.create_fleet
+        # sees the merged calls
+        self.fleets = CreateFleetBatcher(lambda **kw: self.clients.ec2.create_fleet(**kw))
+        self.placement_groups = PlacementGroups(clients)
+        self._plans = PlanCache()
         self._node_classes = node_classes
         self._client = client
         self._owns_clients = owns_clients
@@ -282,7 +304,9 @@ class AWSCloudProvider:
         return "aws"
 
     async def aclose(self) -> None:
-        """Close the AWS clients (when this provider opened them)."""
+        """Cancel the CreateFleet batches still waiting and close the AWS clients (when
+        this provider opened them)."""
+        await self.fleets.aclose()
         if self._owns_clients:
             await self.clients.aclose()
 
@@ -324,9 +348,12 @@ class AWSCloudProvider:
     # -- create ------------------------------------------------------------------------
 
     def _launch_template_data(
-        self, node_class: EC2NodeClass, key: TemplateKey, nodeclaim: NodeClaim
+        self,
+        node_class: EC2NodeClass,
+        template: TemplateKey,
+        nodeclaim: NodeClaim,
+        placement: PlacementGroup | None = None,
     ) -> dict[str, Any]:
-        image_id, max_pods = key
         spec = node_class.spec
         family = spec.ami_family_resolved()
         facts = self.cluster.facts
@@ -343,7 +370,7 @@ class AWSCloudProvider:
         # Karpenter's resolver: maxPods is the instance type's pod capacity unless set,
         # clusterDNS the kube-dns Service's IP unless set
         if kubelet.get("maxPods") is None:
-            kubelet["maxPods"] = max_pods
+            kubelet["maxPods"] = template.max_pods
         if not kubelet.get("clusterDNS") and facts.dns_ip:
             kubelet["clusterDNS"] = [facts.dns_ip]
         options = BootstrapOptions(
@@ -365,9 +392,10 @@ class AWSCloudProvider:
             ) from exc
         meta = spec.metadata_options
         data: dict[str, Any] = {
-            "ImageId": image_id,
+            "ImageId": template.image_id,
             "UserData": encoded,
-            "SecurityGroupIds": [g.id for g in node_class.status.security_groups],
+            # the security groups travel on the interfaces (EC2 refuses both)
+            "NetworkInterfaces": network_interfaces(node_class, efa_count=template.efa_count),
             "MetadataOptions": {
                 "HttpEndpoint": meta.http_endpoint,
                 "HttpProtocolIpv6": meta.http_protocol_ipv6,
@@ -378,6 +406,8 @@ class AWSCloudProvider:
         }
         if node_class.status.instance_profile:
             data["IamInstanceProfile"] = {"Name": node_class.status.instance_profile}
+        if placement is not None:
+            data["Placement"] = {"GroupId": placement.id}
         devices = _block_devices(node_class)
         if devices:
             data["BlockDeviceMappings"] = devices
@@ -388,18 +418,28 @@ class AWSCloudProvider:
     ) -> dict[TemplateKey, str]:
         await self.cluster.resolve()  # cached once complete: no call per launch
         tags = {**node_class.spec.tags, aws.TAG_NODECLASS: node_class.metadata.name or ""}
-        return {
-            key: await self.launch_templates.ensure(
-                self._launch_template_data(node_class, key, nodeclaim), tags=tags
+        placement = await self.placement_groups.get(node_class)
+        if node_class.spec.placement_group_selector is not None and placement is None:
+            raise NodeClassNotReadyError(
+                f"EC2NodeClass {node_class.metadata.name!r}: the placement group its "
+                "placementGroupSelector names is not found or not available"
             )
-            for key in plan.template_keys()
+        return {
+            template: await self.launch_templates.ensure(
+                self._launch_template_data(node_class, template, nodeclaim, placement),
+                tags=tags,
+            )
+            for template in plan.templates()
         }
 
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         node_class = await self._ready_node_class(nodeclaim)
         instance_types = await self.catalog.instance_types(NodeClassShape.of(node_class))
-        plan = plan_fleet(nodeclaim, node_class, instance_types, self.unavailable)
-        tags = launch_tags(
+        self.unavailable.marked()  # expire what is due before the plan reads the cache
+        plan = self._plans.plan(
+            nodeclaim, node_class, instance_types, self.unavailable, now=time.monotonic()
+        )
+        tags = fleet_tags(
             self.settings.cluster_name,
             nodeclaim,
             node_class.metadata.name or "",
@@ -409,8 +449,9 @@ class AWSCloudProvider:
         for attempt in range(2):
             templates = await self._templates(plan, node_class, nodeclaim)
             try:
-                response = await self.clients.ec2.create_fleet(
-                    **fleet_request(plan, templates, tags)
+                response = await self.fleets.create_fleet(
+                    fleet_request(plan, templates, tags, context=node_class.spec.context),
+                    nodeclaim=nodeclaim.metadata.name or "",
                 )
                 break
             except Exception as exc:
@@ -424,7 +465,19 @@ class AWSCloudProvider:
                     raise CreateError(f"creating fleet request: {message}", reason=reason) from exc
                 raise
         assert response is not None
-        outcome = fleet_outcome(nodeclaim, plan, response, self.unavailable)
+        try:
+            outcome = fleet_outcome(nodeclaim, plan, response, self.unavailable)
+        except UnexpectedInstanceTypeError as exc:
+            # the instance exists: end it now rather than leave it to garbage collection
+            try:
+                await self.clients.ec2.terminate_instances(InstanceIds=[exc.instance_id])
+            except Exception as failed:  # garbage collection will find it (it is tagged)
+                log.error(
+                    "failed terminating instance of an unexpected type",
+                    extra={"id": exc.instance_id, "error": str(failed)},
+                )
+            raise
+        await self._tag_instance(outcome.instance_id, nodeclaim, node_class)
         o = outcome.override
         launched = launched_nodeclaim(
             nodeclaim,
@@ -450,6 +503,23 @@ class AWSCloudProvider:
             },
         )
         return launched
+
+    async def _tag_instance(
+        self, iid: str, nodeclaim: NodeClaim, node_class: EC2NodeClass
+    ) -> None:
+        """Write the NodeClaim's own tags on its instance. A failure is logged, not
+        raised: the instance exists and is the NodeClaim's, and failing the launch
+        would make the core launch a second one."""
+        tags = nodeclaim_tags(nodeclaim, node_class.spec.tags)
+        try:
+            await self.clients.ec2.create_tags(
+                Resources=[iid], Tags=[{"Key": k, "Value": v} for k, v in tags.items()]
+            )
+        except Exception as exc:  # botocore has retried throttling and 5xx already
+            log.warning(
+                "failed tagging instance",
+                extra={"id": iid, "nodeclaim": nodeclaim.metadata.name, "error": str(exc)},
+            )
 
     # -- get / list / delete -----------------------------------------------------------
 

@@ -20,15 +20,19 @@ from karpy.apis.core import NodeSelectorRequirement
 from karpy_aws._clients import AWSClients
 from karpy_aws._cluster import ClusterFacts
 from karpy_aws._errors import is_already_exists, is_not_found
+from karpy_aws._placement import describe_placement_group, selector_text
 from karpy_aws._userdata import check_user_data, unsupported_family_message
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import (
     AMI,
     CONDITION_AMIS_READY,
+    CONDITION_CAPACITY_RESERVATIONS_READY,
     CONDITION_INSTANCE_PROFILE_READY,
+    CONDITION_PLACEMENT_GROUP_READY,
     CONDITION_SECURITY_GROUPS_READY,
     CONDITION_SUBNETS_READY,
     CONDITION_VALIDATION_SUCCEEDED,
+    READY_DEPENDENTS,
     AMISelectorTerm,
     EC2NodeClass,
     EC2NodeClassStatus,
@@ -63,8 +67,8 @@ class Resolution:
 
     @property
     def ready(self) -> bool:
-        """Whether every condition is True."""
-        return all(ok for ok, _, _ in self.conditions.values())
+        """Whether every condition Ready depends on is True."""
+        return all(ok for kind, (ok, _, _) in self.conditions.items() if kind in READY_DEPENDENTS)
 
 
 def _filters_for_tags(tags: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -439,10 +443,42 @@ async def resolve_status(
             f"{'instanceProfile' if spec.instance_profile else 'role'} {which!r} "
             "was not found in IAM",
         )
+    out.conditions[CONDITION_PLACEMENT_GROUP_READY] = await placement_group_condition(
+        clients, node_class
+    )
+    out.conditions[CONDITION_CAPACITY_RESERVATIONS_READY] = (
+        (
+            False,
+            "Unsupported",
+            "capacityReservationSelectorTerms: karpy does not launch into capacity "
+            "reservations yet; instances launch as on-demand or spot outside them "
+            "(remove the terms to clear this condition)",
+        )
+        if spec.capacity_reservation_selector_terms
+        else (True, "", "")
+    )
     out.conditions[CONDITION_VALIDATION_SUCCEEDED] = join_condition(
         spec.ami_family_resolved(), cluster, user_data=spec.user_data
     )
     return out
+
+
+async def placement_group_condition(
+    clients: AWSClients, node_class: EC2NodeClass
+) -> tuple[bool, str, str]:
+    """``PlacementGroupReady``: True without a selector or when its group is found."""
+    selector = node_class.spec.placement_group_selector
+    if selector is None:
+        return (True, "", "")
+    group = await describe_placement_group(clients, selector)
+    if group is None:
+        return (
+            False,
+            "PlacementGroupNotFound",
+            f"placementGroupSelector: no available placement group with "
+            f"{selector_text(selector)}; create it, or fix or remove the selector",
+        )
+    return (True, "", "")
 
 
 def join_condition(

@@ -45,6 +45,7 @@ def fleet_faults(aws_account: Account) -> Iterator[FleetFaults]:
     """moto's CreateFleet faults, reset after the test."""
     yield aws_account.faults
     aws_account.faults.no_capacity.clear()
+    aws_account.faults.full_subnets.clear()
     aws_account.faults.throttle_next = 0
 
 

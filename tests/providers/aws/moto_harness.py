@@ -14,16 +14,32 @@ server shares this process, gaps in moto are filled *at the server*, never in ka
 3. **Capacity errors from CreateFleet**: moto always launches the first override.
    :class:`FleetFaults` patches moto's in-process CreateFleet so that overrides of
    chosen (instance type, zone) pairs are removed and reported in the answer's
-   ``Errors`` with ``InsufficientInstanceCapacity``, as EC2 does; when none is left the
+   ``Errors`` with ``InsufficientInstanceCapacity``, and overrides in chosen subnets
+   with ``InsufficientFreeAddressesInSubnet``, as EC2 does; when none is left the
    fleet launches nothing.
 4. **Throttling**: :class:`FleetFaults` can make the next N CreateFleet calls fail with
    ``RequestLimitExceeded`` (HTTP 400), which botocore retries.
 5. **Launch-template security groups in fleets**: moto's CreateFleet ignores the
-   template's ``SecurityGroupIds`` (it reads only an override's ``GroupSet``), so its
-   instances land in the default group. The same patch copies the template's groups
-   into each override, as EC2 applies them.
+   template's ``SecurityGroupIds`` and its network interfaces' ``Groups`` (it reads
+   only an override's ``GroupSet``), so its instances land in the default group. The
+   same patch copies the template's groups (those of the interface at device index 0
+   when it has interfaces) into each override, as EC2 applies them.
 6. **Spot prices**: moto answers ``0.00001`` for every spot price; tests that compare
    prices use on-demand capacity or say so.
+7. **What EC2 refuses in a fleet's template and moto accepts**: top-level
+   ``SecurityGroupIds`` together with ``NetworkInterfaces``
+   (``InvalidParameterCombination``); ``AssociatePublicIpAddress`` or prefixes on an
+   ``efa-only`` interface (``InvalidParameterValue``); an ``efa`` or ``efa-only``
+   interface on an override's type without EFA, or a ``NetworkCardIndex`` beyond the
+   type's network cards (``InvalidParameterCombination``). The patch refuses them.
+8. **ClientToken idempotency**: moto ignores CreateFleet's ``ClientToken``. The patch
+   answers a repeated token with the first call's answer (launching nothing), and a
+   token reused with different parameters with ``IdempotentParameterMismatch``, as EC2
+   does.
+9. **Placement groups**: moto implements none. The patch adds ``CreatePlacementGroup``
+   and ``DescribePlacementGroups`` (by name or ID, ``state`` filter; an unknown name or
+   ID is ``InvalidPlacementGroup.Unknown``, as EC2 answers), and a fleet whose template
+   names a ``Placement.GroupId`` that does not exist is refused the same way.
 """
 
 from __future__ import annotations
@@ -43,6 +59,7 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.responses import ActionResult
 from moto.ec2.exceptions import EC2ClientError
 from moto.ec2.models.fleets import FleetsBackend
+from moto.ec2.responses import EC2Response
 from moto.ec2.responses.fleets import Fleets
 from moto.server import ThreadedMotoServer
 from moto.ssm.models import Parameter, ssm_backends
@@ -190,8 +207,16 @@ class FleetFaults:
 
     #: (instance type, zone) pairs with no capacity; zone "*" means every zone
     no_capacity: set[tuple[str, str]] = field(default_factory=set)
+    #: subnets with no free address (InsufficientFreeAddressesInSubnet)
+    full_subnets: set[str] = field(default_factory=set)
     throttle_next: int = 0
     calls: int = 0
+    #: ClientToken -> (the call's parameters, its answer)
+    tokens: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    #: calls answered from ``tokens`` (a repeated ClientToken)
+    replayed: int = 0
+    #: placement group name -> its description (gap 9)
+    placement_groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     _local: threading.local = field(default_factory=threading.local)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -214,7 +239,23 @@ class FleetFaults:
                     if spec.get("LaunchTemplateName")
                     else self_.get_launch_template(spec["LaunchTemplateId"])
                 )
-                groups = template.latest_version().data.get("SecurityGroupIds") or []
+                data = template.latest_version().data
+                _refuse_invalid_interfaces(self_, data, config.get("Overrides", []))
+                group_id = (data.get("Placement") or {}).get("GroupId")
+                if group_id and not any(
+                    g["GroupId"] == group_id for g in faults.placement_groups.values()
+                ):
+                    raise EC2ClientError(
+                        "InvalidPlacementGroup.Unknown",
+                        f"The Placement Group '{group_id}' is unknown.",
+                    )
+                interfaces = data.get("NetworkInterfaces") or []
+                primary = [i for i in interfaces if int(i.get("DeviceIndex", 0)) == 0]
+                groups = (
+                    (primary[0].get("Groups") or primary[0].get("SecurityGroupIds") or [])
+                    if primary
+                    else data.get("SecurityGroupIds") or []
+                )
                 for override in config.get("Overrides", []):
                     override.setdefault("GroupSet", list(groups))
             errors: list[dict[str, Any]] = []
@@ -223,7 +264,8 @@ class FleetFaults:
                 kept = []
                 for override in config.get("Overrides", []):
                     zone = override.get("AvailabilityZone", "")
-                    if faults._refused(override.get("InstanceType", ""), zone):
+                    full = override.get("SubnetId", "") in faults.full_subnets
+                    if full or faults._refused(override.get("InstanceType", ""), zone):
                         errors.append(
                             {
                                 "LaunchTemplateAndOverrides": {
@@ -235,9 +277,19 @@ class FleetFaults:
                                 "Lifecycle": kwargs["target_capacity_specification"].get(
                                     "DefaultTargetCapacityType", "on-demand"
                                 ),
-                                "ErrorCode": "InsufficientInstanceCapacity",
-                                "ErrorMessage": "We currently do not have sufficient "
-                                f"{override.get('InstanceType')} capacity in {zone}.",
+                                "ErrorCode": (
+                                    "InsufficientFreeAddressesInSubnet"
+                                    if full
+                                    else "InsufficientInstanceCapacity"
+                                ),
+                                "ErrorMessage": (
+                                    f"There are not enough free addresses in subnet "
+                                    f"'{override.get('SubnetId')}' to satisfy the requested "
+                                    "number of instances."
+                                    if full
+                                    else "We currently do not have sufficient "
+                                    f"{override.get('InstanceType')} capacity in {zone}."
+                                ),
                             }
                         )
                     else:
@@ -257,6 +309,23 @@ class FleetFaults:
                 if faults.throttle_next > 0:
                     faults.throttle_next -= 1
                     raise EC2ClientError("RequestLimitExceeded", "Request limit exceeded.")
+            token = self_._get_param("ClientToken")
+            params = json.dumps(
+                {k: v for k, v in self_.querystring.items() if k != "ClientToken"},
+                sort_keys=True,
+                default=str,
+            )
+            if token:
+                with faults._lock:
+                    seen = faults.tokens.get(token)
+                if seen is not None:
+                    if seen[0] != params:
+                        raise EC2ClientError(
+                            "IdempotentParameterMismatch",
+                            f"Client token {token} was used with different parameters.",
+                        )
+                    faults.replayed += 1
+                    return ActionResult(seen[1])
             faults._local.errors = []
             faults._local.empty = False
             try:
@@ -272,15 +341,102 @@ class FleetFaults:
                 payload["Errors"] = faults._local.errors
             if faults._local.empty:
                 payload["Instances"] = []
+            if token:
+                with faults._lock:
+                    faults.tokens[token] = (params, payload)
             return result
+
+        def create_placement_group(self_: Any) -> Any:
+            name = self_._get_param("GroupName")
+            with faults._lock:
+                if name in faults.placement_groups:
+                    raise EC2ClientError(
+                        "InvalidPlacementGroup.Duplicate",
+                        f"The Placement Group '{name}' already exists.",
+                    )
+                group = {
+                    "GroupName": name,
+                    "GroupId": f"pg-{len(faults.placement_groups) + 1:017x}",
+                    "Strategy": self_._get_param("Strategy") or "cluster",
+                    "State": "available",
+                    "PartitionCount": int(self_._get_param("PartitionCount") or 0),
+                }
+                faults.placement_groups[name] = group
+            return ActionResult({"PlacementGroup": group})
+
+        def describe_placement_groups(self_: Any) -> Any:
+            names = self_._get_param("GroupNames") or []
+            ids = self_._get_param("GroupIds") or []
+            groups = list(faults.placement_groups.values())
+            for wanted, key in ((names, "GroupName"), (ids, "GroupId")):
+                for value in wanted:
+                    if not any(g[key] == value for g in groups):
+                        raise EC2ClientError(
+                            "InvalidPlacementGroup.Unknown",
+                            f"The Placement Group '{value}' is unknown.",
+                        )
+                if wanted:
+                    groups = [g for g in groups if g[key] in wanted]
+            for f in self_._get_param("Filters") or []:
+                if f.get("Name") == "state":
+                    groups = [g for g in groups if g["State"] in f.get("Values", [])]
+            return ActionResult({"PlacementGroups": groups})
 
         FleetsBackend.create_fleet = backend  # type: ignore[method-assign]
         Fleets.create_fleet = response  # type: ignore[method-assign]
+        EC2Response.create_placement_group = create_placement_group  # type: ignore[attr-defined]
+        EC2Response.describe_placement_groups = describe_placement_groups  # type: ignore[attr-defined]
         try:
             yield self
         finally:
             FleetsBackend.create_fleet = original_backend  # type: ignore[method-assign]
             Fleets.create_fleet = original_response  # type: ignore[method-assign]
+            del EC2Response.create_placement_group  # type: ignore[attr-defined]
+            del EC2Response.describe_placement_groups  # type: ignore[attr-defined]
+
+
+def _refuse_invalid_interfaces(
+    backend: Any, data: dict[str, Any], overrides: list[dict[str, Any]]
+) -> None:
+    """Refuse a template EC2 would refuse in a fleet (gap 7 in the module doc)."""
+    interfaces = data.get("NetworkInterfaces") or []
+    if not interfaces:
+        return
+    if data.get("SecurityGroupIds") or data.get("SecurityGroups"):
+        raise EC2ClientError(
+            "InvalidParameterCombination",
+            "Network interfaces and an instance-level security groups may not be specified "
+            "on the same request",
+        )
+    for nic in interfaces:
+        kind = nic.get("InterfaceType", "interface")
+        if kind == "efa-only" and (
+            "AssociatePublicIpAddress" in nic or nic.get("Ipv4PrefixCount") is not None
+        ):
+            raise EC2ClientError(
+                "InvalidParameterValue",
+                "AssociatePublicIpAddress and prefixes are not supported on efa-only interfaces",
+            )
+    for override in overrides:
+        name = override.get("InstanceType", "")
+        info = backend.describe_instance_types([name])[0] if name else None
+        if info is None:
+            continue
+        network = info.get("NetworkInfo", {}) if isinstance(info, dict) else {}
+        cards = int(network.get("MaximumNetworkCards", 1) or 1)
+        efa = bool(network.get("EfaSupported"))
+        for nic in interfaces:
+            if nic.get("InterfaceType") in ("efa", "efa-only") and not efa:
+                raise EC2ClientError(
+                    "InvalidParameterCombination",
+                    f"EFA interfaces are not supported on {name}",
+                )
+            if int(nic.get("NetworkCardIndex", 0) or 0) >= cards:
+                raise EC2ClientError(
+                    "InvalidParameterCombination",
+                    f"{name} has {cards} network card(s); NetworkCardIndex "
+                    f"{nic.get('NetworkCardIndex')} is not valid",
+                )
 
 
 def price_list_item(instance_type: str, region: str, price: float) -> str:

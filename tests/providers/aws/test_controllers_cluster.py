@@ -63,6 +63,8 @@ async def test_status_controller_resolves_reports_and_finalizes(
         "AMIsReady": "True",
         "InstanceProfileReady": "True",
         "ValidationSucceeded": "True",
+        "PlacementGroupReady": "True",
+        "CapacityReservationsReady": "True",
     }
     # a second pass with nothing changed writes nothing
     version = stored["metadata"]["resourceVersion"]

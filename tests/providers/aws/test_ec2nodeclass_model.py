@@ -108,7 +108,13 @@ def test_status_conditions_summarise_readiness() -> None:
     nodeclass = EC2NodeClass.model_validate(minimal())
     now = datetime(2024, 5, 1, tzinfo=UTC)
     conditions = nodeclass.status_conditions(now=lambda: now)
-    for t in ("AMIsReady", "SubnetsReady", "SecurityGroupsReady", "InstanceProfileReady"):
+    for t in (
+        "AMIsReady",
+        "SubnetsReady",
+        "SecurityGroupsReady",
+        "InstanceProfileReady",
+        "PlacementGroupReady",
+    ):
         conditions.set_true(t)
     assert not conditions.is_true("Ready")
     change = conditions.set_true("ValidationSucceeded")

@@ -28,6 +28,7 @@ from conftest import (
 from karpy_aws import AWSCloudProvider, AWSSettings
 from karpy_aws._clients import AWSClients
 from karpy_aws._cluster import ClusterDiscovery, ClusterFacts, kube_client_ca_bundle
+from karpy_aws._fleet import TemplateKey
 from karpy_aws._instancetypes import eni_limited_pods
 from karpy_aws._kinds import EC2_NODE_CLASS_KIND
 from karpy_aws._nodeclass_status import NodeClassStatusController
@@ -184,7 +185,9 @@ async def render(
 ) -> str:
     """The user data karpy puts into the launch template for ``node_class``."""
     await provider.cluster.resolve()
-    data = provider._launch_template_data(node_class, ("ami-0", max_pods), claim or _claim())
+    data = provider._launch_template_data(
+        node_class, TemplateKey("ami-0", max_pods), claim or _claim()
+    )
     return base64.b64decode(data["UserData"]).decode()
 
 

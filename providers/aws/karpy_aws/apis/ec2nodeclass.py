@@ -30,9 +30,11 @@ __all__ = [
     "CONDITION_AMIS_READY",
     "CONDITION_CAPACITY_RESERVATIONS_READY",
     "CONDITION_INSTANCE_PROFILE_READY",
+    "CONDITION_PLACEMENT_GROUP_READY",
     "CONDITION_SECURITY_GROUPS_READY",
     "CONDITION_SUBNETS_READY",
     "CONDITION_VALIDATION_SUCCEEDED",
+    "READY_DEPENDENTS",
     "AMISelectorTerm",
     "BlockDevice",
     "BlockDeviceMapping",
@@ -57,6 +59,17 @@ CONDITION_AMIS_READY: Final = "AMIsReady"
 CONDITION_INSTANCE_PROFILE_READY: Final = "InstanceProfileReady"
 CONDITION_CAPACITY_RESERVATIONS_READY: Final = "CapacityReservationsReady"
 CONDITION_VALIDATION_SUCCEEDED: Final = "ValidationSucceeded"
+CONDITION_PLACEMENT_GROUP_READY: Final = "PlacementGroupReady"
+#: the conditions Ready summarises (others, such as CapacityReservationsReady, report
+#: without stopping launches)
+READY_DEPENDENTS: Final = (
+    CONDITION_AMIS_READY,
+    CONDITION_SUBNETS_READY,
+    CONDITION_SECURITY_GROUPS_READY,
+    CONDITION_INSTANCE_PROFILE_READY,
+    CONDITION_VALIDATION_SUCCEEDED,
+    CONDITION_PLACEMENT_GROUP_READY,
+)
 
 _SELECTOR_TAGS_RULE = Rule(
     "self.all(k, k != '' && self[k] != '')", "empty tag keys or values aren't supported"
@@ -777,17 +790,12 @@ class EC2NodeClass(Resource):
     def status_conditions(
         self, *, now: Callable[[], datetime] = utc_now
     ) -> ConditionSet[Condition]:
-        """Ready summarises AMIs, subnets, security groups, instance profile and validation."""
+        """Ready summarises AMIs, subnets, security groups, instance profile, validation
+        and the placement group."""
         return ConditionSet.of(
             self.metadata,
             self.status.conditions,
             Condition,
-            dependents=(
-                CONDITION_AMIS_READY,
-                CONDITION_SUBNETS_READY,
-                CONDITION_SECURITY_GROUPS_READY,
-                CONDITION_INSTANCE_PROFILE_READY,
-                CONDITION_VALIDATION_SUCCEEDED,
-            ),
+            dependents=READY_DEPENDENTS,
             now=now,
         )

@@ -1,0 +1,190 @@
+"""Merging concurrent identical CreateFleet calls into one, as Karpenter AWS's
+CreateFleet batcher does (pkg/batcher/createfleet.go).
+
+A burst of NodeClaims of one shape makes the same request (same overrides, templates
+and tags: the NodeClaim's own tags are written after the launch). Requests wait in a
+batch keyed by their content until none has joined for 35 ms (the idle window) or the
+first has waited 1 s (the max window), or 1000 have gathered; then one CreateFleet
+asks for as many instances as requests, and its instances are handed out one per
+request in order. A request left without an instance (partial fulfilment) gets the
+answer's errors and no instance, so the caller reads it as a capacity error; an
+exception from the call goes to every request of the batch.
+
+Each merged call carries a ``ClientToken`` derived from its content and the NodeClaims
+in it, so botocore's retry of a call whose answer was lost (a timeout, a 5xx) makes
+EC2 return the first call's instances instead of launching more; so does a later
+retry of the same NodeClaim with the same request.
+
+Batches run in tasks the batcher owns (named ``create-fleet-batch``); ``aclose``
+cancels the ones still waiting. A caller cancelled while its batch is in flight loses
+only its place: the instance launched for it, if any, is left to garbage collection,
+as in Karpenter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = [
+    "CREATE_FLEET_IDLE",
+    "CREATE_FLEET_MAX_ITEMS",
+    "CREATE_FLEET_MAX_WAIT",
+    "CreateFleetBatcher",
+]
+
+log = logging.getLogger("karpy.aws.batcher")
+
+CREATE_FLEET_IDLE: Final = 0.035
+"""Seconds a batch waits for another request before it is sent (Karpenter's 35 ms)."""
+CREATE_FLEET_MAX_WAIT: Final = 1.0
+"""Seconds the first request of a batch waits at most (Karpenter's 1 s)."""
+CREATE_FLEET_MAX_ITEMS: Final = 1000
+"""Requests in one batch at most (Karpenter's 1000)."""
+
+CreateFleet = Callable[..., Awaitable[Mapping[str, Any]]]
+
+
+@dataclass
+class _Batch:
+    request: dict[str, Any]
+    names: list[str] = field(default_factory=list)
+    waiters: list[asyncio.Future[Mapping[str, Any]]] = field(default_factory=list)
+    joined: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def client_token(request: Mapping[str, Any], names: list[str]) -> str:
+    """The idempotency token of a merged request (EC2 allows 64 ASCII characters)."""
+    body = json.dumps(request, sort_keys=True, default=str) + "\n" + "\n".join(sorted(names))
+    return "karpy-" + hashlib.sha256(body.encode()).hexdigest()[:40]
+
+
+class CreateFleetBatcher:
+    """``await create_fleet(request, nodeclaim=name)`` -> that request's share of a
+    merged CreateFleet answer (see the module doc)."""
+
+    def __init__(
+        self,
+        create_fleet: CreateFleet,
+        *,
+        idle: float = CREATE_FLEET_IDLE,
+        max_wait: float = CREATE_FLEET_MAX_WAIT,
+        max_items: int = CREATE_FLEET_MAX_ITEMS,
+    ) -> None:
+        self._create_fleet = create_fleet
+        self._idle = idle
+        self._max_wait = max_wait
+        self._max_items = max_items
+        self._open: dict[str, _Batch] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: CreateFleet calls sent and requests they carried (for metrics and benchmarks)
+        self.calls = 0
+        self.requests = 0
+
+    async def create_fleet(
+        self, request: Mapping[str, Any], *, nodeclaim: str
+    ) -> Mapping[str, Any]:
+        """Add ``request`` (one instance) to the open batch of identical requests and
+        wait for its share of the answer."""
+        key = json.dumps(request, sort_keys=True, default=str)
+        batch = self._open.get(key)
+        if batch is None:
+            batch = _Batch(request=copy.deepcopy(dict(request)))
+            self._open[key] = batch
+            task = asyncio.create_task(self._run(key, batch), name="create-fleet-batch")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        future: asyncio.Future[Mapping[str, Any]] = asyncio.get_running_loop().create_future()
+        batch.names.append(nodeclaim)
+        batch.waiters.append(future)
+        batch.joined.set()
+        if len(batch.waiters) >= self._max_items:
+            self._open.pop(key, None)
+        return await future
+
+    async def _run(self, key: str, batch: _Batch) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._max_wait
+        try:
+            while self._open.get(key) is batch:
+                batch.joined.clear()
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                try:
+                    await asyncio.wait_for(batch.joined.wait(), min(self._idle, remaining))
+                except TimeoutError:
+                    break
+        finally:
+            if self._open.get(key) is batch:
+                del self._open[key]
+        await self._send(batch)
+
+    async def _send(self, batch: _Batch) -> None:
+        request = batch.request
+        request["TargetCapacitySpecification"] = {
+            **request["TargetCapacitySpecification"],
+            "TotalTargetCapacity": len(batch.waiters),
+        }
+        request["ClientToken"] = client_token(request, batch.names)
+        self.calls += 1
+        self.requests += len(batch.waiters)
+        try:
+            answer = await self._create_fleet(**request)
+        except Exception as exc:
+            for waiter in batch.waiters:
+                if not waiter.done():
+                    waiter.set_exception(exc)
+            return
+        except BaseException:
+            for waiter in batch.waiters:
+                waiter.cancel()
+            raise
+        shares = _split(answer, len(batch.waiters))
+        for waiter, share in zip(batch.waiters, shares, strict=True):
+            if not waiter.done():
+                waiter.set_result(share)
+
+    async def aclose(self) -> None:
+        """Cancel the batches still waiting (their callers see CancelledError)."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _split(answer: Mapping[str, Any], count: int) -> list[Mapping[str, Any]]:
+    """One answer per request: each gets one instance in order while they last; the
+    rest get the answer's errors and no instance."""
+    errors = list(answer.get("Errors") or [])
+    shares: list[Mapping[str, Any]] = []
+    for launched in answer.get("Instances") or []:
+        for iid in launched.get("InstanceIds") or []:
+            if len(shares) == count:
+                log.error(
+                    "received more instances than requested, ignoring instance",
+                    extra={"instance-id": iid},
+                )
+                continue
+            shares.append(
+                {
+                    "FleetId": answer.get("FleetId"),
+                    "Errors": errors,
+                    "Instances": [{**launched, "InstanceIds": [iid]}],
+                }
+            )
+    if len(shares) < count and not errors:
+        errors = [
+            {
+                "ErrorCode": "too few instances returned",
+                "ErrorMessage": "too few instances returned",
+            }
+        ]
+    while len(shares) < count:
+        shares.append({"FleetId": answer.get("FleetId"), "Errors": errors, "Instances": []})
+    return shares

@@ -1,0 +1,67 @@
+"""The network interfaces of a launch template, as Karpenter AWS builds them
+(pkg/providers/launchtemplate, ``generateNetworkInterfaces``).
+
+A template always lists its interfaces, so the security groups travel on them (EC2
+refuses a template with both top-level ``SecurityGroupIds`` and interfaces), and so do
+``associatePublicIPAddress`` (``false`` keeps a public subnet from giving the node a
+public address) and ``ipPrefixCount`` (``Ipv4PrefixCount``):
+
+* the EC2NodeClass lists ``networkInterfaces``: exactly those, ``efa-only`` ones
+  without prefixes or a public address (EC2 refuses both on them);
+* else, when the NodeClaim requests ``vpc.amazonaws.com/efa``: one EFA interface per
+  network card the type has EFA on (``efa_count``), the first at device index 0 and the
+  others at 1, so one card stays the primary (the one that would take a public IP);
+* else one primary interface at device index 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from karpy_aws.apis.ec2nodeclass import EC2NodeClass
+
+__all__ = ["network_interfaces"]
+
+
+def _interface(
+    node_class: EC2NodeClass, groups: Sequence[str], *, efa_only: bool = False
+) -> dict[str, Any]:
+    spec = node_class.spec
+    interface: dict[str, Any] = {"Groups": list(groups)}
+    if not efa_only:
+        if spec.associate_public_ip_address is not None:
+            interface["AssociatePublicIpAddress"] = spec.associate_public_ip_address
+        if spec.ip_prefix_count is not None:
+            interface["Ipv4PrefixCount"] = spec.ip_prefix_count
+    return interface
+
+
+def network_interfaces(node_class: EC2NodeClass, *, efa_count: int = 0) -> list[dict[str, Any]]:
+    """``LaunchTemplateData.NetworkInterfaces`` for ``node_class``; ``efa_count`` is the
+    number of EFA interfaces to attach (0 unless the NodeClaim requests EFA)."""
+    groups = [g.id for g in node_class.status.security_groups]
+    if node_class.spec.network_interfaces:
+        out = []
+        for nic in node_class.spec.network_interfaces:
+            efa_only = nic.interface_type == "efa-only"
+            out.append(
+                {
+                    "NetworkCardIndex": nic.network_card_index,
+                    "DeviceIndex": nic.device_index,
+                    "InterfaceType": nic.interface_type,
+                    **_interface(node_class, groups, efa_only=efa_only),
+                }
+            )
+        return out
+    if efa_count:
+        return [
+            {
+                "NetworkCardIndex": card,
+                "DeviceIndex": 0 if card == 0 else 1,
+                "InterfaceType": "efa",
+                **_interface(node_class, groups),
+            }
+            for card in range(efa_count)
+        ]
+    return [{"DeviceIndex": 0, **_interface(node_class, groups)}]

@@ -1,0 +1,168 @@
+"""CreateFleet batching, idempotency and answers EC2 can give that a launch must not
+leak an instance on (against moto; moto_harness.py makes it honour ClientToken)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import boto3
+import pytest
+from karpy_aws import AWSCloudProvider
+from karpy_aws._batcher import CreateFleetBatcher
+from karpy_aws._instances import instance_id
+from moto_harness import FleetFaults
+
+from karpy.apis import labels as wk
+from karpy.apis.v1 import NodeClassReference
+from karpy.cloudprovider import CreateError
+from karpy.cloudprovider.testing import make_nodeclaim, make_nodepool
+
+REF = NodeClassReference(group="karpenter.k8s.aws", kind="EC2NodeClass", name="default")
+ON_DEMAND = {"key": wk.LABEL_CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}
+
+
+def _ec2(provider: AWSCloudProvider) -> Any:
+    return boto3.client(
+        "ec2", region_name=provider.settings.region, endpoint_url=provider.settings.endpoint_url
+    )
+
+
+def _live_instances(provider: AWSCloudProvider, nodeclaim: str) -> list[dict[str, Any]]:
+    found = _ec2(provider).describe_instances(
+        Filters=[
+            {"Name": "tag:karpenter.sh/nodeclaim", "Values": [nodeclaim]},
+            {"Name": "instance-state-name", "Values": ["pending", "running"]},
+        ]
+    )["Reservations"]
+    return [i for r in found for i in r["Instances"]]
+
+
+async def test_a_burst_of_identical_nodeclaims_is_one_create_fleet(
+    aws_provider: AWSCloudProvider, fleet_faults: FleetFaults
+) -> None:
+    pool = make_nodepool(REF, name="burst")
+    claims = [
+        make_nodeclaim(pool, requests={"cpu": "1"}, requirements=[ON_DEMAND], name=f"burst-{i}")
+        for i in range(12)
+    ]
+    await aws_provider.get_instance_types(pool)  # the catalogue warm, as in a running operator
+    before = fleet_faults.calls
+    launched = await asyncio.gather(*(aws_provider.create(c) for c in claims))
+    try:
+        assert fleet_faults.calls - before == 1
+        ids = {instance_id(nc.status.provider_id or "") for nc in launched}
+        assert len(ids) == len(claims), "two NodeClaims got the same instance"
+        for claim, nc in zip(claims, launched, strict=True):
+            (instance,) = _live_instances(aws_provider, claim.metadata.name or "")
+            assert instance["InstanceId"] == instance_id(nc.status.provider_id or "")
+            tags = {t["Key"]: t["Value"] for t in instance["Tags"]}
+            assert tags["Name"] == f"burst/{claim.metadata.name}"
+            assert tags["karpenter.sh/nodepool"] == "burst"
+    finally:
+        for nc in launched:
+            await aws_provider.delete(nc)
+
+
+async def test_a_retried_launch_with_the_same_request_does_not_double_the_instance(
+    aws_provider: AWSCloudProvider, fleet_faults: FleetFaults
+) -> None:
+    """The first answer is lost after EC2 launched (a timeout): the retry carries the
+    same ClientToken and EC2 answers with the first launch's instance."""
+    pool = make_nodepool(REF, name="retry")
+    claim = make_nodeclaim(pool, requests={"cpu": "1"}, requirements=[ON_DEMAND])
+    first = await aws_provider.create(claim)
+    try:
+        again = await aws_provider.create(claim)
+        assert again.status.provider_id == first.status.provider_id
+        assert len(_live_instances(aws_provider, claim.metadata.name or "")) == 1
+        assert fleet_faults.replayed >= 1
+    finally:
+        await aws_provider.delete(first)
+
+
+async def test_an_instance_of_a_type_not_asked_for_is_terminated_not_leaked(
+    aws_provider: AWSCloudProvider,
+) -> None:
+    original = aws_provider.clients.ec2.create_fleet
+    launched_ids: list[str] = []
+
+    async def answer_with_another_type(**kwargs: Any) -> Any:
+        answer = dict(await original(**kwargs))
+        instances = [dict(i, InstanceType="x9.imaginary") for i in answer.get("Instances", [])]
+        for i in instances:
+            i.pop("LaunchTemplateAndOverrides", None)
+            launched_ids.extend(i.get("InstanceIds") or [])
+        answer["Instances"] = instances
+        return answer
+
+    aws_provider.clients.ec2.create_fleet = answer_with_another_type
+    pool = make_nodepool(REF, name="surprise")
+    claim = make_nodeclaim(pool, requests={"cpu": "1"}, requirements=[ON_DEMAND])
+    try:
+        with pytest.raises(CreateError, match=r"x9\.imaginary"):
+            await aws_provider.create(claim)
+    finally:
+        aws_provider.clients.ec2.create_fleet = original
+    (iid,) = launched_ids
+    state = _ec2(aws_provider).describe_instances(InstanceIds=[iid])["Reservations"][0][
+        "Instances"
+    ][0]["State"]["Name"]
+    assert state in ("shutting-down", "terminated")
+
+
+async def test_the_batcher_splits_a_partial_answer_and_shares_exceptions() -> None:
+    calls: list[dict[str, Any]] = []
+
+    async def create_fleet(**request: Any) -> dict[str, Any]:
+        calls.append(request)
+        if request["LaunchTemplateConfigs"] == "boom":
+            raise RuntimeError("throttled for good")
+        return {
+            "FleetId": "fleet-1",
+            "Instances": [{"InstanceIds": ["i-1", "i-2"], "InstanceType": "m5.large"}],
+            "Errors": [{"ErrorCode": "InsufficientInstanceCapacity", "ErrorMessage": "none"}],
+        }
+
+    batcher = CreateFleetBatcher(create_fleet)
+    request = {
+        "LaunchTemplateConfigs": "x",
+        "TargetCapacitySpecification": {"TotalTargetCapacity": 1},
+    }
+    shares = await asyncio.gather(
+        *(batcher.create_fleet(request, nodeclaim=f"n{i}") for i in range(3))
+    )
+    (call,) = calls
+    assert call["TargetCapacitySpecification"]["TotalTargetCapacity"] == 3
+    assert call["ClientToken"].startswith("karpy-") and len(call["ClientToken"]) <= 64
+    assert [s["Instances"][0]["InstanceIds"] for s in shares[:2]] == [["i-1"], ["i-2"]]
+    assert shares[2]["Instances"] == []
+    assert shares[2]["Errors"][0]["ErrorCode"] == "InsufficientInstanceCapacity"
+    # a different request is another batch; an exception reaches each of its callers
+    boom = {**request, "LaunchTemplateConfigs": "boom"}
+    results = await asyncio.gather(
+        batcher.create_fleet(boom, nodeclaim="a"),
+        batcher.create_fleet(boom, nodeclaim="b"),
+        return_exceptions=True,
+    )
+    assert all(isinstance(r, RuntimeError) for r in results)
+    assert len(calls) == 2
+    await batcher.aclose()
+
+
+async def test_the_batch_window_closes_after_the_idle_time() -> None:
+    calls: list[int] = []
+
+    async def create_fleet(**request: Any) -> dict[str, Any]:
+        n = request["TargetCapacitySpecification"]["TotalTargetCapacity"]
+        calls.append(n)
+        return {"Instances": [{"InstanceIds": [f"i-{i}" for i in range(n)]}]}
+
+    batcher = CreateFleetBatcher(create_fleet, idle=0.02, max_wait=5.0)
+    request = {"TargetCapacitySpecification": {"TotalTargetCapacity": 1}}
+    first = asyncio.ensure_future(batcher.create_fleet(request, nodeclaim="a"))
+    await first
+    second = await batcher.create_fleet(request, nodeclaim="b")
+    assert calls == [1, 1]  # the first batch had closed: the second is its own call
+    assert second["Instances"][0]["InstanceIds"] == ["i-0"]
+    await batcher.aclose()
