@@ -24,7 +24,9 @@ __all__ = [
     "LIVE_STATES",
     "cluster_tags",
     "instance_id",
+    "launch_tags",
     "nodeclaim_from_instance",
+    "nodepool_tags",
     "provider_id",
 ]
 
@@ -57,19 +59,38 @@ def cluster_tags(cluster_name: str) -> dict[str, str]:
     }
 
 
+def nodepool_tags(
+    cluster_name: str, nodepool: str, node_class_name: str, user_tags: Mapping[str, str]
+) -> dict[str, str]:
+    """The tags of everything launched for a NodePool (launch templates, and the fleet's
+    instances, volumes, network interfaces and spot requests): the user's ``spec.tags``,
+    then Karpenter's (which win; Karpenter AWS's ``utils.GetTags``).
+
+    Karpenter's controller policy allows CreateLaunchTemplate, CreateFleet/RunInstances
+    and their tagging only with ``kubernetes.io/cluster/<cluster>=owned``,
+    ``eks:eks-cluster-name=<cluster>`` and a ``karpenter.sh/nodepool`` tag in the request,
+    and launching from, or deleting, a template only when the template carries the first
+    and the last."""
+    return {
+        **user_tags,
+        **cluster_tags(cluster_name),
+        aws.TAG_NODEPOOL: nodepool,
+        aws.TAG_NODECLASS: node_class_name,
+    }
+
+
 def launch_tags(
     cluster_name: str, nodeclaim: NodeClaim, node_class_name: str, user_tags: Mapping[str, str]
 ) -> dict[str, str]:
-    """Every tag of a launched instance: the user's, then karpy's (which win)."""
+    """Every tag of a launched instance: :func:`nodepool_tags` plus its ``Name`` and
+    ``karpenter.sh/nodeclaim`` (which Karpenter adds after the launch; the policy allows
+    them at creation too)."""
+    nodepool = nodeclaim.metadata.labels.get(wk.LABEL_NODEPOOL, "")
     return {
         **user_tags,
-        aws.TAG_NAME: (
-            f"{nodeclaim.metadata.labels.get(wk.LABEL_NODEPOOL, '')}/{nodeclaim.metadata.name}"
-        ),
-        **cluster_tags(cluster_name),
-        aws.TAG_NODEPOOL: nodeclaim.metadata.labels.get(wk.LABEL_NODEPOOL, ""),
+        aws.TAG_NAME: f"{nodepool}/{nodeclaim.metadata.name}",
+        **nodepool_tags(cluster_name, nodepool, node_class_name, {}),
         aws.TAG_NODECLAIM: nodeclaim.metadata.name or "",
-        aws.TAG_NODECLASS: node_class_name,
     }
 
 

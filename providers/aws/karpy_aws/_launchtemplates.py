@@ -5,8 +5,11 @@ names them, created on first use and garbage-collected once unused.
 Naming by content makes creation idempotent: two replicas, or a retry after a crash,
 compute the same name and find the template already there
 (``InvalidLaunchTemplateName.AlreadyExistsException`` counts as success). Every template
-is tagged ``karpenter.k8s.aws/cluster: <cluster>`` so GC only ever touches this
-cluster's templates.
+carries the tags Karpenter's controller policy requires of the templates it may launch
+from and delete (``kubernetes.io/cluster/<cluster>=owned``, ``eks:eks-cluster-name``,
+``karpenter.sh/nodepool``, ``karpenter.k8s.aws/ec2nodeclass``; the caller passes them),
+and ``karpenter.k8s.aws/cluster: <cluster>`` so GC only ever touches karpy's templates of
+this cluster.
 """
 
 from __future__ import annotations
@@ -57,8 +60,9 @@ class LaunchTemplates:
         self.last_used: dict[str, float] = {}
 
     async def ensure(self, data: Mapping[str, Any], *, tags: Mapping[str, str]) -> str:
-        """The name of a template with ``data``, creating it if needed."""
-        name = launch_template_name(data)
+        """The name of a template with ``data`` tagged ``tags``, creating it if needed
+        (the tags count in the name: they decide what the IAM policy lets it launch)."""
+        name = launch_template_name({"data": data, "tags": tags})
         self.last_used[name] = self._now()
         if name in self._known:
             return name

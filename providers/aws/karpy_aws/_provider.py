@@ -23,6 +23,7 @@ import aioboto3
 from botocore.exceptions import ClientError
 
 from karpy.apis import NodeClaim, NodePool
+from karpy.apis import labels as wk
 from karpy.cloudprovider import (
     CreateError,
     DriftReason,
@@ -47,6 +48,7 @@ from karpy_aws._instances import (
     instance_id,
     launch_tags,
     nodeclaim_from_instance,
+    nodepool_tags,
     provider_id,
 )
 from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_type
@@ -305,10 +307,17 @@ class AWSCloudProvider:
     # -- create ------------------------------------------------------------------------
 
     def _launch_template_data(
-        self, node_class: EC2NodeClass, image_id: str, nodeclaim: NodeClaim
+        self,
+        node_class: EC2NodeClass,
+        image_id: str,
+        nodeclaim: NodeClaim,
+        *,
+        capacity_type: str,
+        tags: Mapping[str, str],
     ) -> dict[str, Any]:
         spec = node_class.spec
         family = spec.ami_family_resolved()
+        tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
         taints = [t.to_dict() for t in (*nodeclaim.spec.taints, *nodeclaim.spec.startup_taints)]
         taints.append({"key": "karpenter.sh/unregistered", "effect": "NoExecute"})
         kubelet = spec.kubelet.to_dict() if spec.kubelet else {}
@@ -331,8 +340,22 @@ class AWSCloudProvider:
                 "HttpProtocolIpv6": meta.http_protocol_ipv6,
                 "HttpPutResponseHopLimit": meta.http_put_response_hop_limit,
                 "HttpTokens": meta.http_tokens,
+                # pinned, as Karpenter does: an account-wide default of "enabled" would
+                # otherwise apply, and karpy's tag keys (kubernetes.io/cluster/<name>,
+                # karpenter.k8s.aws/ec2nodeclass) are not valid instance-metadata tag keys
+                "InstanceMetadataTags": "disabled",
             },
             "Monitoring": {"Enabled": bool(spec.detailed_monitoring)},
+            # the network interfaces (and spot requests) the launch creates are tagged from
+            # the template: the policy allows creating them only with the cluster's tags
+            "TagSpecifications": [
+                {"ResourceType": kind, "Tags": tag_list}
+                for kind in (
+                    ("network-interface", "spot-instances-request")
+                    if capacity_type == wk.CAPACITY_TYPE_SPOT
+                    else ("network-interface",)
+                )
+            ],
         }
         if node_class.status.instance_profile:
             data["IamInstanceProfile"] = {"Name": node_class.status.instance_profile}
@@ -344,10 +367,18 @@ class AWSCloudProvider:
     async def _templates(
         self, plan: FleetPlan, node_class: EC2NodeClass, nodeclaim: NodeClaim
     ) -> dict[str, str]:
-        tags = {**node_class.spec.tags, aws.TAG_NODECLASS: node_class.metadata.name or ""}
+        tags = nodepool_tags(
+            self.settings.cluster_name,
+            nodeclaim.metadata.labels.get(wk.LABEL_NODEPOOL, ""),
+            node_class.metadata.name or "",
+            node_class.spec.tags,
+        )
         return {
             image: await self.launch_templates.ensure(
-                self._launch_template_data(node_class, image, nodeclaim), tags=tags
+                self._launch_template_data(
+                    node_class, image, nodeclaim, capacity_type=plan.capacity_type, tags=tags
+                ),
+                tags=tags,
             )
             for image in plan.images()
         }

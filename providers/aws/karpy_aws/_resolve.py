@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from karpy.apis import labels as wk
 from karpy.apis.core import NodeSelectorRequirement
 from karpy_aws._clients import AWSClients
 from karpy_aws._errors import is_already_exists, is_not_found
@@ -306,10 +307,17 @@ async def resolve_instance_profile(
         return node_class.spec.instance_profile
     role = node_class.spec.role or ""
     name = instance_profile_name(cluster_name, region, node_class.metadata.name or "")
+    # Karpenter's EC2NodeClass.InstanceProfileTags: the policy lets the controller create
+    # (and later change or delete) only a profile tagged with all four
     tags = [
-        {"Key": f"kubernetes.io/cluster/{cluster_name}", "Value": "owned"},
-        {"Key": aws.TAG_NODECLASS, "Value": node_class.metadata.name or ""},
-        {"Key": "topology.kubernetes.io/region", "Value": region},
+        {"Key": k, "Value": v}
+        for k, v in {
+            **node_class.spec.tags,
+            f"kubernetes.io/cluster/{cluster_name}": "owned",
+            aws.TAG_EKS_CLUSTER_NAME: cluster_name,
+            aws.TAG_NODECLASS: node_class.metadata.name or "",
+            wk.LABEL_REGION: region,
+        }.items()
     ]
     try:
         profile = (await clients.iam.get_instance_profile(InstanceProfileName=name))[

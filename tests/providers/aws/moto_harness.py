@@ -24,6 +24,9 @@ server shares this process, gaps in moto are filled *at the server*, never in ka
    into each override, as EC2 applies them.
 6. **Spot prices**: moto answers ``0.00001`` for every spot price; tests that compare
    prices use on-demand capacity or say so.
+7. **IAM**: moto accepts every call. :func:`moto_server` enforces Karpenter's controller
+   policy on every request karpy sends (iam_check.py): what the policy refuses is
+   refused as AWS would, and the test fails naming the statements considered.
 """
 
 from __future__ import annotations
@@ -47,7 +50,10 @@ from moto.ec2.responses.fleets import Fleets
 from moto.server import ThreadedMotoServer
 from moto.ssm.models import Parameter, ssm_backends
 
+from iam_check import IAMCheck, IAMDenied, installed
+
 __all__ = [
+    "CLUSTER",
     "DISCOVERY",
     "ROLE",
     "Account",
@@ -132,15 +138,27 @@ def seed_account(
 
 
 @contextmanager
-def moto_server() -> Iterator[str]:
-    """Run moto's server on 127.0.0.1 (free port); yield its URL."""
+def moto_server(*, iam: IAMCheck | None = None) -> Iterator[str]:
+    """Run moto's server on 127.0.0.1 (free port); yield its URL.
+
+    ``iam`` (by default Karpenter's controller policy for the test cluster) is enforced
+    on karpy's requests; calls it refused that nobody expected raise IAMDenied when the
+    server stops (and replace the error the block raised, which they likely caused)."""
+    check = iam or IAMCheck.karpenter(cluster=CLUSTER, region="us-east-1")
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     try:
-        yield f"http://{host}:{port}"
+        with installed(check, port=int(port)):
+            yield f"http://{host}:{port}"
+    except BaseException as exc:
+        denials = check.take_denials()
+        if denials:
+            raise IAMDenied(denials) from exc
+        raise
     finally:
         server.stop()
+    check.raise_for_denials()
 
 
 def seed_public_parameter(region: str, name: str, value: str) -> None:
