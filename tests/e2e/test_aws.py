@@ -7,7 +7,9 @@ initialized, then terminated by emptiness once inflate is scaled to 0; a spot
 interruption message on the queue drains and replaces that node;
 injected insufficient capacity on the types in use (the cheapest) still gets the pods
 Running, on other types; the EC2NodeClass shows its resolved status; nothing is left
-running in moto at the end.
+running in moto at the end. Karpenter's controller IAM policy is enforced on every call
+karpy makes (tests/providers/aws/iam_check.py): none may be refused, and the calls that
+launch, tag and clean up must have been judged.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from karpy.state.kinds import NODE_CLAIM
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers" / "aws"))
 from karpy_aws._kinds import EC2_NODE_CLASS_KIND
 from karpy_aws._nodeclass_status import kubernetes_minor_version
+from iam_check import IAMCheck
 from moto_harness import (
     FleetFaults,
     moto_server,
@@ -47,7 +50,9 @@ CLUSTER = "karpy-test"
 REGION = "us-east-1"
 POOL = "aws-e2e"
 SELECT = "karpy-e2e-aws"
-QUEUE = "karpy-e2e-interruption"
+# the interruption queue of Karpenter's getting-started template is named after the cluster,
+# and its IAM policy grants that queue only
+QUEUE = CLUSTER
 APP = "inflate"
 
 
@@ -121,7 +126,8 @@ async def scale(client: Client, namespace: str, replicas: int) -> None:
 
 async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) -> None:
     use_test_credentials()
-    with moto_server() as url, FleetFaults().installed() as faults:
+    iam = IAMCheck.karpenter(cluster=CLUSTER, region=REGION)
+    with moto_server(iam=iam) as url, FleetFaults().installed() as faults:
         async with connect(cluster) as client:
             version = await kubernetes_minor_version(client)
             seed_account(url, faults, cluster=CLUSTER, region=REGION, k8s_versions=(version,))
@@ -276,3 +282,16 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                 assert not await instances(
                     ec2, ("pending", "running", "stopping", "stopped", "shutting-down")
                 )
+                iam.raise_for_denials()
+                print(f"calls judged by the IAM policy: {dict(iam.allowed)}")
+                for call in (
+                    "ec2:CreateLaunchTemplate",
+                    "ec2:CreateFleet",
+                    "ec2:TerminateInstances",
+                    "ec2:DeleteLaunchTemplate",
+                    "iam:CreateInstanceProfile",
+                    "iam:DeleteInstanceProfile",
+                    "sqs:ReceiveMessage",
+                    "sqs:DeleteMessage",
+                ):
+                    assert iam.allowed[call], f"{call} never reached the IAM check"

@@ -225,6 +225,27 @@ async def _describe_images(clients: AWSClients, **kwargs: Any) -> list[dict[str,
     return images
 
 
+async def _ssm_image_id(clients: AWSClients, parameter: str) -> str | None:
+    """The AMI ID an ``ssmParameter`` term names, or None (logged) when the parameter is
+    missing or does not hold an AMI ID, as Karpenter AWS treats them. Other errors
+    (AccessDenied: the controller role needs ``ssm:GetParameter`` on it) propagate."""
+    try:
+        answer = await clients.ssm.get_parameter(Name=parameter)
+    except Exception as exc:
+        if is_not_found(exc):
+            log.warning("ssm parameter not found", extra={"ssmParameter": parameter})
+            return None
+        raise
+    value = str(answer["Parameter"]["Value"])
+    if not value.startswith("ami-"):
+        log.warning(
+            "ssm parameter value is an invalid AMI ID",
+            extra={"ssmParameter": parameter, "id": value},
+        )
+        return None
+    return value
+
+
 async def resolve_amis(
     clients: AWSClients, terms: Sequence[AMISelectorTerm], *, k8s_version: str
 ) -> list[AMI]:
@@ -257,6 +278,19 @@ async def resolve_amis(
         kwargs: dict[str, Any] = {}
         if term.id:
             kwargs["ImageIds"] = [term.id]
+        elif term.ssm_parameter:
+            image_id = await _ssm_image_id(clients, term.ssm_parameter)
+            if image_id is None:
+                continue
+            # exactly the parameter's AMI, whoever owns it (as for an ``id`` term)
+            kwargs["Filters"] = [{"Name": "image-id", "Values": [image_id]}]
+        elif not (term.name or term.tags):
+            # never an unfiltered DescribeImages: it would pick the newest image the account
+            # can see, public ones included (the CRD refuses such a term; this is the guard)
+            raise ValueError(
+                f"amiSelectorTerms {_describe_terms([term])} selects no AMI by alias, id, "
+                "name, tags or ssmParameter; set one of them"
+            )
         else:
             filters = _filters_for_tags(term.tags)
             if term.name:

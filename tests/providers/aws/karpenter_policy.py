@@ -130,7 +130,9 @@ POLICIES: Final[Mapping[str, list[dict[str, Any]]]] = {
             "Resource": "${KarpenterNodeRole.Arn}",
             "Action": "iam:PassRole",
             "Condition": {
-                "StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]}
+                "StringEquals": {
+                    "iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]
+                }
             },
         },
         {
