@@ -11,11 +11,11 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import pytest_asyncio
+from iam_check import IAMCheck
 from karpy_aws import AWSCloudProvider, AWSSettings
 from karpy_aws._clients import AWSClients
 from karpy_aws._resolve import resolve_status
 from karpy_aws.apis import EC2NodeClass
-from iam_check import IAMCheck
 from moto_harness import (
     DISCOVERY,
     ROLE,

@@ -59,7 +59,7 @@ from moto.core.request import determine_request_protocol
 from moto.core.responses import ActionResult, BaseResponse
 from moto.core.utils import get_service_model
 
-__all__ = ["KARPY_USER_AGENT", "Denial", "IAMCheck", "IAMDenied", "installed"]
+__all__ = ["KARPY_USER_AGENT", "Denial", "IAMCheck", "IAMDeniedError", "installed"]
 
 #: the token karpy's botocore clients add to their User-Agent (karpy_aws._clients)
 KARPY_USER_AGENT = "karpy"
@@ -93,7 +93,7 @@ class Denial:
         )
 
 
-class IAMDenied(AssertionError):
+class IAMDeniedError(AssertionError):
     """Raised (in the test) for calls the policy refused that the test did not expect."""
 
     def __init__(self, denials: Sequence[Denial]) -> None:
@@ -156,10 +156,10 @@ class IAMCheck:
         return out
 
     def raise_for_denials(self) -> None:
-        """Raise IAMDenied if some call was refused unexpectedly."""
+        """Raise IAMDeniedError if some call was refused unexpectedly."""
         denials = self.take_denials()
         if denials:
-            raise IAMDenied(denials)
+            raise IAMDeniedError(denials)
 
     # -- the hook ----------------------------------------------------------------------
 

@@ -3,7 +3,8 @@ tests is checked against (see iam_check.py).
 
 Source: the CloudFormation template of Karpenter's getting-started guide,
   repository aws/karpenter-provider-aws
-  path       website/content/en/v1.14/getting-started/getting-started-with-karpenter/cloudformation.yaml
+  path       website/content/en/v1.14/getting-started/getting-started-with-karpenter/
+             cloudformation.yaml
   commit     1d927085dd81a9df9301e613f371dac5b4d16bfe (the file last changed in 692ccdd0629e)
 the newest v1 version published there. Only the controller's managed policies are written
 out below (NodeLifecycle, IAMIntegration, EKSIntegration, Interruption, ZonalShift,

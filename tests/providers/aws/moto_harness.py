@@ -42,6 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
+from iam_check import IAMCheck, IAMDeniedError, installed
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.responses import ActionResult
 from moto.ec2.exceptions import EC2ClientError
@@ -49,8 +50,6 @@ from moto.ec2.models.fleets import FleetsBackend
 from moto.ec2.responses.fleets import Fleets
 from moto.server import ThreadedMotoServer
 from moto.ssm.models import Parameter, ssm_backends
-
-from iam_check import IAMCheck, IAMDenied, installed
 
 __all__ = [
     "CLUSTER",
@@ -142,7 +141,7 @@ def moto_server(*, iam: IAMCheck | None = None) -> Iterator[str]:
     """Run moto's server on 127.0.0.1 (free port); yield its URL.
 
     ``iam`` (by default Karpenter's controller policy for the test cluster) is enforced
-    on karpy's requests; calls it refused that nobody expected raise IAMDenied when the
+    on karpy's requests; calls it refused that nobody expected raise IAMDeniedError when the
     server stops (and replace the error the block raised, which they likely caused)."""
     check = iam or IAMCheck.karpenter(cluster=CLUSTER, region="us-east-1")
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -154,7 +153,7 @@ def moto_server(*, iam: IAMCheck | None = None) -> Iterator[str]:
     except BaseException as exc:
         denials = check.take_denials()
         if denials:
-            raise IAMDenied(denials) from exc
+            raise IAMDeniedError(denials) from exc
         raise
     finally:
         server.stop()
