@@ -3,11 +3,13 @@
 finalizer.
 
 Each reconcile resolves subnets, security groups, AMIs and the instance profile
-(:func:`karpy_aws._resolve.resolve_status`), then writes the status once, only when it
-changed, and comes back after a minute (Karpenter's AMI/subnet refresh interval), so a
-new AMI release or a retagged subnet shows up without an event. On deletion it waits
-until no NodeClaim refers to the class, then deletes the instance profile it created
-and this class's launch templates, and releases the finalizer.
+(:func:`karpy_aws._resolve.resolve_status`), validates by dry runs that the controller
+may launch with them (:mod:`karpy_aws._validation`, ``ValidationSucceeded``), then
+writes the status once, only when it changed, and comes back after a minute (Karpenter's
+AMI/subnet refresh interval), so a new AMI release or a retagged subnet shows up without
+an event. On deletion it waits until no NodeClaim refers to the class, then deletes the
+instance profile it created and this class's launch templates, and releases the
+finalizer.
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class NodeClassStatusController:
             cluster_name=settings.cluster_name,
             region=settings.region,
             k8s_version=await self._version(),
+            validate=self._provider.validation,
         )
         before = node_class.status.to_dict()
         conditions = node_class.status_conditions()

@@ -58,6 +58,7 @@ from karpy_aws._pricing import PricingProvider
 from karpy_aws._settings import PROVIDER_SETTINGS, AWSSettings, check_settings
 from karpy_aws._unavailable import UnavailableOfferings
 from karpy_aws._userdata import BootstrapOptions, user_data
+from karpy_aws._validation import NodeClassValidation
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import EC2NodeClass
 
@@ -227,6 +228,8 @@ class AWSCloudProvider:
         )
         self.catalog = Catalog(clients, settings, self.pricing, self.unavailable)
         self.launch_templates = LaunchTemplates(clients, cluster_name=settings.cluster_name)
+        #: the EC2NodeClass dry-run validation (ValidationSucceeded)
+        self.validation = NodeClassValidation(self)
         self._node_classes = node_classes
         self._client = client
         self._owns_clients = owns_clients

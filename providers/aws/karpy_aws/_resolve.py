@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,7 @@ from karpy_aws.apis.ec2nodeclass import (
 
 __all__ = [
     "Resolution",
+    "Validator",
     "alias_parameters",
     "instance_profile_name",
     "resolve_amis",
@@ -49,6 +50,9 @@ __all__ = [
 log = logging.getLogger("karpy.aws.nodeclass")
 
 _ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+
+Validator = Callable[[EC2NodeClass, dict[str, bool]], Awaitable[tuple[bool, str, str]]]
+"""``validate(resolved class, {condition: ok})`` -> the ValidationSucceeded outcome."""
 
 
 @dataclass
@@ -418,9 +422,12 @@ async def resolve_status(
     cluster_name: str,
     region: str,
     k8s_version: str,
+    validate: Validator | None = None,
 ) -> Resolution:
     """Resolve every selector of ``node_class``; a failure of one concern is reported in
-    its condition and does not stop the others."""
+    its condition and does not stop the others. ``validate`` (the provider's
+    :class:`karpy_aws._validation.NodeClassValidation`) decides ``ValidationSucceeded``
+    from the resolved class and the other conditions; without it the condition is True."""
     status = EC2NodeClassStatus()
     out = Resolution(status=status)
     spec = node_class.spec
@@ -476,5 +483,10 @@ async def resolve_status(
             f"{'instanceProfile' if spec.instance_profile else 'role'} {which!r} "
             "was not found in IAM",
         )
-    out.conditions[CONDITION_VALIDATION_SUCCEEDED] = (True, "", "")
+    if validate is None:
+        out.conditions[CONDITION_VALIDATION_SUCCEEDED] = (True, "", "")
+    else:
+        resolved_class = node_class.model_copy(update={"status": status})
+        ready = {kind: ok for kind, (ok, _, _) in out.conditions.items()}
+        out.conditions[CONDITION_VALIDATION_SUCCEEDED] = await validate(resolved_class, ready)
     return out
