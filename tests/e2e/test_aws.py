@@ -302,6 +302,7 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                 for call in (
                     "ec2:CreateLaunchTemplate",
                     "ec2:CreateFleet",
+                    "ec2:RunInstances",  # the EC2NodeClass validation's dry run
                     "ec2:TerminateInstances",
                     "ec2:DeleteLaunchTemplate",
                     "iam:CreateInstanceProfile",
