@@ -37,6 +37,7 @@ from karpy_aws.apis.ec2nodeclass import (
 
 __all__ = [
     "Resolution",
+    "UnfilteredAMITermError",
     "Validator",
     "alias_parameters",
     "instance_profile_name",
@@ -229,6 +230,10 @@ async def _describe_images(clients: AWSClients, **kwargs: Any) -> list[dict[str,
     return images
 
 
+class UnfilteredAMITermError(ValueError):
+    """An AMI selector term with nothing to filter images by (the CRD refuses it too)."""
+
+
 async def _ssm_image_id(clients: AWSClients, parameter: str) -> str | None:
     """The AMI ID an ``ssmParameter`` term names, or None (logged) when the parameter is
     missing or does not hold an AMI ID, as Karpenter AWS treats them. Other errors
@@ -291,7 +296,7 @@ async def resolve_amis(
         elif not (term.name or term.tags):
             # never an unfiltered DescribeImages: it would pick the newest image the account
             # can see, public ones included (the CRD refuses such a term; this is the guard)
-            raise ValueError(
+            raise UnfilteredAMITermError(
                 f"amiSelectorTerms {_describe_terms([term])} selects no AMI by alias, id, "
                 "name, tags or ssmParameter; set one of them"
             )
@@ -466,6 +471,8 @@ async def resolve_status(
                 f"({_describe_terms(spec.ami_selector_terms)}, Kubernetes {k8s_version})",
             )
         )
+    except UnfilteredAMITermError as exc:
+        out.conditions[CONDITION_AMIS_READY] = (False, "AMINotFound", str(exc))
     except ValueError as exc:
         out.conditions[CONDITION_AMIS_READY] = (False, "UnsupportedAlias", str(exc))
     try:

@@ -173,3 +173,21 @@ async def test_a_missing_ssm_parameter_selects_no_ami(aws_clients: AWSClients) -
     node_class = await resolved(aws_clients, manifest)
     assert node_class.status.amis == []
     assert not node_class.status_conditions().is_true("AMIsReady")
+
+
+async def test_a_term_with_nothing_to_filter_by_never_lists_every_image(
+    aws_clients: AWSClients,
+) -> None:
+    # the CRD refuses it; a class built in code must not get the newest public image
+    manifest = node_class_manifest(
+        f"unfiltered-{uuid.uuid4().hex[:6]}",
+        amiSelectorTerms=[{"owner": "amazon"}],
+        amiFamily="AL2023",
+    )
+    before = aws_clients.calls["ec2:DescribeImages"]
+    node_class = await resolved(aws_clients, manifest)
+    assert node_class.status.amis == []
+    condition = node_class.status_conditions().get("AMIsReady")
+    assert condition is not None and condition.reason == "AMINotFound"
+    assert "selects no AMI" in condition.message
+    assert aws_clients.calls["ec2:DescribeImages"] == before
