@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from karpy_aws._clients import AWSClients
-from karpy_aws._errors import is_already_exists, is_not_found
+from karpy_aws._errors import error_code, is_already_exists, is_not_found
 from karpy_aws.apis import labels as aws
 
 __all__ = ["LT_CLUSTER_TAG", "LT_NAME_PREFIX", "LaunchTemplates", "launch_template_name"]
@@ -131,6 +131,18 @@ class LaunchTemplates:
         for name in await self.list_names():
             if now - self.last_used.get(name, self._started) < unused_for:
                 continue
-            await self._delete(name)
+            try:
+                await self._delete(name)
+            except Exception as exc:
+                if error_code(exc) != "UnauthorizedOperation":
+                    raise
+                # a template made before karpy tagged them as Karpenter's IAM policy requires
+                # (kubernetes.io/cluster/<cluster>=owned, karpenter.sh/nodepool): the policy
+                # forbids deleting it, so leave it and collect the others
+                log.warning(
+                    "not authorized to delete launch template, skipping it",
+                    extra={"launch-template-name": name, "error": str(exc)},
+                )
+                continue
             deleted.append(name)
         return deleted

@@ -4,10 +4,12 @@ errors (injected at the test server) and throttling."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import boto3
 import pytest
+from iam_check import IAMCheck
 from karpy_aws import AWSCloudProvider
 from karpy_aws._clients import AWSClients
 from karpy_aws._instances import instance_id, nodepool_tags
@@ -241,3 +243,29 @@ async def test_launch_templates_are_made_once_and_collected_when_unused(
     assert await templates.ensure(data, tags=tags) == names[0]
     now[0] += 1000
     assert sorted(await templates.garbage_collect(unused_for=600)) == sorted([names[0], kept])
+
+
+async def test_gc_skips_templates_the_policy_forbids_deleting(
+    aws_clients: AWSClients, aws_provider: AWSCloudProvider, iam_check: IAMCheck
+) -> None:
+    # one template as an older karpy tagged it (its own cluster tag only), one as now
+    templates = LaunchTemplates(aws_clients, cluster_name="gc-old", monotonic=lambda: 0.0)
+    old = f"karpenter.k8s.aws/old-{uuid.uuid4().hex[:6]}"
+    _ec2(aws_provider).create_launch_template(
+        LaunchTemplateName=old,
+        LaunchTemplateData={"ImageId": "ami-12345678"},
+        TagSpecifications=[
+            {
+                "ResourceType": "launch-template",
+                "Tags": [{"Key": "karpenter.k8s.aws/cluster", "Value": "gc-old"}],
+            }
+        ],
+    )
+    tagged = await templates.ensure(
+        {"ImageId": "ami-12345678"}, tags=nodepool_tags(CLUSTER, "gc-pool", "gc-class", {})
+    )
+    with iam_check.expecting_denials() as denials:
+        assert await templates.garbage_collect(unused_for=-1) == [tagged]
+    assert [d.call for d in denials] == ["ec2:DeleteLaunchTemplate"]
+    assert await templates.list_names() == [old]
+    _ec2(aws_provider).delete_launch_template(LaunchTemplateName=old)
