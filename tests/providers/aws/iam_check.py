@@ -50,7 +50,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from iam_eval import Decision, Request, evaluate
-from karpenter_policy import controller_policy
+from iam_policy import controller_policy
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.common_types import TYPE_RESPONSE
 from moto.core.exceptions import ServiceException

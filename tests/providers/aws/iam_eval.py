@@ -1,5 +1,5 @@
 """The smallest IAM policy evaluator that can judge karpy's requests against Karpenter's
-controller policy (karpenter_policy.py), conditions included.
+controller policy (iam_policy.py), conditions included.
 
 Why hand-written: of the maintained evaluators, none on PyPI evaluates conditions
 against a request context one supplies (policyuniverse expands and matches actions and

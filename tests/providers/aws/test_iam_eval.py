@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from iam_eval import Request, evaluate
-from karpenter_policy import controller_policy
+from iam_policy import controller_policy
 
 CLUSTER = "karpy-test"
 REGION = "us-east-1"
