@@ -33,6 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "providers" / "aws"))
 
+from iam_check import IAMCheck
 from karpy_aws import AWSCloudProvider, AWSSettings
 from karpy_aws._clients import AWSClients
 from karpy_aws._resolve import resolve_status
@@ -170,7 +171,9 @@ def main() -> None:
     import logging
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    with moto_server() as url, FleetFaults().installed() as faults:
+    # under Karpenter's controller IAM policy, as the tests run (tests/providers/aws/iam_check.py)
+    iam = IAMCheck.karpenter(cluster=CLUSTER, region=REGION)
+    with moto_server(iam=iam) as url, FleetFaults().installed() as faults:
         seed_account(url, faults, cluster=CLUSTER, region=REGION)
         asyncio.run(bench(url, args.nodes, args.concurrency))
 

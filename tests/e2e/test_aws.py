@@ -7,7 +7,9 @@ initialized, then terminated by emptiness once inflate is scaled to 0; a spot
 interruption message on the queue drains and replaces that node;
 injected insufficient capacity on the types in use (the cheapest) still gets the pods
 Running, on other types; the EC2NodeClass shows its resolved status; nothing is left
-running in moto at the end.
+running in moto at the end. Karpenter's controller IAM policy is enforced on every call
+karpy makes (tests/providers/aws/iam_check.py): none may be refused, and the calls that
+launch, tag and clean up must have been judged.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from karpy.runtime import errors as api_errors
 from karpy.state.kinds import NODE_CLAIM
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers" / "aws"))
+from iam_check import IAMCheck
 from karpy_aws._kinds import EC2_NODE_CLASS_KIND
 from karpy_aws._nodeclass_status import kubernetes_minor_version
 from moto_harness import (
@@ -47,7 +50,9 @@ CLUSTER = "karpy-test"
 REGION = "us-east-1"
 POOL = "aws-e2e"
 SELECT = "karpy-e2e-aws"
-QUEUE = "karpy-e2e-interruption"
+# the interruption queue of Karpenter's getting-started template is named after the cluster,
+# and its IAM policy grants that queue only
+QUEUE = CLUSTER
 APP = "inflate"
 
 
@@ -121,7 +126,19 @@ async def scale(client: Client, namespace: str, replicas: int) -> None:
 
 async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) -> None:
     use_test_credentials()
-    with moto_server() as url, FleetFaults().installed() as faults:
+    iam = IAMCheck.karpenter(cluster=CLUSTER, region=REGION)
+
+    async def eventually_allowed(check: Any, **wait: Any) -> Any:
+        """``eventually``, failing at once when the policy refused one of karpy's calls
+        (a refused launch would otherwise only show as a timeout)."""
+
+        async def judged() -> Any:
+            iam.raise_for_denials()
+            return await check()
+
+        return await eventually(judged, **wait)
+
+    with moto_server(iam=iam) as url, FleetFaults().installed() as faults:
         async with connect(cluster) as client:
             version = await kubernetes_minor_version(client)
             seed_account(url, faults, cluster=CLUSTER, region=REGION, k8s_versions=(version,))
@@ -164,7 +181,9 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                         ]
                         return dict(obj["status"]) if ready else None
 
-                    status = await eventually(resolved, timeout=120, what="EC2NodeClass Ready")
+                    status = await eventually_allowed(
+                        resolved, timeout=120, what="EC2NodeClass Ready"
+                    )
                     assert (
                         len(status["subnets"]) == 3 and status["amis"] and status["securityGroups"]
                     )
@@ -172,7 +191,7 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                     # 0 -> 50
                     started = time.monotonic()
                     await scale(client, namespace, 50)
-                    await eventually(
+                    await eventually_allowed(
                         lambda: running_pods(client, namespace, APP, 50),
                         timeout=600,
                         what="50 inflate pods Running on AWS nodes",
@@ -225,10 +244,10 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                         live = {i["InstanceId"] for i in await instances(ec2)}
                         return victim not in live
 
-                    await eventually(
+                    await eventually_allowed(
                         victim_gone, timeout=300, what="interrupted instance terminated"
                     )
-                    await eventually(
+                    await eventually_allowed(
                         lambda: running_pods(client, namespace, APP, 50),
                         timeout=600,
                         what="pods Running again after the interruption",
@@ -239,7 +258,7 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                     before = {i["InstanceId"] for i in await instances(ec2)}
                     faults.no_capacity.update((t, "*") for t in refused)
                     await scale(client, namespace, 80)
-                    await eventually(
+                    await eventually_allowed(
                         lambda: running_pods(client, namespace, APP, 80),
                         timeout=600,
                         what="80 pods Running with the chosen types out of capacity",
@@ -256,7 +275,7 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                     async def all_terminated() -> bool:
                         return not await instances(ec2)
 
-                    await eventually(all_terminated, timeout=300,
+                    await eventually_allowed(all_terminated, timeout=300,
                                      what="every instance terminated by emptiness")
                     forced = await clean_up(client, namespace, APP, [POOL], timeout=300)
                     assert not forced, forced
@@ -271,7 +290,9 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                             return True
                         return False
 
-                    await eventually(node_class_gone, timeout=120, what="EC2NodeClass finalized")
+                    await eventually_allowed(
+                        node_class_gone, timeout=120, what="EC2NodeClass finalized"
+                    )
                     with pytest.raises(Exception, match="NoSuchEntity"):
                         await provider.clients.iam.get_instance_profile(
                             InstanceProfileName=status["instanceProfile"]
@@ -279,3 +300,17 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                 assert not await instances(
                     ec2, ("pending", "running", "stopping", "stopped", "shutting-down")
                 )
+                iam.raise_for_denials()
+                print(f"calls judged by the IAM policy: {dict(iam.allowed)}")
+                for call in (
+                    "ec2:CreateLaunchTemplate",
+                    "ec2:CreateFleet",
+                    "ec2:RunInstances",  # the EC2NodeClass validation's dry run
+                    "ec2:TerminateInstances",
+                    "ec2:DeleteLaunchTemplate",
+                    "iam:CreateInstanceProfile",
+                    "iam:DeleteInstanceProfile",
+                    "sqs:ReceiveMessage",
+                    "sqs:DeleteMessage",
+                ):
+                    assert iam.allowed[call], f"{call} never reached the IAM check"

@@ -23,10 +23,11 @@ from karpy_aws.apis import labels as aws
 __all__ = [
     "LIVE_STATES",
     "cluster_tags",
-    "fleet_tags",
     "instance_id",
+    "launch_tags",
     "nodeclaim_from_instance",
     "nodeclaim_tags",
+    "nodepool_tags",
     "provider_id",
 ]
 
@@ -59,15 +60,23 @@ def cluster_tags(cluster_name: str) -> dict[str, str]:
     }
 
 
-def fleet_tags(
-    cluster_name: str, nodeclaim: NodeClaim, node_class_name: str, user_tags: Mapping[str, str]
+def nodepool_tags(
+    cluster_name: str, nodepool: str, node_class_name: str, user_tags: Mapping[str, str]
 ) -> dict[str, str]:
-    """The tags CreateFleet puts on an instance: the user's, then karpy's (which win);
-    the same for every NodeClaim of a NodePool, so identical launches can be batched."""
+    """The tags of everything launched for a NodePool (launch templates, and the fleet's
+    instances, volumes, network interfaces and spot requests): the user's ``spec.tags``,
+    then Karpenter's (which win; Karpenter AWS's ``utils.GetTags``). The same for every
+    NodeClaim of a NodePool, so identical launches can be batched.
+
+    Karpenter's controller policy allows CreateLaunchTemplate, CreateFleet/RunInstances
+    and their tagging only with ``kubernetes.io/cluster/<cluster>=owned``,
+    ``eks:eks-cluster-name=<cluster>`` and a ``karpenter.sh/nodepool`` tag in the request,
+    and launching from, or deleting, a template only when the template carries the first
+    and the last."""
     return {
         **user_tags,
         **cluster_tags(cluster_name),
-        aws.TAG_NODEPOOL: nodeclaim.metadata.labels.get(wk.LABEL_NODEPOOL, ""),
+        aws.TAG_NODEPOOL: nodepool,
         aws.TAG_NODECLASS: node_class_name,
     }
 
@@ -87,9 +96,10 @@ def nodeclaim_tags(nodeclaim: NodeClaim, user_tags: Mapping[str, str]) -> dict[s
 def launch_tags(
     cluster_name: str, nodeclaim: NodeClaim, node_class_name: str, user_tags: Mapping[str, str]
 ) -> dict[str, str]:
-    """Every tag of a launched instance: :func:`fleet_tags` and :func:`nodeclaim_tags`."""
+    """Every tag of a launched instance: :func:`nodepool_tags` and :func:`nodeclaim_tags`."""
+    nodepool = nodeclaim.metadata.labels.get(wk.LABEL_NODEPOOL, "")
     return {
-        **fleet_tags(cluster_name, nodeclaim, node_class_name, user_tags),
+        **nodepool_tags(cluster_name, nodepool, node_class_name, user_tags),
         **nodeclaim_tags(nodeclaim, user_tags),
     }
 

@@ -5,8 +5,11 @@ names them, created on first use and garbage-collected once unused.
 Naming by content makes creation idempotent: two replicas, or a retry after a crash,
 compute the same name and find the template already there
 (``InvalidLaunchTemplateName.AlreadyExistsException`` counts as success). Every template
-is tagged ``karpenter.k8s.aws/cluster: <cluster>`` so GC only ever touches this
-cluster's templates.
+carries the tags Karpenter's controller policy requires of the templates it may launch
+from and delete (``kubernetes.io/cluster/<cluster>=owned``, ``eks:eks-cluster-name``,
+``karpenter.sh/nodepool``, ``karpenter.k8s.aws/ec2nodeclass``; the caller passes them),
+and ``karpenter.k8s.aws/cluster: <cluster>`` so GC only ever touches karpy's templates of
+this cluster.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from karpy_aws._clients import AWSClients
-from karpy_aws._errors import is_already_exists, is_not_found
+from karpy_aws._errors import error_code, is_already_exists, is_not_found
 from karpy_aws.apis import labels as aws
 
 __all__ = ["LT_CLUSTER_TAG", "LT_NAME_PREFIX", "LaunchTemplates", "launch_template_name"]
@@ -57,8 +60,9 @@ class LaunchTemplates:
         self.last_used: dict[str, float] = {}
 
     async def ensure(self, data: Mapping[str, Any], *, tags: Mapping[str, str]) -> str:
-        """The name of a template with ``data``, creating it if needed."""
-        name = launch_template_name(data)
+        """The name of a template with ``data`` tagged ``tags``, creating it if needed
+        (the tags count in the name: they decide what the IAM policy lets it launch)."""
+        name = launch_template_name({"data": data, "tags": tags})
         self.last_used[name] = self._now()
         if name in self._known:
             return name
@@ -127,6 +131,18 @@ class LaunchTemplates:
         for name in await self.list_names():
             if now - self.last_used.get(name, self._started) < unused_for:
                 continue
-            await self._delete(name)
+            try:
+                await self._delete(name)
+            except Exception as exc:
+                if error_code(exc) != "UnauthorizedOperation":
+                    raise
+                # a template made before karpy tagged them as Karpenter's IAM policy requires
+                # (kubernetes.io/cluster/<cluster>=owned, karpenter.sh/nodepool): the policy
+                # forbids deleting it, so leave it and collect the others
+                log.warning(
+                    "not authorized to delete launch template, skipping it",
+                    extra={"launch-template-name": name, "error": str(exc)},
+                )
+                continue
             deleted.append(name)
         return deleted

@@ -3,13 +3,14 @@
 finalizer.
 
 Each reconcile resolves subnets, security groups, AMIs and the instance profile
-(:func:`karpy_aws._resolve.resolve_status`), and checks that its nodes could join (the
+(:func:`karpy_aws._resolve.resolve_status`), checks that its nodes could join (the
 AMI family's user data is rendered; the cluster's endpoint, CA and service CIDR are
-known, :mod:`karpy_aws._cluster`), then writes the status once, only when it
-changed, and comes back after a minute (Karpenter's AMI/subnet refresh interval), so a
-new AMI release or a retagged subnet shows up without an event. On deletion it waits
-until no NodeClaim refers to the class, then deletes the instance profile it created
-and this class's launch templates, and releases the finalizer.
+known, :mod:`karpy_aws._cluster`), validates by dry runs that the controller may launch
+with them (:mod:`karpy_aws._validation`, ``ValidationSucceeded``), then writes the status
+once, only when it changed, and comes back after a minute (Karpenter's AMI/subnet
+refresh interval), so a new AMI release or a retagged subnet shows up without an event.
+On deletion it waits until no NodeClaim refers to the class, then deletes the instance
+profile it created and this class's launch templates, and releases the finalizer.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ class NodeClassStatusController:
             region=settings.region,
             k8s_version=await self._version(),
             cluster=await self._provider.cluster.resolve(),
+            validate=self._provider.validation,
         )
         before = node_class.status.to_dict()
         conditions = node_class.status_conditions()

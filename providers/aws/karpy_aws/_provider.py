@@ -24,6 +24,7 @@ import aioboto3
 from botocore.exceptions import ClientError
 
 from karpy.apis import NodeClaim, NodePool
+from karpy.apis import labels as wk
 from karpy.cloudprovider import (
     CreateError,
     DriftReason,
@@ -55,10 +56,10 @@ from karpy_aws._fleet import (
 )
 from karpy_aws._instances import (
     LIVE_STATES,
-    fleet_tags,
     instance_id,
     nodeclaim_from_instance,
     nodeclaim_tags,
+    nodepool_tags,
     provider_id,
 )
 from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_type
@@ -70,6 +71,7 @@ from karpy_aws._pricing import PricingProvider
 from karpy_aws._settings import PROVIDER_SETTINGS, AWSSettings, check_settings
 from karpy_aws._unavailable import UnavailableOfferings
 from karpy_aws._userdata import BootstrapOptions, UserDataError, user_data
+from karpy_aws._validation import NodeClassValidation
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import EC2NodeClass
 
@@ -258,6 +260,8 @@ class AWSCloudProvider:
         self.fleets = CreateFleetBatcher(lambda **kw: self.clients.ec2.create_fleet(**kw))
         self.placement_groups = PlacementGroups(clients)
         self._plans = PlanCache()
+        #: the EC2NodeClass dry-run validation (ValidationSucceeded)
+        self.validation = NodeClassValidation(self)
         self._node_classes = node_classes
         self._client = client
         self._owns_clients = owns_clients
@@ -353,6 +357,9 @@ class AWSCloudProvider:
         template: TemplateKey,
         nodeclaim: NodeClaim,
         placement: PlacementGroup | None = None,
+        *,
+        capacity_type: str,
+        tags: Mapping[str, str],
     ) -> dict[str, Any]:
         spec = node_class.spec
         family = spec.ami_family_resolved()
@@ -364,6 +371,7 @@ class AWSCloudProvider:
                 f"EC2NodeClass {node_class.metadata.name!r}: nodes could not join, "
                 f"unknown: {'; '.join(missing)}"
             )
+        tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
         taints = [t.to_dict() for t in (*nodeclaim.spec.taints, *nodeclaim.spec.startup_taints)]
         taints.append({"key": "karpenter.sh/unregistered", "effect": "NoExecute"})
         kubelet = spec.kubelet.to_dict() if spec.kubelet else {}
@@ -401,8 +409,22 @@ class AWSCloudProvider:
                 "HttpProtocolIpv6": meta.http_protocol_ipv6,
                 "HttpPutResponseHopLimit": meta.http_put_response_hop_limit,
                 "HttpTokens": meta.http_tokens,
+                # pinned, as Karpenter does: an account-wide default of "enabled" would
+                # otherwise apply, and karpy's tag keys (kubernetes.io/cluster/<name>,
+                # karpenter.k8s.aws/ec2nodeclass) are not valid instance-metadata tag keys
+                "InstanceMetadataTags": "disabled",
             },
             "Monitoring": {"Enabled": bool(spec.detailed_monitoring)},
+            # the network interfaces (and spot requests) the launch creates are tagged from
+            # the template: the policy allows creating them only with the cluster's tags
+            "TagSpecifications": [
+                {"ResourceType": kind, "Tags": tag_list}
+                for kind in (
+                    ("network-interface", "spot-instances-request")
+                    if capacity_type == wk.CAPACITY_TYPE_SPOT
+                    else ("network-interface",)
+                )
+            ],
         }
         if node_class.status.instance_profile:
             data["IamInstanceProfile"] = {"Name": node_class.status.instance_profile}
@@ -417,7 +439,12 @@ class AWSCloudProvider:
         self, plan: FleetPlan, node_class: EC2NodeClass, nodeclaim: NodeClaim
     ) -> dict[TemplateKey, str]:
         await self.cluster.resolve()  # cached once complete: no call per launch
-        tags = {**node_class.spec.tags, aws.TAG_NODECLASS: node_class.metadata.name or ""}
+        tags = nodepool_tags(
+            self.settings.cluster_name,
+            nodeclaim.metadata.labels.get(wk.LABEL_NODEPOOL, ""),
+            node_class.metadata.name or "",
+            node_class.spec.tags,
+        )
         placement = await self.placement_groups.get(node_class)
         if node_class.spec.placement_group_selector is not None and placement is None:
             raise NodeClassNotReadyError(
@@ -426,7 +453,14 @@ class AWSCloudProvider:
             )
         return {
             template: await self.launch_templates.ensure(
-                self._launch_template_data(node_class, template, nodeclaim, placement),
+                self._launch_template_data(
+                    node_class,
+                    template,
+                    nodeclaim,
+                    placement,
+                    capacity_type=plan.capacity_type,
+                    tags=tags,
+                ),
                 tags=tags,
             )
             for template in plan.templates()
@@ -439,9 +473,9 @@ class AWSCloudProvider:
         plan = self._plans.plan(
             nodeclaim, node_class, instance_types, self.unavailable, now=time.monotonic()
         )
-        tags = fleet_tags(
+        tags = nodepool_tags(
             self.settings.cluster_name,
-            nodeclaim,
+            nodeclaim.metadata.labels.get(wk.LABEL_NODEPOOL, ""),
             node_class.metadata.name or "",
             node_class.spec.tags,
         )

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from karpy.apis import labels as wk
 from karpy.apis.core import NodeSelectorRequirement
 from karpy_aws._clients import AWSClients
 from karpy_aws._cluster import ClusterFacts
@@ -42,6 +43,8 @@ from karpy_aws.apis.ec2nodeclass import (
 
 __all__ = [
     "Resolution",
+    "UnfilteredAMITermError",
+    "Validator",
     "alias_parameters",
     "instance_profile_name",
     "join_condition",
@@ -55,6 +58,9 @@ __all__ = [
 log = logging.getLogger("karpy.aws.nodeclass")
 
 _ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+
+Validator = Callable[[EC2NodeClass, dict[str, bool]], Awaitable[tuple[bool, str, str]]]
+"""``validate(resolved class, {condition: ok})`` -> the ValidationSucceeded outcome."""
 
 
 @dataclass
@@ -226,6 +232,31 @@ async def _describe_images(clients: AWSClients, **kwargs: Any) -> list[dict[str,
     return images
 
 
+class UnfilteredAMITermError(ValueError):
+    """An AMI selector term with nothing to filter images by (the CRD refuses it too)."""
+
+
+async def _ssm_image_id(clients: AWSClients, parameter: str) -> str | None:
+    """The AMI ID an ``ssmParameter`` term names, or None (logged) when the parameter is
+    missing or does not hold an AMI ID, as Karpenter AWS treats them. Other errors
+    (AccessDenied: the controller role needs ``ssm:GetParameter`` on it) propagate."""
+    try:
+        answer = await clients.ssm.get_parameter(Name=parameter)
+    except Exception as exc:
+        if is_not_found(exc):
+            log.warning("ssm parameter not found", extra={"ssmParameter": parameter})
+            return None
+        raise
+    value = str(answer["Parameter"]["Value"])
+    if not value.startswith("ami-"):
+        log.warning(
+            "ssm parameter value is an invalid AMI ID",
+            extra={"ssmParameter": parameter, "id": value},
+        )
+        return None
+    return value
+
+
 async def resolve_amis(
     clients: AWSClients, terms: Sequence[AMISelectorTerm], *, k8s_version: str
 ) -> list[AMI]:
@@ -259,6 +290,19 @@ async def resolve_amis(
         kwargs: dict[str, Any] = {}
         if term.id:
             kwargs["ImageIds"] = [term.id]
+        elif term.ssm_parameter:
+            image_id = await _ssm_image_id(clients, term.ssm_parameter)
+            if image_id is None:
+                continue
+            # exactly the parameter's AMI, whoever owns it (as for an ``id`` term)
+            kwargs["Filters"] = [{"Name": "image-id", "Values": [image_id]}]
+        elif not (term.name or term.tags):
+            # never an unfiltered DescribeImages: it would pick the newest image the account
+            # can see, public ones included (the CRD refuses such a term; this is the guard)
+            raise UnfilteredAMITermError(
+                f"amiSelectorTerms {_describe_terms([term])} selects no AMI by alias, id, "
+                "name, tags or ssmParameter; set one of them"
+            )
         else:
             filters = _filters_for_tags(term.tags)
             if term.name:
@@ -309,10 +353,17 @@ async def resolve_instance_profile(
         return node_class.spec.instance_profile
     role = node_class.spec.role or ""
     name = instance_profile_name(cluster_name, region, node_class.metadata.name or "")
+    # Karpenter's EC2NodeClass.InstanceProfileTags: the policy lets the controller create
+    # (and later change or delete) only a profile tagged with all four
     tags = [
-        {"Key": f"kubernetes.io/cluster/{cluster_name}", "Value": "owned"},
-        {"Key": aws.TAG_NODECLASS, "Value": node_class.metadata.name or ""},
-        {"Key": "topology.kubernetes.io/region", "Value": region},
+        {"Key": k, "Value": v}
+        for k, v in {
+            **node_class.spec.tags,
+            f"kubernetes.io/cluster/{cluster_name}": "owned",
+            aws.TAG_EKS_CLUSTER_NAME: cluster_name,
+            aws.TAG_NODECLASS: node_class.metadata.name or "",
+            wk.LABEL_REGION: region,
+        }.items()
     ]
     try:
         profile = (await clients.iam.get_instance_profile(InstanceProfileName=name))[
@@ -380,6 +431,7 @@ async def resolve_status(
     region: str,
     k8s_version: str,
     cluster: ClusterFacts | None = None,
+    validate: Validator | None = None,
 ) -> Resolution:
     """Resolve every selector of ``node_class``; a failure of one concern is reported in
     its condition and does not stop the others.
@@ -387,7 +439,9 @@ async def resolve_status(
     ValidationSucceeded is False when its nodes could not join: an AMI family whose
     user data karpy does not render, or (``cluster`` given) a cluster fact the family's
     user data needs that neither settings nor discovery gave (see
-    :mod:`karpy_aws._cluster`)."""
+    :mod:`karpy_aws._cluster`). Otherwise ``validate`` (the provider's
+    :class:`karpy_aws._validation.NodeClassValidation`) decides it from the resolved
+    class and the other conditions; without it the condition is True."""
     status = EC2NodeClassStatus()
     out = Resolution(status=status)
     spec = node_class.spec
@@ -426,6 +480,8 @@ async def resolve_status(
                 f"({_describe_terms(spec.ami_selector_terms)}, Kubernetes {k8s_version})",
             )
         )
+    except UnfilteredAMITermError as exc:
+        out.conditions[CONDITION_AMIS_READY] = (False, "AMINotFound", str(exc))
     except ValueError as exc:
         out.conditions[CONDITION_AMIS_READY] = (False, "UnsupportedAlias", str(exc))
     try:
@@ -457,9 +513,13 @@ async def resolve_status(
         if spec.capacity_reservation_selector_terms
         else (True, "", "")
     )
-    out.conditions[CONDITION_VALIDATION_SUCCEEDED] = join_condition(
-        spec.ami_family_resolved(), cluster, user_data=spec.user_data
-    )
+    joins = join_condition(spec.ami_family_resolved(), cluster, user_data=spec.user_data)
+    if not joins[0] or validate is None:
+        out.conditions[CONDITION_VALIDATION_SUCCEEDED] = joins
+    else:
+        resolved_class = node_class.model_copy(update={"status": status})
+        ready = {kind: ok for kind, (ok, _, _) in out.conditions.items()}
+        out.conditions[CONDITION_VALIDATION_SUCCEEDED] = await validate(resolved_class, ready)
     return out
 
 

@@ -1,7 +1,9 @@
 """Fixtures of the AWS provider's tests: one moto server per session (see moto_harness.py
 for what it fills in), an account seeded the way an EKS cluster's would be (tagged
 subnets and security group, the node role, the EKS AMI parameters), and a provider
-pointed at it."""
+pointed at it. Karpenter's controller IAM policy is enforced on every request karpy
+sends (iam_check.py): a test during which a call was refused fails, naming the
+statements considered, unless it expected the refusal."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from iam_check import IAMCheck
 from karpy_aws import AWSCloudProvider, AWSSettings
 from karpy_aws._clients import AWSClients
 from karpy_aws._resolve import resolve_status
@@ -34,10 +37,25 @@ K8S_VERSION = "1.31"
 
 
 @pytest.fixture(scope="session")
-def aws_account() -> Iterator[Account]:
+def iam_check() -> IAMCheck:
+    """Karpenter's controller policy for the test cluster, enforced at moto."""
+    return IAMCheck.karpenter(cluster=CLUSTER, region=REGION)
+
+
+@pytest.fixture(scope="session")
+def aws_account(iam_check: IAMCheck) -> Iterator[Account]:
     use_test_credentials()
-    with moto_server() as url, FleetFaults().installed() as faults:
+    with moto_server(iam=iam_check) as url, FleetFaults().installed() as faults:
         yield seed_account(url, faults, cluster=CLUSTER, k8s_versions=(K8S_VERSION,))
+
+
+@pytest.fixture(autouse=True)
+def _no_call_denied(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail the test if the IAM policy refused one of karpy's calls during it."""
+    yield
+    if "aws_account" in request.fixturenames:
+        check: IAMCheck = request.getfixturevalue("iam_check")
+        check.raise_for_denials()
 
 
 @pytest.fixture

@@ -40,6 +40,9 @@ server shares this process, gaps in moto are filled *at the server*, never in ka
    and ``DescribePlacementGroups`` (by name or ID, ``state`` filter; an unknown name or
    ID is ``InvalidPlacementGroup.Unknown``, as EC2 answers), and a fleet whose template
    names a ``Placement.GroupId`` that does not exist is refused the same way.
+10. **IAM**: moto accepts every call. :func:`moto_server` enforces Karpenter's controller
+    policy on every request karpy sends (iam_check.py): what the policy refuses is
+    refused as AWS would, and the test fails naming the statements considered.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
+from iam_check import IAMCheck, IAMDeniedError, installed
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.responses import ActionResult
 from moto.ec2.exceptions import EC2ClientError
@@ -65,6 +69,7 @@ from moto.server import ThreadedMotoServer
 from moto.ssm.models import Parameter, ssm_backends
 
 __all__ = [
+    "CLUSTER",
     "DISCOVERY",
     "ROLE",
     "SERVICE_CIDR",
@@ -171,15 +176,27 @@ def seed_account(
 
 
 @contextmanager
-def moto_server() -> Iterator[str]:
-    """Run moto's server on 127.0.0.1 (free port); yield its URL."""
+def moto_server(*, iam: IAMCheck | None = None) -> Iterator[str]:
+    """Run moto's server on 127.0.0.1 (free port); yield its URL.
+
+    ``iam`` (by default Karpenter's controller policy for the test cluster) is enforced
+    on karpy's requests; calls it refused that nobody expected raise IAMDeniedError when the
+    server stops (and replace the error the block raised, which they likely caused)."""
+    check = iam or IAMCheck.karpenter(cluster=CLUSTER, region="us-east-1")
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     try:
-        yield f"http://{host}:{port}"
+        with installed(check, port=int(port)):
+            yield f"http://{host}:{port}"
+    except BaseException as exc:
+        denials = check.take_denials()
+        if denials:
+            raise IAMDeniedError(denials) from exc
+        raise
     finally:
         server.stop()
+    check.raise_for_denials()
 
 
 def seed_public_parameter(region: str, name: str, value: str) -> None:

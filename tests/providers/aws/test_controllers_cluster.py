@@ -11,9 +11,10 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import boto3
 import pytest
 import pytest_asyncio
-from conftest import K8S_VERSION, Account, node_class_manifest
+from conftest import CLUSTER, K8S_VERSION, Account, node_class_manifest
 from karpy_aws import AWSCloudProvider
 from karpy_aws._interruption import InterruptionController
 from karpy_aws._kinds import EC2_NODE_CLASS_KIND, NODE_CLAIM_KIND
@@ -115,9 +116,16 @@ def spot_warning(instance_id: str) -> str:
 async def test_interruption_deletes_the_nodeclaim_and_drops_bad_messages(
     client: Client, aws_provider: AWSCloudProvider
 ) -> None:
-    queue = f"karpy-interruption-{uuid.uuid4().hex[:6]}"
-    sqs = aws_provider.clients.sqs
-    url = (await sqs.create_queue(QueueName=queue))["QueueUrl"]
+    # the queue Karpenter's getting-started template creates, named after the cluster (the
+    # IAM policy grants karpy that queue only); set up with the test's own client
+    queue = CLUSTER
+    sqs = boto3.client(
+        "sqs",
+        region_name=aws_provider.settings.region,
+        endpoint_url=aws_provider.settings.endpoint_url,
+    )
+    url = sqs.create_queue(QueueName=queue)["QueueUrl"]
+    sqs.purge_queue(QueueUrl=url)
     name = f"interrupted-{uuid.uuid4().hex[:6]}"
     await client.create(
         NODE_CLAIM_KIND,
@@ -142,7 +150,7 @@ async def test_interruption_deletes_the_nodeclaim_and_drops_bad_messages(
         NODE_CLAIM_KIND, name, {"status": {"providerID": "aws:///us-east-1a/i-0123456789abcdef0"}}
     )
     for body in ("{not json", spot_warning("i-0123456789abcdef0"), json.dumps({"source": "x"})):
-        await sqs.send_message(QueueUrl=url, MessageBody=body)
+        sqs.send_message(QueueUrl=url, MessageBody=body)
 
     settings = aws_provider.settings
     aws_provider.settings = dataclasses.replace(settings, interruption_queue=queue)
@@ -151,7 +159,7 @@ async def test_interruption_deletes_the_nodeclaim_and_drops_bad_messages(
 
         async def drained() -> None:
             await controller.poll_once(wait_seconds=0)
-            attrs = await sqs.get_queue_attributes(
+            attrs = sqs.get_queue_attributes(
                 QueueUrl=url,
                 AttributeNames=[
                     "ApproximateNumberOfMessages",
@@ -169,4 +177,4 @@ async def test_interruption_deletes_the_nodeclaim_and_drops_bad_messages(
     key = OfferingKey("m5.large", "us-east-1a", "spot")
     assert aws_provider.unavailable.is_unavailable(key)
     aws_provider.unavailable._until.pop(key, None)
-    await sqs.delete_queue(QueueUrl=url)
+    sqs.delete_queue(QueueUrl=url)

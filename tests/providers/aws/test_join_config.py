@@ -25,6 +25,7 @@ from conftest import (
     node_class_manifest,
     resolved,
 )
+from iam_check import IAMCheck
 from karpy_aws import AWSCloudProvider, AWSSettings
 from karpy_aws._clients import AWSClients
 from karpy_aws._cluster import ClusterDiscovery, ClusterFacts, kube_client_ca_bundle
@@ -186,7 +187,11 @@ async def render(
     """The user data karpy puts into the launch template for ``node_class``."""
     await provider.cluster.resolve()
     data = provider._launch_template_data(
-        node_class, TemplateKey("ami-0", max_pods), claim or _claim()
+        node_class,
+        TemplateKey("ami-0", max_pods),
+        claim or _claim(),
+        capacity_type="on-demand",
+        tags={},
     )
     return base64.b64decode(data["UserData"]).decode()
 
@@ -440,8 +445,18 @@ async def test_discovery_reads_eks_and_settings_override_it(
     )
 
 
+def _policy_for(cluster: str) -> list[dict[str, Any]]:
+    """Karpenter's controller policy as deployed for ``cluster`` (it grants
+    eks:DescribeCluster on that cluster only), beside the test cluster's: a role with
+    both attached."""
+    return [
+        *IAMCheck.karpenter(cluster=cluster, region=REGION).statements,
+        *IAMCheck.karpenter(cluster=CLUSTER, region=REGION).statements,
+    ]
+
+
 async def test_discovery_takes_the_ipv6_cidr_of_an_ipv6_cluster(
-    aws_settings: AWSSettings, aws_clients: AWSClients, aws_account: Account
+    aws_settings: AWSSettings, aws_clients: AWSClients, aws_account: Account, iam_check: IAMCheck
 ) -> None:
     eks = boto3.client("eks", region_name=REGION, endpoint_url=aws_account.url)
     name = "karpy-v6"
@@ -460,7 +475,8 @@ async def test_discovery_takes_the_ipv6_cidr_of_an_ipv6_cluster(
         "serviceIpv6Cidr": "fd30:1c53:5f8a::/108",
     }
     settings = dataclasses.replace(aws_settings, cluster_name=name)
-    facts = await ClusterDiscovery(aws_clients, settings).resolve()
+    with iam_check.policy(_policy_for(name)):
+        facts = await ClusterDiscovery(aws_clients, settings).resolve()
     assert (facts.service_cidr, facts.ip_family) == ("fd30:1c53:5f8a::/108", "ipv6")
 
 
@@ -488,50 +504,52 @@ async def test_the_kube_client_ca_is_the_fallback_ca(
 
 
 async def test_without_a_service_cidr_the_class_is_not_ready_and_nothing_launches(
-    aws_settings: AWSSettings, aws_clients: AWSClients
+    aws_settings: AWSSettings, aws_clients: AWSClients, iam_check: IAMCheck
 ) -> None:
     """Not EKS (DescribeCluster finds no such cluster) and no clusterCIDR setting: the
     status names what is missing and the setting that gives it; create never calls
     CreateFleet."""
     settings = dataclasses.replace(aws_settings, cluster_name="not-an-eks-cluster")
     discovery = ClusterDiscovery(aws_clients, settings)
-    facts = await discovery.resolve()
-    assert facts.service_cidr == ""
-    node_class = _node_class("no-cidr")
-    resolution = await resolve_status(
-        aws_clients,
-        node_class,
-        cluster_name=CLUSTER,
-        region=REGION,
-        k8s_version=K8S_VERSION,
-        cluster=facts,
-    )
-    ok, reason, message = resolution.conditions["ValidationSucceeded"]
-    assert not ok and reason == "ClusterCIDRResolutionFailed"
-    assert "service CIDR" in message and "clusterCIDR" in message
-    assert not resolution.ready
+    with iam_check.policy(_policy_for("not-an-eks-cluster")):
+        facts = await discovery.resolve()
+        assert facts.service_cidr == ""
+        node_class = _node_class("no-cidr")
+        resolution = await resolve_status(
+            aws_clients,
+            node_class,
+            cluster_name=CLUSTER,
+            region=REGION,
+            k8s_version=K8S_VERSION,
+            cluster=facts,
+        )
+        ok, reason, message = resolution.conditions["ValidationSucceeded"]
+        assert not ok and reason == "ClusterCIDRResolutionFailed"
+        assert "service CIDR" in message and "clusterCIDR" in message
+        assert not resolution.ready
 
-    ready = await resolved(aws_clients, node_class_manifest("no-cidr"))
+        ready = await resolved(aws_clients, node_class_manifest("no-cidr"))
 
-    async def get(name: str) -> EC2NodeClass | None:
-        return ready
+        async def get(name: str) -> EC2NodeClass | None:
+            return ready
 
-    provider = AWSCloudProvider(
-        settings=settings,
-        clients=aws_clients,
-        node_classes=get,
-        owns_clients=False,
-        cluster=discovery,
-    )
-    before = aws_clients.calls["ec2:CreateFleet"]
-    with pytest.raises(NodeClassNotReadyError, match="clusterCIDR"):
-        await provider.create(_claim("no-cidr", requirements=[ON_DEMAND]))
-    assert aws_clients.calls["ec2:CreateFleet"] == before
-    # the setting completes it
-    given = ClusterDiscovery(aws_clients, dataclasses.replace(settings, cluster_cidr="10.1.0.0/16"))
-    assert (await given.resolve()).missing_for("AL2023") == [
-        "the cluster CA bundle (set the aws provider setting clusterCABundle)"
-    ]
+        provider = AWSCloudProvider(
+            settings=settings,
+            clients=aws_clients,
+            node_classes=get,
+            owns_clients=False,
+            cluster=discovery,
+        )
+        before = aws_clients.calls["ec2:CreateFleet"]
+        with pytest.raises(NodeClassNotReadyError, match="clusterCIDR"):
+            await provider.create(_claim("no-cidr", requirements=[ON_DEMAND]))
+        assert aws_clients.calls["ec2:CreateFleet"] == before
+        # the setting completes it
+        cidr = dataclasses.replace(settings, cluster_cidr="10.1.0.0/16")
+        given = ClusterDiscovery(aws_clients, cidr)
+        assert (await given.resolve()).missing_for("AL2023") == [
+            "the cluster CA bundle (set the aws provider setting clusterCABundle)"
+        ]
 
 
 def test_the_cluster_cidr_setting_is_checked() -> None:
@@ -807,7 +825,7 @@ def test_a_users_mime_archive_is_merged_part_by_part(nodeadm_validate: NodeadmVa
 
 
 async def test_the_status_controller_reports_a_cluster_it_cannot_discover(
-    aws_settings: AWSSettings, aws_clients: AWSClients
+    aws_settings: AWSSettings, aws_clients: AWSClients, iam_check: IAMCheck
 ) -> None:
     """Not EKS and no clusterCIDR: the EC2NodeClass's status says ValidationSucceeded
     False, naming the service CIDR and the setting; kube-dns is read from the cluster."""
@@ -830,7 +848,8 @@ async def test_the_status_controller_reports_a_cluster_it_cannot_discover(
         cluster=discovery,
     )
     controller = NodeClassStatusController(provider, client, k8s_version=K8S_VERSION)
-    await controller.reconcile(Request("", "status-no-cidr"))
+    with iam_check.policy(_policy_for("not-an-eks-cluster")):
+        await controller.reconcile(Request("", "status-no-cidr"))
     stored = client.peek(EC2_NODE_CLASS_KIND, "status-no-cidr")
     assert stored is not None
     by_type = {c["type"]: c for c in stored["status"]["conditions"]}

@@ -4,15 +4,17 @@ errors (injected at the test server) and throttling."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import boto3
 import pytest
+from iam_check import IAMCheck
 from karpy_aws import AWSCloudProvider
 from karpy_aws._clients import AWSClients
-from karpy_aws._instances import instance_id
+from karpy_aws._instances import instance_id, nodepool_tags
 from karpy_aws._launchtemplates import LaunchTemplates
-from moto_harness import FleetFaults
+from moto_harness import CLUSTER, FleetFaults
 
 from karpy.apis import labels as wk
 from karpy.apis.v1 import NodeClassReference
@@ -221,20 +223,49 @@ async def test_launch_templates_are_made_once_and_collected_when_unused(
     aws_clients: AWSClients,
 ) -> None:
     now = [1000.0]
+    # karpy's own cluster tag is "gc-test" so that GC sees only this test's templates;
+    # the policy's tags are the test cluster's, as the IAM check requires
     templates = LaunchTemplates(aws_clients, cluster_name="gc-test", monotonic=lambda: now[0])
+    tags = nodepool_tags(CLUSTER, "gc-pool", "gc-class", {})
     data = {"ImageId": "ami-12345678", "UserData": "eA=="}
     other = {"ImageId": "ami-87654321", "UserData": "eA=="}
     before = aws_clients.calls["ec2:CreateLaunchTemplate"]
-    names = await asyncio.gather(*(templates.ensure(data, tags={}) for _ in range(5)))
+    names = await asyncio.gather(*(templates.ensure(data, tags=tags) for _ in range(5)))
     assert len(set(names)) == 1
     assert aws_clients.calls["ec2:CreateLaunchTemplate"] - before == 1
     now[0] += 500
-    kept = await templates.ensure(other, tags={})
+    kept = await templates.ensure(other, tags=tags)
     assert sorted(await templates.list_names()) == sorted({names[0], kept})
     now[0] += 200  # the first unused for 700 s, the second for 200 s
     assert await templates.garbage_collect(unused_for=600) == [names[0]]
     assert await templates.list_names() == [kept]
     # a collected template is made again on next use
-    assert await templates.ensure(data, tags={}) == names[0]
+    assert await templates.ensure(data, tags=tags) == names[0]
     now[0] += 1000
     assert sorted(await templates.garbage_collect(unused_for=600)) == sorted([names[0], kept])
+
+
+async def test_gc_skips_templates_the_policy_forbids_deleting(
+    aws_clients: AWSClients, aws_provider: AWSCloudProvider, iam_check: IAMCheck
+) -> None:
+    # one template as an older karpy tagged it (its own cluster tag only), one as now
+    templates = LaunchTemplates(aws_clients, cluster_name="gc-old", monotonic=lambda: 0.0)
+    old = f"karpenter.k8s.aws/old-{uuid.uuid4().hex[:6]}"
+    _ec2(aws_provider).create_launch_template(
+        LaunchTemplateName=old,
+        LaunchTemplateData={"ImageId": "ami-12345678"},
+        TagSpecifications=[
+            {
+                "ResourceType": "launch-template",
+                "Tags": [{"Key": "karpenter.k8s.aws/cluster", "Value": "gc-old"}],
+            }
+        ],
+    )
+    tagged = await templates.ensure(
+        {"ImageId": "ami-12345678"}, tags=nodepool_tags(CLUSTER, "gc-pool", "gc-class", {})
+    )
+    with iam_check.expecting_denials() as denials:
+        assert await templates.garbage_collect(unused_for=-1) == [tagged]
+    assert [d.call for d in denials] == ["ec2:DeleteLaunchTemplate"]
+    assert await templates.list_names() == [old]
+    _ec2(aws_provider).delete_launch_template(LaunchTemplateName=old)
