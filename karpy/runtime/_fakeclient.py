@@ -30,7 +30,8 @@ were sent. It keeps the API-server rules controllers depend on:
   ``with_write_gate`` return views sharing the store, ``calls`` and ``fail_next``;
   reads still come from the fake's store, not from the reader.
 
-Reads (``get``, ``list``, ``by_index``) return read-only objects, as the cache does;
+Reads (``get``, ``list``, ``by_index``) return read-only objects, as the cache does
+(``get(live=True)`` a mutable one, as the server's answer is);
 writes return mutable copies, as the API server's responses are. Every write is
 recorded in :attr:`FakeClient.calls`; :meth:`FakeClient.fail_next` makes one write fail.
 
@@ -198,10 +199,12 @@ class FakeClient:
     # -- Client: reads --------------------------------------------------------------------
 
     async def get(
-        self, kind: Kind, name: str, *, namespace: str | None = None, **_: Any
+        self, kind: Kind, name: str, *, namespace: str | None = None, live: bool = False, **_: Any
     ) -> Object:
-        """``Client.get``: a read-only copy, or ``errors.NotFound``."""
-        return freeze(copy.deepcopy(self._must(kind, name, namespace)))  # type: ignore[no-any-return]
+        """``Client.get``: a read-only copy (as from the cache), a mutable one with
+        ``live=True`` (as from the server), or ``errors.NotFound``."""
+        found = copy.deepcopy(self._must(kind, name, namespace))
+        return found if live else freeze(found)  # type: ignore[no-any-return]
 
     async def list(
         self,

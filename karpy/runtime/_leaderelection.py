@@ -337,7 +337,9 @@ class LeaderElector:
                         "failed to renew lease",
                         extra={"lease": cfg.name, "error": str(exc) or "timeout"},
                     )
-                await self._clock.sleep(min(cfg.retry_period, max(0.0, remaining)))
+                left = self._valid_until - self._clock.monotonic()
+                if left > 0:  # else: the deadline passed, give up now
+                    await self._clock.sleep(min(cfg.retry_period, left))
 
     async def _renew_in_thread(self) -> None:
         """Run :meth:`_renew_loop` in a thread of its own (see the module docstring);
