@@ -204,7 +204,7 @@ class FakeClient:
         """``Client.get``: a read-only copy (as from the cache), a mutable one with
         ``live=True`` (as from the server), or ``errors.NotFound``."""
         found = copy.deepcopy(self._must(kind, name, namespace))
-        return found if live else freeze(found)  # type: ignore[no-any-return]
+        return found if live else freeze(found)
 
     async def list(
         self,
