@@ -59,7 +59,7 @@ class _Parser:
         self._body_left = 0
 
     def feed(self, data: bytes) -> list[tuple[str, str]]:
-        found = []
+        found: list[tuple[str, str]] = []
         self._buffer += data
         while True:
             if self._body_left:

@@ -25,6 +25,13 @@ NS = "kube-system"
 TIMING = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
 
 
+def _config() -> LeaderElectionConfig:
+    return LeaderElectionConfig(
+        name=LEASE, namespace=NS, identity="me", lease_duration=TIMING["lease_duration"],
+        renew_deadline=TIMING["renew_deadline"], retry_period=TIMING["retry_period"],
+    )
+
+
 class Partitionable(FakeClient):
     """A FakeClient whose Lease writes fail while ``partitioned`` (the leader cannot reach
     the API server; other writes are what the test watches), and whose Lease updates
@@ -83,7 +90,7 @@ def fake(clock: FakeClock) -> Partitionable:
 def _manager(fake: Partitionable, clock: FakeClock) -> Manager:
     return Manager(
         fake,  # type: ignore[arg-type]
-        leader_election=LeaderElectionConfig(name=LEASE, namespace=NS, identity="me", **TIMING),
+        leader_election=_config(),
         metrics_bind_address="0",
         health_probe_bind_address="0",
         graceful_shutdown_timeout=30.0,  # the drain a graceful stop would get
@@ -190,7 +197,7 @@ async def test_a_renewal_answered_after_the_deadline_does_not_count(
 ) -> None:
     elector = LeaderElector(
         fake,  # type: ignore[arg-type]
-        LeaderElectionConfig(name=LEASE, namespace=NS, identity="me", **TIMING),
+        _config(),
         clock=clock,
     )
     leading = asyncio.Event()
@@ -219,7 +226,7 @@ async def test_leadership_is_measured_from_the_start_of_the_last_renewal(
     lease_duration, and the leader must have given up before."""
     elector = LeaderElector(
         fake,  # type: ignore[arg-type]
-        LeaderElectionConfig(name=LEASE, namespace=NS, identity="me", **TIMING),
+        _config(),
         clock=clock,
     )
     leading = asyncio.Event()
