@@ -126,11 +126,15 @@ def _run_operator(args: argparse.Namespace) -> int:
 
     from karpy.operator import run_operator
     from karpy.runtime import configure_logging, run
-    from karpy.runtime.errors import TransportError
+    from karpy.runtime.errors import LeaderElectionLost, TransportError
 
     configure_logging({"warn": "WARNING"}.get(options.log_level, options.log_level.upper()))
     try:
         run(run_operator(options))
+    except LeaderElectionLost as err:
+        # Another replica may be leading already: stop at once, as controller-runtime
+        # does; the restart campaigns for the lease again.
+        return _fail(f"leader election lost: {err}", 1)
     except TransportError as err:
         # No cluster to talk to (no kubeconfig, not in a pod, or the server refused the
         # credentials at start): one line, not a traceback.

@@ -22,6 +22,11 @@ address once, when they are built: when none applies (the usual case, and the in
 one, where ``NO_PROXY`` covers the API server) the per-request lookups are switched
 off; when one does, aiohttp keeps honouring it as before. Kubernetes clients never read
 ``.netrc``; the kubeconfig's credentials are the only ones sent.
+
+Writes can be fenced on leadership: :meth:`Client.with_write_gate` (the manager's client)
+asks the gate before every mutating request and cuts it off if the gate closes while it
+is in flight; the sockets of clients built here reset on close, so a cut-off request's
+unsent bytes are dropped, not delivered late (see ``_fence``).
 """
 
 # Every verb takes a per-call ``timeout`` (seconds) overriding the client default, as
@@ -33,6 +38,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
+import struct
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -46,6 +53,7 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client.exceptions import ApiException
 from yarl import URL
 
+from ._fence import WriteGate, write_fence
 from ._objects import Object, loads_frozen
 from .errors import ApiError, RequestTimeout, TransportError, api_error_from_response
 from .kinds import Kind
@@ -149,6 +157,24 @@ def _read_environment_once(api_client: k8s_client.ApiClient) -> None:
     # else: a proxy applies; aiohttp keeps resolving it per request, as before.
 
 
+def _resetting_socket(addr_info: tuple[Any, ...]) -> socket.socket:
+    """A socket that resets (RST) on close instead of finishing (FIN): bytes of a request
+    cut off in flight are dropped, never retransmitted to the server after a partition
+    heals (see ``_fence``). For an HTTP client whose requests are all answered before a
+    connection closes, a reset loses nothing."""
+    family, type_, proto = addr_info[0], addr_info[1], addr_info[2]
+    sock = socket.socket(family=family, type=type_, proto=proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    return sock
+
+
+def _reset_on_close(api_client: k8s_client.ApiClient) -> None:
+    # kubernetes-asyncio builds the connector; aiohttp reads this attribute per connect.
+    connector = api_client.rest_client.pool_manager.connector
+    if connector is not None and hasattr(connector, "_socket_factory"):
+        connector._socket_factory = _resetting_socket
+
+
 def _namespace_of(kind: Kind, obj: Mapping[str, Any], namespace: str | None) -> str | None:
     if not kind.namespaced:
         return None
@@ -177,15 +203,18 @@ class Client:
         owns_api_client: bool = False,
         reader: Reader | None = None,
         user_agent: str = "karpy-runtime",
+        write_gate: WriteGate | None = None,
     ) -> None:
         self._api = api_client
         if owns_api_client:
             _read_environment_once(api_client)
+            _reset_on_close(api_client)
         self._host = str(api_client.configuration.host).rstrip("/")
         self.timeout = timeout
         self._owns = owns_api_client
         self._reader = reader
         self._user_agent = user_agent
+        self._gate = write_gate
         self._closed = False
 
     # -- construction ------------------------------------------------------------------
@@ -250,6 +279,21 @@ class Client:
             owns_api_client=False,
             reader=reader,
             user_agent=self._user_agent,
+            write_gate=self._gate,
+        )
+
+    def with_write_gate(self, gate: WriteGate | None) -> Client:
+        """A client sharing this one's connection and reader whose mutating requests ask
+        ``gate`` first (the manager passes its leader elector): refused with
+        ``errors.NotLeader`` once the lease is lost, cut off if it is lost in flight.
+        Closing it does not close the shared connection."""
+        return Client(
+            self._api,
+            timeout=self.timeout,
+            owns_api_client=False,
+            reader=self._reader,
+            user_agent=self._user_agent,
+            write_gate=gate,
         )
 
     def with_own_connections(self) -> Client:
@@ -261,6 +305,7 @@ class Client:
             timeout=self.timeout,
             owns_api_client=True,
             user_agent=self._user_agent,
+            write_gate=self._gate,
         )
 
     @property
@@ -303,15 +348,17 @@ class Client:
         }
         params = list(query)
         await self._api.update_params_for_auth(headers, params, ["BearerToken"])
-        response: aiohttp.ClientResponse = await self._api.rest_client.request(
-            method,
-            self._host + path,
-            query_params=params or None,  # type: ignore[arg-type]  # a list of pairs works
-            headers=headers,
-            body=body,
-            _preload_content=False,
-            _request_timeout=timeout,
-        )
+        # The leadership check is the last thing before the request leaves.
+        async with write_fence(self._gate if method != "GET" else None, f"{method} {path}"):
+            response: aiohttp.ClientResponse = await self._api.rest_client.request(
+                method,
+                self._host + path,
+                query_params=params or None,  # type: ignore[arg-type]  # a list of pairs
+                headers=headers,
+                body=body,
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
         if response.status >= 300:
             try:
                 data = await response.read()

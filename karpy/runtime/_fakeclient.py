@@ -24,8 +24,14 @@ were sent. It keeps the API-server rules controllers depend on:
   budgets over one pod is the API's 500.
 * **Cache indexes**: ``by_index`` with the index functions given as ``indexers``,
   exactly as the manager's cache would be configured.
+* **Write gates**: ``with_write_gate(gate)`` (what the Manager does to its client) asks
+  the gate before every write, as ``Client`` does: a refused write raises
+  ``errors.NotLeader`` and is neither recorded nor stored. ``with_reader`` and
+  ``with_write_gate`` return views sharing the store, ``calls`` and ``fail_next``;
+  reads still come from the fake's store, not from the reader.
 
-Reads (``get``, ``list``, ``by_index``) return read-only objects, as the cache does;
+Reads (``get``, ``list``, ``by_index``) return read-only objects, as the cache does
+(``get(live=True)`` a mutable one, as the server's answer is);
 writes return mutable copies, as the API server's responses are. Every write is
 recorded in :attr:`FakeClient.calls`; :meth:`FakeClient.fail_next` makes one write fail.
 
@@ -49,8 +55,9 @@ from datetime import timedelta
 from typing import Any
 
 from . import kinds
-from ._client import PatchType
+from ._client import PatchType, Reader
 from ._clock import Clock, SystemClock
+from ._fence import WriteGate
 from ._objects import Object, freeze
 from ._selectors import FieldQuery, LabelQuery
 from .errors import AlreadyExists, Conflict, NotFound, ServerError, TooManyRequests
@@ -119,6 +126,17 @@ class FakeClient:
         self._versions = itertools.count(1)
         self._uids = itertools.count(1)
         self._suffixes = itertools.count(1)
+        self._gate: WriteGate | None = None
+
+    def with_reader(self, reader: Reader | None) -> FakeClient:
+        """``Client.with_reader``: a view of this fake (reads stay the fake's own)."""
+        return copy.copy(self)
+
+    def with_write_gate(self, gate: WriteGate | None) -> FakeClient:
+        """``Client.with_write_gate``: a view of this fake whose writes ask ``gate``."""
+        view = copy.copy(self)
+        view._gate = gate
+        return view
 
     # -- seeding and inspecting (synchronous, not recorded) -----------------------------
 
@@ -181,10 +199,12 @@ class FakeClient:
     # -- Client: reads --------------------------------------------------------------------
 
     async def get(
-        self, kind: Kind, name: str, *, namespace: str | None = None, **_: Any
+        self, kind: Kind, name: str, *, namespace: str | None = None, live: bool = False, **_: Any
     ) -> Object:
-        """``Client.get``: a read-only copy, or ``errors.NotFound``."""
-        return freeze(copy.deepcopy(self._must(kind, name, namespace)))  # type: ignore[no-any-return]
+        """``Client.get``: a read-only copy (as from the cache), a mutable one with
+        ``live=True`` (as from the server), or ``errors.NotFound``."""
+        found = copy.deepcopy(self._must(kind, name, namespace))
+        return found if live else freeze(found)
 
     async def list(
         self,
@@ -377,6 +397,8 @@ class FakeClient:
         obj["metadata"]["resourceVersion"] = str(next(self._versions))
 
     def _record(self, call: Call) -> None:
+        if self._gate is not None:
+            self._gate.write_allowance()  # NotLeader: refused before it was sent
         self.calls.append(call)
         error = self._failures.pop((call.verb, call.name), None)
         if error is not None:

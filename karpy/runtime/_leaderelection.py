@@ -4,10 +4,20 @@ Candidates poll the Lease every ``retry_period``. A lease held by someone else c
 expired only when its record has not changed for ``leaseDurationSeconds`` *as measured
 on our own monotonic clock* since we first saw that record — never by comparing the
 holder's renewTime with our wall clock, so clock skew between nodes cannot make two
-leaders. The leader renews every ``retry_period``; if it cannot renew within
-``renew_deadline`` it gives up (its work is stopped before the lease could be taken
-over, since renew_deadline < lease_duration). On graceful shutdown the leader releases
-the lease (empty holder, 1 s duration) so a successor takes over within one retry.
+leaders.
+
+The leader renews every ``retry_period``. Its leadership is valid until ``renew_deadline``
+after the *start* of its last successful renewal (the server stored that record no
+earlier, so no other candidate can take over before that start + ``lease_duration``).
+The moment that deadline passes, :attr:`LeaderElector.is_leader` is False — computed from
+the clock, not set by a loop that may be late — and a renewal still in flight then does
+not count even if it succeeds afterwards: leadership once lost stays lost. ``run()``
+then cancels ``lead()`` and raises :class:`errors.LeaderElectionLost`. The elector is
+also the manager's write gate (``_fence``): after the deadline no write is sent, and
+writes in flight are cut off, ``lease_duration - renew_deadline`` (5 s by default)
+before another replica could take over. On graceful shutdown the leader releases the
+lease (empty holder, 1 s duration) so a successor takes over within one retry; writes
+are refused from then on, too.
 
 With ``renew_in_thread`` (what ``karpy run`` uses) the renewals run on an event loop of
 their own, in a thread, over connections of their own (``Client.with_own_connections``),
@@ -16,7 +26,9 @@ loop iterations and one pooled connection away; with a thousand NodeClaims launc
 on a CPU-starved machine each iteration can take seconds and the pool has a queue, so
 a healthy, busy leader missed its 10 s deadline and gave up the scale-up. A wedged
 leader still lets go: the thread renews only while the main loop has answered a
-heartbeat within ``renew_deadline``.
+heartbeat within ``renew_deadline``. The deadline is shared: the thread moves it on
+each renewal, and the main loop's ``is_leader`` and write gate read it, so the main loop
+stops writing at the deadline even before the thread's LeaderElectionLost reaches it.
 """
 
 from __future__ import annotations
@@ -38,7 +50,14 @@ from typing import Any
 from ._client import Client
 from ._clock import Clock, SystemClock
 from ._metrics import Metrics
-from .errors import AlreadyExists, ClientError, Conflict, LeaderElectionLost, NotFound
+from .errors import (
+    AlreadyExists,
+    ClientError,
+    Conflict,
+    LeaderElectionLost,
+    NotFound,
+    NotLeader,
+)
 from .kinds import LEASE
 
 __all__ = ["LeaderElectionConfig", "LeaderElector"]
@@ -92,13 +111,47 @@ class LeaderElector:
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
         self._leader = False
+        # Written by the renewal (maybe in its thread), read by is_leader and the write
+        # gate on the main loop: plain attributes, each write a single atomic store.
+        self._valid_until = -math.inf
+        self._lock = threading.Lock()  # a renewal's check-and-extend vs. _expire
+        self._holder = ""  # the holder in the last record seen
+        self._led = False  # held the lease in this run: from then on writes are gated
         self.elected = asyncio.Event()
         """Set while this candidate holds the lease."""
 
     @property
     def is_leader(self) -> bool:
-        """True while this candidate holds the lease."""
-        return self._leader
+        """True while this candidate holds the lease and its renew deadline has not
+        passed (false from that instant, before anything is cancelled)."""
+        return self._leader and self._clock.monotonic() < self._valid_until
+
+    def write_allowance(self) -> float | None:
+        """The write gate (``_fence.WriteGate``): None before this candidate ever led
+        (a standby writes its events freely), the seconds left until the renew deadline
+        while leading, :class:`errors.NotLeader` once leadership is lost or released."""
+        if not self._led:
+            return None
+        remaining = self._valid_until - self._clock.monotonic()
+        if not self._leader or remaining <= 0:
+            raise NotLeader(
+                f"not the leader of lease {self.config.namespace}/{self.config.name} "
+                "any more: write refused"
+            )
+        return remaining
+
+    def _expire(self) -> None:
+        """Leadership is over: no renewal may count from now on (thread-safe)."""
+        with self._lock:
+            self._valid_until = -math.inf
+
+    def _extend(self, start: float) -> bool:
+        """Count a renewal that started at ``start``, unless the deadline passed first."""
+        with self._lock:
+            if self._clock.monotonic() >= self._valid_until:
+                return False
+            self._valid_until = start + self.config.renew_deadline
+            return True
 
     def _set_leader(self, value: bool) -> None:
         if value == self._leader:
@@ -129,6 +182,7 @@ class LeaderElector:
             "successfully acquired lease",
             extra={"lease": f"{cfg.namespace}/{cfg.name}", "identity": cfg.identity},
         )
+        self._led = True
         self._set_leader(True)
         try:
             async with asyncio.TaskGroup() as tg:
@@ -139,11 +193,13 @@ class LeaderElector:
                 await lead()
                 renew.cancel()
         except* LeaderElectionLost as group:
+            self._expire()
             self._set_leader(False)
             raise group.exceptions[0] from None
         finally:
-            if self._leader and cfg.release_on_cancel:
+            if self.is_leader and cfg.release_on_cancel:
                 await self._release()
+            self._expire()
             self._set_leader(False)
 
     # -- one attempt ---------------------------------------------------------------------
@@ -182,6 +238,7 @@ class LeaderElector:
         spec = dict(lease.get("spec") or {})
         self._observe(spec)
         holder = spec.get("holderIdentity") or ""
+        self._holder = str(holder)
         held_for = float(spec.get("leaseDurationSeconds") or duration)
         if (
             holder
@@ -216,9 +273,13 @@ class LeaderElector:
 
     async def _acquire(self) -> None:
         while True:
+            start = self._clock.monotonic()
             try:
                 if await self.try_acquire_or_renew(timeout=self.config.renew_deadline):
-                    return
+                    self._valid_until = start + self.config.renew_deadline
+                    if self._clock.monotonic() < self._valid_until:
+                        return
+                    continue  # took longer than the deadline: renew before leading
             except ClientError as exc:
                 log.warning(
                     "error retrieving resource lock",
@@ -229,15 +290,18 @@ class LeaderElector:
     async def _renew_loop(
         self, client: Client | None = None, alive: Callable[[], bool] = lambda: True
     ) -> None:
-        """Renew every retry_period; raise LeaderElectionLost once a renewal could not
-        be made within renew_deadline. ``alive`` False counts as a failed attempt."""
+        """Renew every retry_period; raise LeaderElectionLost once the renew deadline
+        (``renew_deadline`` after the start of the last successful renewal) passes.
+        ``alive`` False counts as a failed attempt; a renewal answered after the
+        deadline does not count."""
         cfg = self.config
         while True:
             await self._clock.sleep(cfg.retry_period)
-            deadline = self._clock.monotonic() + cfg.renew_deadline
             while True:
-                remaining = deadline - self._clock.monotonic()
+                start = self._clock.monotonic()
+                remaining = self._valid_until - start
                 if remaining <= 0:
+                    self._expire()
                     log.error(
                         "failed to renew lease, leadership lost",
                         extra={"lease": f"{cfg.namespace}/{cfg.name}"},
@@ -250,14 +314,32 @@ class LeaderElector:
                     if not alive():
                         raise TimeoutError("the main event loop is not answering")
                     async with asyncio.timeout(remaining):
-                        if await self.try_acquire_or_renew(timeout=remaining, client=client):
-                            break
+                        renewed = await self.try_acquire_or_renew(
+                            timeout=remaining, client=client
+                        )
+                    # A deadline passed meanwhile (is_leader already False) is never
+                    # undone by this late answer.
+                    if renewed and self._extend(start):
+                        break
+                    if not renewed and self._holder not in ("", cfg.identity):
+                        # Someone else holds it now: no point waiting for the deadline.
+                        self._expire()
+                        log.error(
+                            "leader lease taken by another candidate, leadership lost",
+                            extra={"lease": f"{cfg.namespace}/{cfg.name}",
+                                   "holder": self._holder},
+                        )
+                        raise LeaderElectionLost(
+                            f"lease {cfg.namespace}/{cfg.name} is held by {self._holder}"
+                        )
                 except (ClientError, TimeoutError) as exc:
                     log.warning(
                         "failed to renew lease",
                         extra={"lease": cfg.name, "error": str(exc) or "timeout"},
                     )
-                await self._clock.sleep(min(cfg.retry_period, max(0.0, remaining)))
+                left = self._valid_until - self._clock.monotonic()
+                if left > 0:  # else: the deadline passed, give up now
+                    await self._clock.sleep(min(cfg.retry_period, left))
 
     async def _renew_in_thread(self) -> None:
         """Run :meth:`_renew_loop` in a thread of its own (see the module docstring);

@@ -9,9 +9,18 @@
 
 It returns after ``stop()`` (or SIGTERM/SIGINT with ``handle_signals=True``): controllers
 are stopped first and given ``graceful_shutdown_timeout`` seconds to finish in-flight
-reconciles, then the lease is released and everything else is cancelled. If leadership
-is lost, the controllers are stopped and ``run()`` raises ``errors.LeaderElectionLost``;
-the process should exit and be restarted, as controller-runtime does.
+reconciles, then the lease is released and everything else is cancelled.
+
+Losing the lease is not a graceful stop, because another replica may take over
+``lease_duration - renew_deadline`` seconds later (5 s by default). As in
+controller-runtime (graceful shutdown 0): the moment the renew deadline passes,
+``is_leader`` is False and the write gate closes — every write through
+:attr:`Manager.client` and :attr:`Manager.api_client` is refused with
+``errors.NotLeader`` and writes in flight are cut off (``_fence``); then the controllers
+and other leader-only runnables are cancelled at once, with no drain (a runnable that
+drains on cancellation is cancelled again until it ends), the rest is cancelled, and
+``run()`` raises ``errors.LeaderElectionLost``. The process should exit non-zero and be
+restarted (``karpy run`` does).
 """
 
 from __future__ import annotations
@@ -83,16 +92,19 @@ class Manager:
         self.clock: Clock = clock or SystemClock()
         self.metrics = metrics or Metrics()
         self.cache = Cache(client, namespace=namespace, by_kind=cache_options)
-        self.api_client = client
-        self.client = client.with_reader(self.cache)
-        """A client whose reads of cached kinds come from the cache; writes go to the server."""
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout
+        # The elector keeps the ungated client: it must write the Lease to get it.
         self.elector = (
             LeaderElector(client, leader_election, clock=self.clock, metrics=self.metrics)
             if leader_election is not None
             else None
         )
+        self.api_client = client.with_write_gate(self.elector)
+        """The client, with writes gated on leadership (see the module docs)."""
+        self.client = self.api_client.with_reader(self.cache)
+        """A client whose reads of cached kinds come from the cache; writes go to the
+        server, gated on leadership."""
         self.healthz = ProbeSet()
         self.readyz = ProbeSet()
         self.healthz.add("ping", lambda: True)
@@ -286,7 +298,28 @@ class Manager:
             extra={"controllers": [label for label, _ in self._leader_runnables]},
         )
         async with asyncio.TaskGroup() as tg:
-            for label, runnable in self._leader_runnables:
+            tasks = [
                 tg.create_task(runnable.run(), name=f"runnable:{label}")
-            # Keep leadership (and the lease renewals) until cancelled, even with no runnables.
-            await asyncio.Event().wait()
+                for label, runnable in self._leader_runnables
+            ]
+            try:
+                # Keep leadership (and the lease renewals) until cancelled, even with no
+                # runnables.
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                if not self.is_leader:  # lost, not a graceful stop: no drain
+                    await _cancel_at_once(tasks)
+                raise
+
+
+async def _cancel_at_once(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel ``tasks`` and cancel again each that is still running a moment later:
+    a controller drains in-flight reconciles on its first cancellation, a second cuts
+    that short."""
+    log.info("leadership lost, cancelling controllers without waiting")
+    pending = [t for t in tasks if not t.done()]
+    while pending:
+        for task in pending:
+            task.cancel()
+        await asyncio.wait(pending, timeout=0.01)
+        pending = [t for t in pending if not t.done()]

@@ -9,6 +9,7 @@ The tree::
     ├── ClientError               raised *by Client* for a request that did not succeed
     │   ├── TransportError        no HTTP answer: connection refused/reset, TLS, timeout
     │   │   └── RequestTimeout    the request's own timeout expired
+    │   ├── NotLeader             a write refused (or cut off) because the leader lease is lost
     │   └── ApiError              the API server answered with a non-2xx status
     │       ├── BadRequest        400
     │       ├── Unauthorized      401
@@ -51,6 +52,7 @@ __all__ = [
     "LeaderElectionLost",
     "MethodNotAllowed",
     "NotFound",
+    "NotLeader",
     "QueueShutDown",
     "ReconcileError",
     "RequestTimeout",
@@ -103,6 +105,14 @@ class TransportError(ClientError):
 
 class RequestTimeout(TransportError):  # noqa: N818
     """The request's timeout (``Client(timeout=...)`` or per call) expired."""
+
+
+class NotLeader(ClientError):  # noqa: N818
+    """A write through the manager's client was refused because this process no longer
+    holds the leader lease (or its renewal deadline passed), or a write in flight at that
+    moment was cut off and its connection reset. Another replica may be leading: nothing
+    was, or will be, written by this request. Raised only after the lease was held once;
+    a replica that never led writes freely (events, its own runnables)."""
 
 
 class ApiError(ClientError):

@@ -18,6 +18,7 @@ from kubernetes_asyncio import client as k8s_client
 from karpy.runtime import Client, LeaderElectionConfig
 from karpy.runtime.errors import LeaderElectionLost
 from karpy.runtime.leaderelection import LeaderElector
+from karpy.runtime.testing import eventually
 
 _PATH = "/apis/coordination.k8s.io/v1/namespaces/ns/leases"
 
@@ -27,6 +28,8 @@ class _Leases:
         self.lease: dict[str, Any] | None = None
         self.renewals: list[tuple[float, str]] = []  # (time, thread of the request's client)
         self.lock = threading.Lock()
+        self.partitioned = False  # Lease requests answered 503 (the leader cannot renew)
+        self.held: list[tuple[float, str]] = []  # other writes: (arrival, how they ended)
 
 
 @pytest.fixture
@@ -46,6 +49,9 @@ def leases() -> Iterator[tuple[_Leases, str]]:
             self.wfile.write(data)
 
         def do_GET(self) -> None:
+            if state.partitioned:
+                self._answer(503, {"kind": "Status", "code": 503})
+                return
             with state.lock:
                 lease = state.lease
             if lease is None:
@@ -66,7 +72,28 @@ def leases() -> Iterator[tuple[_Leases, str]]:
             self._store(201)
 
         def do_PUT(self) -> None:
-            self._store(200)
+            if not self.path.startswith(_PATH):
+                self._hold()
+            elif state.partitioned:
+                self._answer(503, {"kind": "Status", "code": 503})
+            else:
+                self._store(200)
+
+        def _hold(self) -> None:
+            """Any other write: read it, never answer, and note how the client let go
+            (a reset drops what it sent; a FIN would let the bytes through later)."""
+            self.rfile.read(int(self.headers["Content-Length"]))
+            arrived = time.monotonic()
+            self.connection.settimeout(30)
+            try:
+                ended = "FIN" if self.connection.recv(1) == b"" else "more data"
+            except ConnectionResetError:
+                ended = "RST"
+            except TimeoutError:
+                ended = "still open"
+            with state.lock:
+                state.held.append((arrived, ended))
+            self.close_connection = True
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -135,3 +162,51 @@ async def _yield_a_while(seconds: float = 0.05) -> None:
     import asyncio
 
     await asyncio.sleep(seconds)
+
+
+async def test_a_write_in_flight_at_the_deadline_is_cut_off_and_reset(
+    leases: tuple[_Leases, str],
+) -> None:
+    """renew_in_thread: the renewals fail (the API server answers 503 to them); at the
+    renew deadline — measured from the start of the last successful renewal — a write
+    still waiting for its answer is cut off with NotLeader and its connection reset,
+    is_leader is already false, and a later write is refused without being sent."""
+    from karpy.runtime import errors, kinds
+
+    state, host = leases
+    elector, client = _elector(host, renew_deadline=1.0)
+    gated = client.with_write_gate(elector)
+    seen: dict[str, Any] = {}
+
+    async def lead() -> None:
+        while len(state.renewals) < 2:
+            await _yield_a_while()
+        state.partitioned = True
+        try:
+            await gated.update(
+                kinds.CONFIG_MAP,
+                {"metadata": {"name": "w", "namespace": "ns", "resourceVersion": "1"}},
+                timeout=30,
+            )
+        except errors.NotLeader as exc:
+            seen["cut"] = (time.monotonic(), exc, elector.is_leader)
+        try:
+            await gated.update(kinds.CONFIG_MAP, {"metadata": {"name": "w", "namespace": "ns"}})
+        except errors.NotLeader as exc:
+            seen["refused"] = exc
+        await _yield_a_while(60)
+
+    try:
+        with pytest.raises(LeaderElectionLost):
+            await elector.run(lead)
+    finally:
+        await client.close()
+    assert "cut" in seen, "the write in flight was not cut off"
+    cut_at, _, leader_then = seen["cut"]
+    last_renewal = state.renewals[-1][0]  # arrival: the renewal started no later
+    assert leader_then is False
+    assert cut_at - last_renewal <= 1.0 + 0.3  # renew_deadline (+ scheduling slack)
+    assert cut_at - last_renewal < 2.0  # lease_duration: before anyone could take over
+    assert isinstance(seen.get("refused"), errors.NotLeader)
+    await eventually(lambda: state.held, within=10, what="the server noticing the hang-up")
+    assert [how for _, how in state.held] == ["RST"]
