@@ -19,9 +19,8 @@ from hypothesis import strategies as st
 
 from karpy.apis import NodePool
 from karpy.apis.annotations import NODEPOOL_HASH_VERSION
-from karpy.apis.duration import parse_duration
+from karpy.apis.duration import go_duration_nanoseconds, parse_duration
 from karpy.apis.hashstructure import fnv1_64
-from karpy.apis.v1.nodepool_hash import go_duration_nanoseconds
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "nodepool_hash_golden.json").read_text())
 CASES: list[dict[str, Any]] = GOLDEN["cases"]
