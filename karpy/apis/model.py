@@ -24,6 +24,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    ValidationError,
     model_serializer,
 )
 from pydantic.alias_generators import to_camel
@@ -40,6 +41,7 @@ __all__ = [
     "Resource",
     "ResourceList",
     "Rule",
+    "validation_problems",
     "validations",
 ]
 
@@ -68,6 +70,19 @@ def _check_quantity(value: int | str) -> int | str:
 Quantity = Annotated[int | str, AfterValidator(_check_quantity), IntOrString(QUANTITY_PATTERN)]
 #: Resource name to quantity, as in core/v1 ResourceList.
 ResourceList = dict[str, Quantity]
+
+
+def validation_problems(exc: ValidationError) -> list[str]:
+    """One line per problem of a failed parse, each naming the field as a path
+    (``spec.disruption.budgets[0].duration: '99999999h' is not a Go duration ...``)."""
+    problems = []
+    for err in exc.errors():
+        path = ""
+        for part in err["loc"]:
+            path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+        message = str(err["msg"]).removeprefix("Value error, ")
+        problems.append(f"{path or '(object)'}: {message}")
+    return problems
 
 
 @dataclass(frozen=True)
