@@ -36,9 +36,11 @@ value and what is expected, so a typo fails at start-up.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import urlsplit
 
 from karpy.cloudprovider import CloudProviderError, ProviderSetting
 
@@ -59,6 +61,9 @@ SETTINGS: Final = {
     "offlineZones": "KARPY_OFFLINE_ZONES",
 }
 _TRUE = {"true", "1", "yes", "on"}
+#: An AWS region's name: partition prefix, words, number (us-east-1, us-gov-west-1,
+#: cn-north-1, us-isob-east-1, ap-southeast-4).
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$")
 _FALSE = {"false", "0", "no", "off", ""}
 
 
@@ -122,6 +127,13 @@ class AWSSettings:
                 "no AWS region: set --provider-setting region=<region>, AWS_REGION, or a "
                 "region in the AWS config file"
             )
+        if not _REGION.match(region):
+            raise AWSSettingsError(
+                f"aws setting region={region!r} (env AWS_REGION) is not an AWS region name "
+                "(e.g. us-east-1, eu-central-2, us-gov-west-1)"
+            )
+        for key in ("endpointURL", "pricingEndpointURL"):
+            _check_url(key, get(key))
         endpoint = get("clusterEndpoint")
         if endpoint and not endpoint.startswith("https://"):
             raise AWSSettingsError(
@@ -143,6 +155,21 @@ class AWSSettings:
             offline_zones=tuple(
                 sorted({z.strip() for z in get("offlineZones").split(",") if z.strip()})
             ),
+        )
+
+
+def _check_url(key: str, url: str) -> None:
+    if not url:
+        return
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        parts = urlsplit("")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise AWSSettingsError(
+            f"aws setting {key}={url!r} (env {SETTINGS[key]}) is not an http(s) URL "
+            "(e.g. http://127.0.0.1:5000 for a test endpoint)"
         )
 
 
