@@ -57,11 +57,15 @@ _UNITS: Final = {
 }
 # One "<number><unit>" group of Go's grammar [-+]?([0-9]*(\.[0-9]*)?[a-z]+)+ ; the unit is
 # everything up to the next digit or dot, as in Go (so "1 s" has the unknown unit " s").
+_TOO_LARGE: Final = "too large"
 _GROUP: Final = re.compile(r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)")
 
 
 def _invalid(text: str, why: str) -> ValueError:
-    return ValueError(f"{text!r} is not a Go duration ({why}; expected e.g. 30s, 15m, 1h30m)")
+    if why == _TOO_LARGE:
+        return ValueError(f"{text!r} is too long a duration: Go durations end at 2562047h "
+                          "(about 292 years)")
+    return ValueError(f"{text!r} is not a duration (expected e.g. 30s, 15m, 1h30m)")
 
 
 def _fraction(digits: str) -> tuple[int, float]:
@@ -92,8 +96,8 @@ def go_duration_nanoseconds(text: str) -> int:
     beyond int64 nanoseconds (about 2562047h).
     """
     if len(text) > MAX_DURATION_LENGTH:
-        raise _invalid(text[:MAX_DURATION_LENGTH] + "...",
-                       f"longer than {MAX_DURATION_LENGTH} characters")
+        raise ValueError(f"{text[:32] + '...'!r} is not a duration: longer than "
+                         f"{MAX_DURATION_LENGTH} characters")
     body = text
     negative = False
     if body[:1] in ("-", "+") and body:
@@ -120,22 +124,22 @@ def go_duration_nanoseconds(text: str) -> int:
         # Go refuses a number above 2**63 (19 digits at most) or one that overflows
         # once multiplied by its unit, before doing the multiplication.
         if len(significant) > 19 or int(significant or "0") > (1 << 63) // scale:
-            raise _invalid(text, "too large: Go durations end at 2562047h")
+            raise _invalid(text, _TOO_LARGE)
         part = int(significant or "0") * scale
         if frac:
             value, divisor = _fraction(frac)
             if value > 0:
                 part += int(float(value) * (float(scale) / divisor))
                 if part > 1 << 63:
-                    raise _invalid(text, "too large: Go durations end at 2562047h")
+                    raise _invalid(text, _TOO_LARGE)
         total += part
         if total > 1 << 63:
-            raise _invalid(text, "too large: Go durations end at 2562047h")
+            raise _invalid(text, _TOO_LARGE)
         pos = match.end()
     if negative:
         return -total
     if total > _MAX_NANOS:
-        raise _invalid(text, "too large: Go durations end at 2562047h")
+        raise _invalid(text, _TOO_LARGE)
     return total
 
 

@@ -68,7 +68,7 @@ def test_gos_grammar(text: str, expected: int) -> None:
 
 @pytest.mark.parametrize("text", ["", "s", "1", ".s", "1x", "5 minutes", "-", "1h 2m"])
 def test_what_go_refuses(text: str) -> None:
-    with pytest.raises(ValueError, match="is not a Go duration"):
+    with pytest.raises(ValueError, match="is not a duration"):
         go_duration_nanoseconds(text)
 
 

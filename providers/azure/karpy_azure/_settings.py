@@ -371,7 +371,7 @@ def _float(text: str, key: str) -> float:
     except ValueError:
         raise AzureSettingsError(f"{key}: {text!r} is not a number") from None
     if not math.isfinite(value):
-        raise AzureSettingsError(f"{key}: {text!r} is not a finite number")
+        raise AzureSettingsError(f"{key}: {text!r} (env {_ENV[key]}) is not a finite number")
     return value
 
 
