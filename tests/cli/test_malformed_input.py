@@ -208,3 +208,33 @@ def test_provider_settings_refuse_malformed_values_in_one_line_naming_the_key(
             assert re.fullmatch(r"[a-z][a-z0-9]+", text.strip().lower().replace(" ", ""))
 
     check()
+
+
+@pytest.mark.parametrize("command", ["simulate", "explain"])
+def test_a_malformed_snapshot_or_what_if_file_is_one_line_and_status_2(
+    command: str, tmp_path: Path
+) -> None:
+    snapshot = Path(__file__).resolve().parents[1] / "tools" / "data" / "small-cluster.yaml"
+    extra = ["pod", "default/nothing"] if command == "explain" else []
+
+    @settings(max_examples=25, deadline=None)
+    @given(broken_yaml())
+    def check(text: str) -> None:
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(text)
+        for argv in (["--snapshot", str(bad)], ["--snapshot", str(snapshot), "-f", str(bad)]):
+            if command == "explain" and "-f" in argv:
+                continue  # explain reads no what-if files
+            status, _, stderr = run_cli([command, *argv, *extra])
+            assert "Traceback" not in stderr
+            if status == 2:
+                assert len(stderr.splitlines()) == 1, stderr
+                assert stderr.startswith(f"karpy {command}: ")
+
+    check()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: b: c\n")
+    status, _, stderr = run_cli([command, "--snapshot", str(bad), *extra])
+    assert status == 2
+    assert stderr.startswith(f"karpy {command}: {bad}: not valid YAML")
+    assert len(stderr.splitlines()) == 1
