@@ -2,9 +2,10 @@
 
 Run:  .venv/bin/python benchmarks/parsing_bench.py [--repeat 2000]
 
-Each input is parsed ``--repeat`` times with the parsers' caches bypassed, and the
-slowest single parse is printed next to the median: the bound that matters is that no
-parse, whatever the text, holds the event loop (issue 24: ``cpu: "1e30000000"`` once took
+Each input is parsed ``--repeat`` times with the parsers' caches bypassed; the median
+and the 99th percentile of single parses are printed (the maximum on a shared machine
+measures the scheduler, not the parser). The bound that matters is that no parse,
+whatever the text, holds the event loop (issue 24: ``cpu: "1e30000000"`` once took
 39 s). docs/performance.md keeps the figures.
 """
 
@@ -46,7 +47,8 @@ def slowest(parse: Callable[[str], object], text: str, repeat: int) -> tuple[flo
         with contextlib.suppress(ValueError):
             parse(text)
         times.append(time.perf_counter() - start)
-    return statistics.median(times), max(times)
+    times.sort()
+    return statistics.median(times), times[int(len(times) * 0.99)]
 
 
 def main() -> None:
@@ -59,7 +61,7 @@ def main() -> None:
         for text in inputs:
             median, worst = slowest(parse, text, args.repeat)
             shown = text if len(text) <= 32 else f"{text[:24]}... ({len(text)} chars)"
-            print(f"{name:9} {shown:42} median {median * 1e6:8.1f} µs  max {worst * 1e6:8.1f} µs")
+            print(f"{name:9} {shown:42} median {median * 1e6:7.1f} µs  p99 {worst * 1e6:7.1f} µs")
 
 
 if __name__ == "__main__":
