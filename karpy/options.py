@@ -66,6 +66,15 @@ def _duration(text: str) -> float:
     return seconds
 
 
+def _positive_duration(text: str) -> float:
+    # A period or a time limit of zero is a busy loop or a deletion at once, never what
+    # an operator meant: refuse it at start-up rather than act on it.
+    seconds = _duration(text)
+    if seconds <= 0:
+        raise ValueError(f"{text!r} must be longer than zero (e.g. 30s, 15m, 1h30m)")
+    return seconds
+
+
 def _port(text: str) -> int:
     try:
         port = int(text)
@@ -158,9 +167,9 @@ SETTINGS: tuple[Setting, ...] = (
             "the cluster's name; the aws and azure providers require it", _text, "NAME"),
     Setting("--batch-idle-duration", "BATCH_IDLE_DURATION", "1s",
             "a provisioning batch ends after this long without a new pending pod",
-            _duration, "DURATION"),
+            _positive_duration, "DURATION"),
     Setting("--batch-max-duration", "BATCH_MAX_DURATION", "10s",
-            "a provisioning batch ends after this long in all", _duration, "DURATION"),
+            "a provisioning batch ends after this long in all", _positive_duration, "DURATION"),
     Setting("--feature-gates", "FEATURE_GATES", _default_gates(),
             "Karpenter's feature gates, NAME=BOOL,...", _gates, "NAME=BOOL,..."),
     Setting("--log-level", "LOG_LEVEL", "info", "debug, info, warn or error", _log_level,
@@ -174,23 +183,24 @@ SETTINGS: tuple[Setting, ...] = (
             "namespace of the leader-election Lease (the chart sets the release namespace)",
             _text, "NAMESPACE"),
     Setting("--launch-ttl", "LAUNCH_TTL", "5m",
-            "a NodeClaim not launched within this long is deleted", _duration, "DURATION"),
+            "a NodeClaim not launched within this long is deleted", _positive_duration, "DURATION"),
     Setting("--registration-ttl", "REGISTRATION_TTL", "15m",
             "a launched NodeClaim whose Node has not registered within this long is deleted",
-            _duration, "DURATION"),
+            _positive_duration, "DURATION"),
     Setting("--insufficient-capacity-ttl", "INSUFFICIENT_CAPACITY_TTL", "3m",
-            "how long an offering that ran out of capacity is not tried", _duration, "DURATION"),
+            "how long an offering that ran out of capacity is not tried",
+            _positive_duration, "DURATION"),
     Setting("--garbage-collection-grace", "GARBAGE_COLLECTION_GRACE", "30s",
             "a cloud instance with no NodeClaim is deleted once older than this",
-            _duration, "DURATION"),
+            _positive_duration, "DURATION"),
     Setting("--disruption-validation-delay", "DISRUPTION_VALIDATION_DELAY", "15s",
             "a disruption command is re-checked after this long before it runs",
             _duration, "DURATION"),
     Setting("--disruption-replacement-timeout", "DISRUPTION_REPLACEMENT_TIMEOUT", "10m",
             "a disruption whose replacements are not initialized by then is rolled back",
-            _duration, "DURATION"),
+            _positive_duration, "DURATION"),
     Setting("--disruption-poll-period", "DISRUPTION_POLL_PERIOD", "10s",
-            "how often disruption looks for nodes to remove", _duration, "DURATION"),
+            "how often disruption looks for nodes to remove", _positive_duration, "DURATION"),
     Setting("--cost-improvement-budget", "COST_IMPROVEMENT_BUDGET", str(IMPROVEMENT_BUDGET),
             "karpy only: work the scheduler may spend after first fit making new NodeClaims "
             "cheaper, in evaluations per pod; 0 turns the cost-improvement stage off",

@@ -37,8 +37,9 @@ def _run_convert(args: argparse.Namespace) -> int:
         documents = load_documents(args.files, stdin=sys.stdin)
         result = convert_documents(documents, default_nodeclass=default)
     except ConversionError as err:
-        print(f"karpy convert: {err}", file=sys.stderr)
-        return 1
+        # Malformed input: one line, and the status argparse gives a malformed command.
+        print(f"karpy convert: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
     sys.stdout.write(dump_documents(result.documents))
     for note in result.notes:
         print(note, file=sys.stderr)

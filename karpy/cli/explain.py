@@ -71,7 +71,11 @@ def _run(args: argparse.Namespace) -> int:
     settings = Settings(cluster_name=args.cluster_name, feature_gates=gates)
     try:
         answer = asyncio.run(_explain(args, settings, provider_settings))
-    except (SnapshotError, ViewError) as exc:
+    except SnapshotError as exc:
+        # A malformed snapshot or -f manifest: one line, the status of a malformed command.
+        print(f"karpy explain: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except ViewError as exc:
         print(f"karpy explain: {exc}", file=sys.stderr)
         return 1
     if args.output == "json":

@@ -72,7 +72,11 @@ def _run(args: argparse.Namespace) -> int:
     )
     try:
         report = asyncio.run(run_simulation(options))
-    except (SnapshotError, ViewError) as exc:
+    except SnapshotError as exc:
+        # A malformed snapshot or -f manifest: one line, the status of a malformed command.
+        print(f"karpy simulate: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except ViewError as exc:
         print(f"karpy simulate: {exc}", file=sys.stderr)
         return 1
     if args.output == "json":

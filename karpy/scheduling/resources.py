@@ -1,10 +1,10 @@
 """Kubernetes resource quantities as plain integers, and resource lists built on them.
 
-Quantities are parsed by hand instead of with the kubernetes client's helpers for two
-reasons: the scheduling layer may not import the client (import-linter keeps
-``karpy.scheduling`` free of it), and the simulator's hot path adds and compares
-requests millions of times, which plain ``int`` does at C speed while a quantity object
-would not.
+Quantities are parsed by :mod:`karpy.apis.quantity` (bounded work, Kubernetes' int64
+bounds) instead of with the kubernetes client's helpers for two reasons: the scheduling
+layer may not import the client (import-linter keeps ``karpy.scheduling`` free of it),
+and the simulator's hot path adds and compares requests millions of times, which plain
+``int`` does at C speed while a quantity object would not.
 
 Canonical units: ``cpu`` in millicores; ``memory``, ``ephemeral-storage`` and
 ``hugepages-*`` in bytes; every other resource (``pods``, ``nvidia.com/gpu`` ...) as an
@@ -16,12 +16,13 @@ below never mutate their arguments.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from functools import lru_cache
 from math import ceil
 from typing import Final, TypeAlias
+
+from karpy.apis.quantity import BINARY_SUFFIXES, MAX_QUANTITY, parse_quantity
 
 __all__ = [
     "CPU",
@@ -53,58 +54,16 @@ ResourceList: TypeAlias = dict[str, int]
 """Resource name to canonical integer amount (see the module docstring)."""
 
 _BINARY: Final[Mapping[str, int]] = {
-    "Ki": 1 << 10,
-    "Mi": 1 << 20,
-    "Gi": 1 << 30,
-    "Ti": 1 << 40,
-    "Pi": 1 << 50,
-    "Ei": 1 << 60,
+    suffix: 1 << power for suffix, power in BINARY_SUFFIXES.items()
 }
-_DECIMAL: Final[Mapping[str, Fraction]] = {
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 10**3),
-    "": Fraction(1),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-}
-_QUANTITY = re.compile(
-    r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?[0-9]+)|([a-zA-Z]*))$"
-)
 
 
-@lru_cache(maxsize=4096)
-def _parse_str(text: str) -> Fraction:
-    match = _QUANTITY.match(text.strip())
-    if match is None:
-        raise ValueError(f"invalid quantity {text!r}: expected a number with an optional suffix")
-    number, exponent, suffix = match.groups()
-    value = Fraction(number)
-    if exponent is not None:
-        return value * Fraction(10) ** int(exponent[1:])
-    if suffix in _BINARY:
-        return value * _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return value * _DECIMAL[suffix]
-    raise ValueError(
-        f"invalid quantity {text!r}: unknown suffix {suffix!r} "
-        "(use n, u, m, k, M, G, T, P, E or Ki, Mi, Gi, Ti, Pi, Ei)"
-    )
-
-
-def parse_quantity(value: str | int | float) -> Fraction:
-    """The exact value of a Kubernetes quantity (``"1500m"``, ``"2Gi"``, ``"1e3"``, ``4``)."""
-    if isinstance(value, bool):
-        raise ValueError(f"invalid quantity {value!r}")
-    if isinstance(value, int):
-        return Fraction(value)
-    if isinstance(value, float):
-        return Fraction(str(value))
-    return _parse_str(value)
+def _canonical(resource: str, quantity: Fraction) -> int:
+    if resource == CPU:
+        quantity *= 1000
+    # Within int64 like the quantity itself: a cpu limit of "1e30" is as unlimited as
+    # int64 millicores, and nothing downstream ever meets a bigger number.
+    return max(-MAX_QUANTITY, min(ceil(quantity), MAX_QUANTITY))
 
 
 def _is_bytes(resource: str) -> bool:
@@ -112,22 +71,17 @@ def _is_bytes(resource: str) -> bool:
 
 
 def to_canonical(resource: str, value: str | int | float) -> int:
-    """``value`` of ``resource`` in canonical units: millicores for cpu, else base units."""
+    """``value`` of ``resource`` in canonical units: millicores for cpu, else base units
+    (rounded up; within ±int64, see :mod:`karpy.apis.quantity`)."""
     if type(value) is str:
         # Pods of one workload repeat the same few strings: parse each once.
         return _canonical_str(resource, value)
-    quantity = parse_quantity(value)
-    if resource == CPU:
-        quantity *= 1000
-    return ceil(quantity)
+    return _canonical(resource, parse_quantity(value))
 
 
 @lru_cache(maxsize=4096)
 def _canonical_str(resource: str, text: str) -> int:
-    quantity = _parse_str(text)
-    if resource == CPU:
-        quantity *= 1000
-    return ceil(quantity)
+    return _canonical(resource, parse_quantity(text))
 
 
 def format_quantity(resource: str, amount: int) -> str:

@@ -234,8 +234,9 @@ def test_cli_fails_on_unknown_input_naming_it() -> None:
     done = karpy(
         "convert", "-", stdin="apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n"
     )
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1
     assert "Widget" in done.stderr and "example.com/v1" in done.stderr
 
 

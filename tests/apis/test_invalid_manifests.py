@@ -155,6 +155,20 @@ CASES = [
         "should match",
     ),
     Case(
+        "limits-quantity-too-long",
+        POOL,
+        setting("spec.limits", {"cpu": "1" + "0" * 64}),
+        "spec.limits.cpu",
+        "may not be more than 64",
+    ),
+    Case(
+        "ec2-kube-reserved-quantity-too-long",
+        EC2,
+        setting("spec.kubelet.kubeReserved", {"cpu": "0." + "0" * 70 + "1"}),
+        "spec.kubelet.kubeReserved.cpu",
+        "may not be more than 64",
+    ),
+    Case(
         "taint-unknown-effect",
         POOL,
         setting("spec.template.spec.taints", [{"key": "a", "effect": "Sometimes"}]),

@@ -19,9 +19,8 @@ from hypothesis import strategies as st
 
 from karpy.apis import NodePool
 from karpy.apis.annotations import NODEPOOL_HASH_VERSION
-from karpy.apis.duration import parse_duration
+from karpy.apis.duration import go_duration_nanoseconds, parse_duration
 from karpy.apis.hashstructure import fnv1_64
-from karpy.apis.v1.nodepool_hash import go_duration_nanoseconds
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "nodepool_hash_golden.json").read_text())
 CASES: list[dict[str, Any]] = GOLDEN["cases"]
@@ -99,5 +98,5 @@ def test_fractions_and_small_units_parse_as_go_does() -> None:
     assert go_duration_nanoseconds("1.5h") == 5_400 * 10**9
     assert go_duration_nanoseconds("1m0.000000001s") == 60 * 10**9 + 1
     assert go_duration_nanoseconds("300ms") == 300_000_000
-    with pytest.raises(ValueError, match="'5 minutes' is not a Go duration"):
+    with pytest.raises(ValueError, match="'5 minutes' is not a duration"):
         go_duration_nanoseconds("5 minutes")

@@ -42,6 +42,18 @@ def test_help_lists_every_setting_with_its_variable_and_default(tmp_path: Path) 
         assert (f"default {default}" if default else "required") in line, line
 
 
+#: Every setting the azure provider requires, valid, so a later check is what fails.
+AZURE = {
+    "CLOUD_PROVIDER": "azure", "CLUSTER_NAME": "c",
+    "ARM_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000000",
+    "AZURE_NODE_RESOURCE_GROUP": "nodes", "LOCATION": "southcentralus",
+    "VNET_SUBNET_ID": "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/"
+                      "rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/nodes",
+    "CLUSTER_ENDPOINT": "https://c.hcp.southcentralus.azmk8s.io:443",
+    "KUBELET_BOOTSTRAP_TOKEN": "abcdef.0123456789abcdef",
+    "SSH_PUBLIC_KEY": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB7 test",
+}  # fmt: skip
+
 BAD = [
     # (environment, words the one line must contain)
     ({"BATCH_MAX_DURATION": "abc"}, ["BATCH_MAX_DURATION", "--batch-max-duration", "'abc'",
@@ -58,6 +70,24 @@ BAD = [
     ({"METRICS_PORT": "http"}, ["METRICS_PORT", "--metrics-port", "0-65535"]),
     ({"DISABLE_LEADER_ELECTION": "maybe"}, ["DISABLE_LEADER_ELECTION", "true or false"]),
     ({"LOG_LEVEL": "loud"}, ["LOG_LEVEL", "--log-level", "debug, info, warn, error"]),
+    # Accepted once: a zero period, a duration beyond Go's, nonsense provider values.
+    ({"GARBAGE_COLLECTION_GRACE": "0s"}, ["GARBAGE_COLLECTION_GRACE",
+                                          "--garbage-collection-grace", "'0s'",
+                                          "longer than zero"]),
+    ({"DISRUPTION_POLL_PERIOD": "0s"}, ["DISRUPTION_POLL_PERIOD", "--disruption-poll-period",
+                                        "longer than zero"]),
+    ({"LAUNCH_TTL": "99999999h"}, ["LAUNCH_TTL", "--launch-ttl", "'99999999h'", "2562047h"]),
+    ({"LAUNCH_TTL": "9" * 400 + "h"}, ["LAUNCH_TTL", "--launch-ttl", "not a duration"]),
+    ({"CLOUD_PROVIDER": "aws", "CLUSTER_NAME": "c", "AWS_REGION": "the moon"},
+     ["region", "'the moon'", "AWS_REGION", "not an AWS region name"]),
+    ({"CLOUD_PROVIDER": "aws", "CLUSTER_NAME": "c", "AWS_REGION": "us-east-1",
+      "AWS_ENDPOINT_URL": "notaurl"}, ["endpointURL", "AWS_ENDPOINT_URL", "http(s) URL"]),
+    ({"CLOUD_PROVIDER": "azure", "AZURE_POLL_INTERVAL": "inf"},
+     ["pollInterval", "'inf'", "AZURE_POLL_INTERVAL", "finite"]),
+    ({**AZURE, "ARM_ENDPOINT": "notaurl"}, ["armEndpoint", "'notaurl'", "ARM_ENDPOINT",
+                                            "https:// URL"]),
+    ({**AZURE, "LOCATION": "South Central US!"}, ["location", "LOCATION",
+                                                  "not an Azure region name"]),
 ]  # fmt: skip
 
 

@@ -57,18 +57,29 @@ def load_documents(paths: Sequence[str], *, stdin: TextIO | None = None) -> list
             raise ConversionError(f"cannot read {path}: {err.strerror}") from err
         try:
             loaded = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as err:
-            raise ConversionError(f"{path} is not valid YAML: {err}") from err
+        except (yaml.YAMLError, ValueError, RecursionError) as err:
+            # ValueError: a scalar YAML types but cannot build (a timestamp 2001-02-30).
+            raise ConversionError(f"{path} is not valid YAML: {_one_line(err)}") from err
         for item in loaded:
             if item is None:
                 continue
             if not isinstance(item, dict):
                 raise ConversionError(f"{path}: expected a mapping, got {type(item).__name__}")
             if item.get("kind") == "List" or str(item.get("kind", "")).endswith("List"):
-                docs.extend(i for i in item.get("items") or [] if i)
+                items = item.get("items") or []
+                if not isinstance(items, list) or not all(
+                    isinstance(i, dict) for i in items if i
+                ):
+                    raise ConversionError(f"{path}: {item.get('kind')}.items must be a list of "
+                                          "objects")
+                docs.extend(i for i in items if i)
             else:
                 docs.append(item)
     return docs
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())
 
 
 def dump_documents(documents: Iterable[Document]) -> str:
@@ -130,7 +141,16 @@ def convert_documents(
 
     out: dict[int, list[Document]] = {}
     for _, index, conv, doc in sorted(plan, key=lambda p: (p[0], p[1])):
-        out[index] = [doc] if conv is None else conv.convert(doc, ctx)
+        try:
+            out[index] = [doc] if conv is None else conv.convert(doc, ctx)
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError) as err:
+            # The converters read the shapes Karpenter writes; a field of another shape
+            # (a string where a mapping belongs, a list of numbers ...) ends up here.
+            raise ConversionError(
+                f"{describe(doc)}: a field has the wrong shape for a {doc.get('kind')} "
+                f"({type(err).__name__}: {_one_line(err)}); compare it with Karpenter's "
+                "API reference"
+            ) from err
 
     for (group, kind, name), pending in ctx.kubelets.items():
         if not pending.consumed:

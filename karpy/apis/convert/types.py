@@ -39,7 +39,8 @@ class Note:
 
 def describe(doc: Mapping[str, Any]) -> str:
     """``Kind/name (apiVersion)`` for messages."""
-    name = (doc.get("metadata") or {}).get("name", "<unnamed>")
+    metadata = doc.get("metadata")
+    name = metadata.get("name", "<unnamed>") if isinstance(metadata, Mapping) else "<unnamed>"
     return f"{doc.get('kind', '<no kind>')}/{name} ({doc.get('apiVersion', '<no apiVersion>')})"
 
 

@@ -145,6 +145,8 @@ def _base_schema(tp: Any, metadata: list[Any], ctx: _Context) -> dict[str, Any]:
         }
         if marker.pattern:
             node["pattern"] = marker.pattern
+        if marker.max_length is not None:
+            node["maxLength"] = marker.max_length
         return node
     origin = get_origin(tp)
     if origin is Literal:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Final, Literal
 
 from croniter import croniter
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from karpy.apis.conditions import ConditionSet, utc_now
 from karpy.apis.core import Condition, ConditionList, LabelValue, ObjectMeta, Resource
@@ -102,6 +102,14 @@ class Budget(KubeModel):
         ),
     )
 
+    @field_validator("duration")
+    @classmethod
+    def _go_duration(cls, value: str | None) -> str | None:
+        # The pattern lets "99999999h" through; Go (and so Karpenter) cannot hold it.
+        if value is not None:
+            parse_duration(value)
+        return value
+
     def is_active(self, now: datetime) -> bool:
         """Whether the budget applies at ``now``.
 
@@ -178,6 +186,12 @@ class Disruption(KubeModel):
         ),
     )
 
+    @field_validator("consolidate_after")
+    @classmethod
+    def _go_duration(cls, value: str) -> str:
+        parse_nillable_duration(value)  # within Go's limit, or a ValueError naming it
+        return value
+
     @property
     def consolidate_after_timedelta(self) -> timedelta | None:
         """``consolidateAfter`` as a timedelta; None for Never."""
@@ -213,6 +227,14 @@ class NodeClaimTemplateSpec(_NodeClaimSpecBase):
             Rule("self.kind == oldSelf.kind", "nodeClassRef.kind is immutable"),
         ),
     )
+
+    @field_validator("expire_after", "termination_grace_period")
+    @classmethod
+    def _go_duration(cls, value: str | None) -> str | None:
+        # A NodePool refuses what a NodeClaim stamped from it could not use.
+        if value is not None:
+            parse_nillable_duration(value)
+        return value
 
 
 class NodeClaimTemplate(KubeModel):

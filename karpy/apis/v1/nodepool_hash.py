@@ -26,11 +26,11 @@ applies (``expireAfter: 720h``) are part of the model, as they are of the stored
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
+from karpy.apis.duration import go_duration_nanoseconds
 from karpy.apis.hashstructure import (
     GoInt64,
     GoMap,
@@ -50,48 +50,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HASH_VERSION",
-    "go_duration_nanoseconds",
     "nodeclaim_template_hash",
     "template_go_value",
 ]
 
 HASH_VERSION: Final = "v3"
 """Karpenter's ``NodePoolHashVersion``: the algorithm and field set above."""
-
-_UNITS: Final = {
-    "ns": 1, "us": 1_000, "\u00b5s": 1_000, "\u03bcs": 1_000, "ms": 1_000_000,
-    "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000,
-}
-_PART: Final = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
-
-
-def go_duration_nanoseconds(text: str) -> int:
-    """``time.ParseDuration(text)`` in nanoseconds, computed exactly (no floats).
-
-    Raises ValueError naming the text when Go would reject it.
-    """
-    body = text.strip()
-    sign = -1 if body.startswith("-") else 1
-    body = body.lstrip("+-")
-    if body == "0":
-        return 0
-    total = 0
-    pos = 0
-    for match in _PART.finditer(body):
-        number, unit = match.groups()
-        if match.start() != pos or number in ("", "."):
-            break
-        whole, _, frac = number.partition(".")
-        scale = _UNITS[unit]
-        total += int(whole or "0") * scale
-        if frac:
-            # Go truncates the fraction to whole nanoseconds.
-            total += int(frac) * scale // 10 ** len(frac)
-        pos = match.end()
-    if pos == 0 or pos != len(body):
-        raise ValueError(f"{text!r} is not a Go duration (expected e.g. 30s, 15m, 1h30m)")
-    return sign * total
-
 
 def _string_map(value: Mapping[str, str], present: bool) -> GoMap:
     # Absent (or empty and never written): nil. Present, even empty: a non-nil map.

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from karpy.apis import labels as wk
+from karpy.apis.model import validation_problems
 from karpy.cloudprovider.errors import CloudProviderError
 from karpy.cloudprovider.kwok._wellknown import (
     LABEL_INSTANCE_CPU,
@@ -196,10 +197,7 @@ def load_catalogue(path: str | Path) -> list[InstanceTypeSpec]:
             specs.append(InstanceTypeSpec.model_validate(entry))
         except ValidationError as exc:
             label = entry.get("name", f"#{i}") if isinstance(entry, dict) else f"#{i}"
-            problems = "; ".join(
-                f"{'.'.join(str(part) for part in err['loc']) or '(entry)'}: {err['msg']}"
-                for err in exc.errors()
-            )
+            problems = "; ".join(validation_problems(exc))
             raise CatalogueError(
                 f"instance-type catalogue {path}: entry {label}: {problems}"
             ) from exc

@@ -83,7 +83,14 @@ class Expiration:
             return Result()
         if not is_managed(nodeclaim, self._provider):
             return Result()
-        expire_after = nodeclaim.spec.expire_after_timedelta
+        try:
+            expire_after = nodeclaim.spec.expire_after_timedelta
+        except ValueError as err:
+            # Beyond Go's limit (only a NodeClaim written by hand can carry one: NodePools
+            # refuse it): fail closed, this NodeClaim is never expired.
+            log.error("ignoring expireAfter", extra={
+                "NodeClaim": {"name": request.name}, "error": str(err)})
+            return Result()
         created = nodeclaim.metadata.creation_timestamp
         if expire_after is None or created is None:
             return Result()

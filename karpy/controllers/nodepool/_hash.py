@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from karpy.apis import NodePool
 from karpy.apis.annotations import (
     ANNOTATION_NODEPOOL_HASH,
     ANNOTATION_NODEPOOL_HASH_VERSION,
@@ -26,6 +25,7 @@ from karpy.controllers.indexes import Index
 from karpy.controllers.nodepool._objects import (
     INDEX_NODEPOOL,
     get_managed,
+    parse_nodepool,
 )
 from karpy.runtime import Client, Request, Result, errors
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
@@ -53,7 +53,10 @@ class NodePoolHash:
         if found is None:
             return Result()
         stored, _ = found
-        digest = NodePool.from_dict(stored).hash()
+        nodepool, problems = parse_nodepool(stored)
+        if problems:
+            return Result()  # nothing to hash; nodepool.validation reports why
+        digest = nodepool.hash()
         annotations = _annotations(stored)
         if annotations.get(ANNOTATION_NODEPOOL_HASH_VERSION) != NODEPOOL_HASH_VERSION:
             await self._restamp_nodeclaims(request.name, digest)

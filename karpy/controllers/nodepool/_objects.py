@@ -7,8 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from karpy.apis import NodePool
+from karpy.apis.core import ObjectMeta
 from karpy.apis.labels import LABEL_NODEPOOL
+from karpy.apis.model import validation_problems
+from karpy.apis.v1.nodepool import NodePoolStatus
 from karpy.cloudprovider import CloudProvider, NodeClassKind
 from karpy.cloudprovider.nodeclass import resolve_node_class
 from karpy.runtime import Client, Kind, Object, Request, Result, errors
@@ -23,6 +28,7 @@ __all__ = [
     "kind_of",
     "managed_node_class",
     "nodepool_of",
+    "parse_nodepool",
     "patch_conditions",
     "write_conditions",
 ]
@@ -87,6 +93,24 @@ async def get_managed(
     return None if node_class is None else (stored, node_class)
 
 
+def parse_nodepool(stored: Mapping[str, Any]) -> tuple[NodePool, list[str]]:
+    """The NodePool's model and, when the object does not validate, why (one line per
+    field, e.g. a duration beyond Go's limit that the CRD's pattern let through).
+
+    An invalid NodePool's model carries only its metadata and status: enough to write
+    its conditions, nothing to act on.
+    """
+    try:
+        return NodePool.from_dict(stored), []
+    except ValidationError as exc:
+        # No spec: nothing may act on it by mistake (reading it raises AttributeError).
+        fields: dict[str, Any] = {
+            "metadata": ObjectMeta.from_dict(stored.get("metadata") or {}),
+            "status": NodePoolStatus.from_dict(stored.get("status") or {}),
+        }
+        return NodePool.model_construct(**fields), validation_problems(exc)
+
+
 async def write_conditions(client: Client, stored: Mapping[str, Any], nodepool: NodePool) -> Result:
     """:func:`patch_conditions` as a reconcile's outcome: done when the NodePool is gone
     meanwhile, requeued when it changed (a conflict)."""
@@ -103,7 +127,8 @@ async def patch_conditions(client: Client, stored: Mapping[str, Any], nodepool: 
     """Write ``nodepool``'s conditions if they changed since ``stored`` (with its
     resourceVersion as an optimistic lock: ``errors.Conflict`` if it moved on).
     Returns whether a write was made."""
-    if NodePool.from_dict(stored).status.conditions == nodepool.status.conditions:
+    before = NodePoolStatus.from_dict(stored.get("status") or {}).conditions
+    if before == nodepool.status.conditions:
         return False
     meta = stored["metadata"]
     await client.patch_status(NODE_POOL, meta["name"], {

@@ -4,13 +4,13 @@ Karpenter's reasons (see :func:`karpy.cloudprovider.nodeclass.node_class_readine
 
 from __future__ import annotations
 
-from karpy.apis import NodePool
 from karpy.apis.v1 import CONDITION_NODE_CLASS_READY
 from karpy.cloudprovider import CloudProvider
 from karpy.cloudprovider.nodeclass import node_class_readiness
 from karpy.controllers.nodepool._objects import (
     get_managed,
     kind_of,
+    parse_nodepool,
     write_conditions,
 )
 from karpy.runtime import Client, Clock, Object, Request, Result, errors
@@ -40,7 +40,7 @@ class NodePoolReadiness:
         except errors.NotFound:
             node_class = None
         readiness = node_class_readiness(node_class)
-        nodepool = NodePool.from_dict(stored)
+        nodepool, _ = parse_nodepool(stored)  # an invalid one still gets its condition
         conditions = nodepool.status_conditions(
             now=lambda: self._clock.now().replace(microsecond=0)
         )

@@ -1,14 +1,20 @@
 """``nodepool.validation``: the ``ValidationSucceeded`` condition — what the CRD's schema
 cannot check (Karpenter's RuntimeValidate): template labels and requirements may not
-use ``karpenter.sh/nodepool`` or a restricted label domain."""
+use ``karpenter.sh/nodepool`` or a restricted label domain; a budget's schedule must be
+cron. A NodePool that does not even parse (a duration the CRD pattern lets through but
+Go cannot hold, such as ``99999999h``) is reported the same way, naming the field: the
+cluster model ignores such a NodePool, so nothing is provisioned from it and none of
+its nodes is disrupted, and its status says why."""
 
 from __future__ import annotations
+
+from croniter import croniter
 
 from karpy.apis import NodePool
 from karpy.apis.labels import LABEL_NODEPOOL, restricted_label_reason
 from karpy.apis.v1 import CONDITION_VALIDATION_SUCCEEDED
 from karpy.cloudprovider import CloudProvider
-from karpy.controllers.nodepool._objects import get_managed, write_conditions
+from karpy.controllers.nodepool._objects import get_managed, parse_nodepool, write_conditions
 from karpy.runtime import Client, Clock, Request, Result
 
 __all__ = ["NodePoolValidation", "validation_errors"]
@@ -27,6 +33,12 @@ def validation_errors(nodepool: NodePool) -> list[str]:
     for requirement in nodepool.spec.template.spec.requirements:
         if requirement.key == LABEL_NODEPOOL:
             problems.append(f'invalid key: "{requirement.key}" in requirements, restricted')
+    for i, budget in enumerate(nodepool.spec.disruption.budgets):
+        if budget.schedule is not None and not croniter.is_valid(budget.schedule):
+            problems.append(
+                f"spec.disruption.budgets[{i}].schedule: {budget.schedule!r} is not a cron "
+                "schedule (e.g. '0 9 * * 1-5' or @daily); the budget allows no disruption"
+            )
     return problems
 
 
@@ -46,11 +58,12 @@ class NodePoolValidation:
         if found is None:
             return Result()
         stored, _ = found
-        nodepool = NodePool.from_dict(stored)
+        nodepool, problems = parse_nodepool(stored)
         conditions = nodepool.status_conditions(
             now=lambda: self._clock.now().replace(microsecond=0)
         )
-        problems = validation_errors(nodepool)
+        if not problems:
+            problems = validation_errors(nodepool)
         if problems:
             conditions.set_false(
                 CONDITION_VALIDATION_SUCCEEDED, "NodePoolValidationFailed", "; ".join(problems)

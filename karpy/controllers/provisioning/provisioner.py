@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from karpy.apis import NodePool
+from karpy.apis.duration import format_go_duration
 from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.cloudprovider import CloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
@@ -34,7 +35,7 @@ from karpy.controllers.provisioning.batcher import Batcher
 from karpy.controllers.provisioning.events import PodEvents
 from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
 from karpy.controllers.provisioning.nodeclaims import instance_type_names, nodeclaim_manifest
-from karpy.controllers.provisioning.pretty import go_duration, truncated_list
+from karpy.controllers.provisioning.pretty import truncated_list
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, EventRecorder, Result, freeze
 from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
@@ -189,7 +190,7 @@ class Provisioner:
             log.info(
                 "found provisionable pod(s)",
                 extra={"Pods": truncated_list([p.key for p in pods]),
-                       "duration": go_duration(elapsed)},
+                       "duration": format_go_duration(elapsed)},
             )
         self._record(results)
         return results

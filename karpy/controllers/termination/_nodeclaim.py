@@ -142,7 +142,14 @@ class NodeClaimTermination:
         annotations = meta.get("annotations") or {}
         if ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP in annotations:
             return None
-        period = parse_nodeclaim(nodeclaim).spec.termination_grace_period_timedelta
+        spec = parse_nodeclaim(nodeclaim).spec
+        try:
+            period = spec.termination_grace_period_timedelta
+        except ValueError as err:
+            # Beyond Go's limit (NodePools refuse it; only a hand-written NodeClaim has
+            # one): drain without a deadline rather than stop terminating.
+            log.error("ignoring terminationGracePeriod", extra={"error": str(err)})
+            return None
         deleted = parse_time(meta.get("deletionTimestamp"))
         if period is None or deleted is None:
             return None

@@ -39,9 +39,11 @@ value and what is expected, so a typo fails at start-up.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import urlsplit
 
 from karpy.cloudprovider import CloudProviderError, ProviderSetting
 
@@ -63,6 +65,9 @@ SETTINGS: Final = {
     "offlineZones": "KARPY_OFFLINE_ZONES",
 }
 _TRUE = {"true", "1", "yes", "on"}
+#: An AWS region's name: partition prefix, words, number (us-east-1, us-gov-west-1,
+#: cn-north-1, us-isob-east-1, ap-southeast-4).
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$")
 _FALSE = {"false", "0", "no", "off", ""}
 
 
@@ -127,6 +132,13 @@ class AWSSettings:
                 "no AWS region: set --provider-setting region=<region>, AWS_REGION, or a "
                 "region in the AWS config file"
             )
+        if not _REGION.match(region):
+            raise AWSSettingsError(
+                f"aws setting region={region!r} (env AWS_REGION) is not an AWS region name "
+                "(e.g. us-east-1, eu-central-2, us-gov-west-1)"
+            )
+        for key in ("endpointURL", "pricingEndpointURL"):
+            _check_url(key, get(key))
         endpoint = get("clusterEndpoint")
         if endpoint and not endpoint.startswith("https://"):
             raise AWSSettingsError(
@@ -162,6 +174,21 @@ def _cidr(text: str) -> str:
             f"aws setting clusterCIDR={text!r} (env KARPY_CLUSTER_CIDR) must be the "
             f"cluster's service CIDR, e.g. 10.100.0.0/16 or fd00::/108 ({exc})"
         ) from None
+
+
+def _check_url(key: str, url: str) -> None:
+    if not url:
+        return
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        parts = urlsplit("")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise AWSSettingsError(
+            f"aws setting {key}={url!r} (env {SETTINGS[key]}) is not an http(s) URL "
+            "(e.g. http://127.0.0.1:5000 for a test endpoint)"
+        )
 
 
 def _int(text: str, key: str) -> int:

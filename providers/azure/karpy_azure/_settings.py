@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import base64
 import ipaddress
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -135,6 +136,8 @@ _DISK_ENCRYPTION_SET_ID = re.compile(
     r"(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Compute/"
     r"diskEncryptionSets/[^/]+$"
 )
+#: An Azure region's name as ARM spells it (eastus2, southcentralus, usgovvirginia).
+_LOCATION = re.compile(r"^[a-z][a-z0-9]{2,49}$")
 _SUBNET_ID = re.compile(
     r"(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/"
     r"virtualNetworks/[^/]+/subnets/[^/]+$"
@@ -199,6 +202,14 @@ class AzureSettings:
                 raise AzureSettingsError(
                     f"{key} is required: pass --provider-setting {key}=... or set {_ENV[key]}"
                 )
+        if not _LOCATION.match(self.location):
+            raise AzureSettingsError(
+                f"location {self.location!r} (env {_ENV['location']}) is not an Azure region "
+                "name: lowercase letters and digits, e.g. eastus2 or southcentralus"
+            )
+        _check_url("armEndpoint", self.arm_endpoint)
+        if self.pricing_enabled:
+            _check_url("pricingEndpoint", self.pricing_endpoint)
         if (self.vnet_subnet_id or not self.offline) and not _SUBNET_ID.match(
             self.vnet_subnet_id
         ):
@@ -376,9 +387,25 @@ class AzureSettings:
 
 def _float(text: str, key: str) -> float:
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise AzureSettingsError(f"{key}: {text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise AzureSettingsError(f"{key}: {text!r} (env {_ENV[key]}) is not a finite number")
+    return value
+
+
+def _check_url(key: str, url: str) -> None:
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        parts = urlsplit("")
+    if parts.scheme != "https" or not parts.hostname:
+        raise AzureSettingsError(
+            f"{key} {url!r} (env {_ENV[key]}) is not an https:// URL "
+            "(e.g. https://management.azure.com)"
+        )
 
 
 def _flag(text: str, key: str) -> bool:

@@ -133,3 +133,22 @@ def test_a_not_ready_node_consumes_budget() -> None:
     budgets = disruption_budgets(scene.cluster.nodepools(), scene.cluster.nodes(), "Empty",
                                  datetime(2026, 1, 1, tzinfo=UTC))
     assert budgets.left("default") == 0
+
+
+def test_a_budget_duration_go_cannot_hold_fails_closed_for_its_own_nodepool_only() -> None:
+    # "99999999h" passes the CRD pattern; it once raised OverflowError out of the budget
+    # computation and stopped disruption for every NodePool.
+    scene = Scene()
+    scene.pool(budgets=[{"nodes": "100%"}])
+    scene.pool("broken", budgets=[{"nodes": "100%", "schedule": "@daily",
+                                   "duration": "99999999h"}])
+    for pool in ("default", "broken"):
+        scene.machine(f"{pool}-a", "m-4x", pool=pool)
+        scene.machine(f"{pool}-b", "m-4x", pool=pool)
+    budgets = disruption_budgets(scene.cluster.nodepools(), scene.cluster.nodes(), "Empty",
+                                 datetime(2026, 1, 1, tzinfo=UTC))
+    assert budgets.left("default") == 2
+    assert budgets.left("broken") == 0
+    (broken,) = [e for e in scene.cluster.nodepools() if e.name == "broken"]
+    assert broken.model is None
+    assert broken.error is not None and "99999999h" in broken.error

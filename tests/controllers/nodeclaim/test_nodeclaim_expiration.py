@@ -75,6 +75,20 @@ async def test_an_expired_nodeclaim_is_deleted_logged_and_counted(
     assert line["Node"] == {"name": "node-a"}
 
 
+async def test_an_expire_after_go_cannot_hold_is_logged_and_never_expires(
+    kube: FakeClient, metrics: Metrics, clock: FakeClock, logs: Logs
+) -> None:
+    # Only a NodeClaim written by hand carries one (NodePools refuse it); it once turned
+    # into an OverflowError on every reconcile of this NodeClaim.
+    await kube.create(NODE_CLAIM, nodeclaim("99999999h"))
+    controller = expiration(kube, metrics, clock)
+    await clock.step(10**9)
+    assert await controller.reconcile(REQUEST) == Result()
+    assert not deleting(kube)
+    [line] = logs.messages("ignoring expireAfter")
+    assert "'99999999h' is too long a duration" in line["error"]
+
+
 async def test_an_expiry_is_counted_once_even_when_the_cache_lags(
     kube: FakeClient, metrics: Metrics, clock: FakeClock
 ) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from nodeclaim_factories import node_manifest, nodeclaim_manifest
 
+from karpy.apis.duration import format_go_duration
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.nodeclaim import LifecycleController
-from karpy.controllers.nodeclaim.lifecycle._base import go_duration
 from karpy.controllers.settings import Settings
 from karpy.runtime import Request
 from karpy.runtime.kinds import NODE
@@ -98,6 +98,6 @@ async def test_the_ttls_come_from_settings(
 
 
 def test_durations_print_like_go() -> None:
-    assert [go_duration(s) for s in (900, 300, 20, 3600, 90.5)] == [
+    assert [format_go_duration(s) for s in (900, 300, 20, 3600, 90.5)] == [
         "15m0s", "5m0s", "20s", "1h0m0s", "1m30.5s",
     ]

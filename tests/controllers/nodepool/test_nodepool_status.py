@@ -188,3 +188,53 @@ async def test_the_hash_is_stamped_and_a_new_version_restamps_undrifted_nodeclai
     assert drifted_now == {ANNOTATION_NODEPOOL_HASH: "1",
                            ANNOTATION_NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION}
     assert kube.objects(kinds.NODE) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        (("disruption", "budgets"), [{"nodes": "1", "schedule": "@daily",
+                                      "duration": "99999999h"}],
+         "spec.disruption.budgets[0].duration"),
+        (("disruption", "consolidateAfter"), "2562048h", "spec.disruption.consolidateAfter"),
+        (("template", "spec", "expireAfter"), "99999999h", "spec.template.spec.expireAfter"),
+        (("template", "spec", "terminationGracePeriod"), "9999999999s",
+         "spec.template.spec.terminationGracePeriod"),
+    ],
+)
+async def test_a_duration_go_cannot_hold_shows_on_the_nodepools_status_naming_the_field(
+    kube: FakeClient, clock: FakeClock, path: tuple[str, ...], value: Any, field: str
+) -> None:
+    obj = nodepool()
+    target = obj["spec"]
+    for key in path[:-1]:
+        target = target.setdefault(key, {})
+    target[path[-1]] = value
+    kube.add(NODE_POOL, obj)
+    provider = FakeCloudProvider()
+    validation = NodePoolValidation(client=kube, cloud_provider=provider,  # type: ignore[arg-type]
+                                    clock=clock)
+    readiness = NodePoolReadiness(client=kube, cloud_provider=provider,  # type: ignore[arg-type]
+                                  clock=clock)
+    await validation.reconcile(Request("", "default"))
+    await readiness.reconcile(Request("", "default"))
+    stored = kube.peek(NODE_POOL, "default")
+    assert stored is not None
+    failed = next(c for c in stored["status"]["conditions"] if c["type"] == "ValidationSucceeded")
+    assert (failed["status"], failed["reason"]) == ("False", "NodePoolValidationFailed")
+    assert failed["message"].startswith(f"{field}: ")
+    assert "Go durations end at 2562047h" in failed["message"]
+    assert conditions(kube)["Ready"][0] == "False"
+
+
+async def test_a_budget_schedule_that_is_not_cron_fails_validation(
+    kube: FakeClient, clock: FakeClock
+) -> None:
+    obj = nodepool()
+    obj["spec"]["disruption"] = {"budgets": [{"nodes": "1", "schedule": "a b c d e",
+                                              "duration": "1h"}]}
+    kube.add(NODE_POOL, obj)
+    validation = NodePoolValidation(client=kube, cloud_provider=FakeCloudProvider(),  # type: ignore[arg-type]
+                                    clock=clock)
+    await validation.reconcile(Request("", "default"))
+    assert conditions(kube)["ValidationSucceeded"] == ("False", "NodePoolValidationFailed")

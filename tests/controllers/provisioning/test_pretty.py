@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from karpy.controllers.provisioning.pretty import go_duration, truncated_list
+from karpy.apis.duration import format_go_duration
+from karpy.controllers.provisioning.pretty import truncated_list
 
 
 @pytest.mark.parametrize(
@@ -21,7 +22,7 @@ from karpy.controllers.provisioning.pretty import go_duration, truncated_list
     ],
 )
 def test_go_duration(seconds: float, text: str) -> None:
-    assert go_duration(seconds) == text
+    assert format_go_duration(seconds) == text
 
 
 def test_truncated_list_names_five_and_counts_the_rest() -> None:

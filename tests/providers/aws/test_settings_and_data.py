@@ -55,11 +55,16 @@ def test_a_setting_wins_over_the_environment() -> None:
 @pytest.mark.parametrize(
     ("values", "needle"),
     [
-        ({"region": "r", "reservedENI": "1"}, "unknown aws provider setting(s) reservedENI"),
-        ({"region": "r", "reservedENIs": "-1"}, "reservedENIs='-1'"),
-        ({"region": "r", "vmMemoryOverheadPercent": "7.5"}, "vmMemoryOverheadPercent='7.5'"),
-        ({"region": "r", "isolatedVPC": "maybe"}, "isolatedVPC='maybe'"),
-        ({"region": "r", "clusterEndpoint": "http://x"}, "clusterEndpoint='http://x'"),
+        ({"region": "us-east-1", "reservedENI": "1"},
+         "unknown aws provider setting(s) reservedENI"),
+        ({"region": "us-east-1", "reservedENIs": "-1"}, "reservedENIs='-1'"),
+        ({"region": "us-east-1", "vmMemoryOverheadPercent": "7.5"},
+         "vmMemoryOverheadPercent='7.5'"),
+        ({"region": "us-east-1", "isolatedVPC": "maybe"}, "isolatedVPC='maybe'"),
+        ({"region": "us-east-1", "clusterEndpoint": "http://x"}, "clusterEndpoint='http://x'"),
+        ({"region": "r"}, "region='r' (env AWS_REGION) is not an AWS region name"),
+        ({"region": "us-east-1", "endpointURL": "notaurl"}, "endpointURL='notaurl'"),
+        ({"region": "us-east-1", "pricingEndpointURL": "http://"}, "pricingEndpointURL='http://'"),
         ({}, "no AWS region"),
     ],
 )
@@ -71,7 +76,7 @@ def test_bad_settings_name_the_field(values: dict[str, str], needle: str) -> Non
 
 def test_missing_cluster_name_is_an_error() -> None:
     with pytest.raises(AWSSettingsError, match="CLUSTER_NAME"):
-        AWSSettings.from_settings({"region": "r"}, cluster_name="", environ={})
+        AWSSettings.from_settings({"region": "us-east-1"}, cluster_name="", environ={})
 
 
 async def test_the_entry_point_builds_the_provider_and_reports_bad_settings() -> None:

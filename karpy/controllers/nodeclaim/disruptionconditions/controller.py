@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
+from pydantic import ValidationError
+
 from karpy.apis import NodeClaim, NodePool
 from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.cloudprovider import CloudProvider
@@ -152,6 +154,10 @@ class DisruptionConditions:
             nodepool = self._parsed(await self._client.get(NODE_POOL, pool_name))
         except errors.NotFound:
             self._nodepools.pop(pool_name, None)
+            return Result()
+        except ValidationError:
+            # An invalid NodePool (nodepool.validation says why on its status) gives no
+            # consolidateAfter or template to judge by: leave its NodeClaims as they are.
             return Result()
         fields: dict[str, Any] = {
             "controllerGroup": NODE_CLAIM.group, "controllerKind": NODE_CLAIM.kind,

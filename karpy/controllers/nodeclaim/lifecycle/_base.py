@@ -12,7 +12,7 @@ from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
 from karpy.apis.v1.nodeclaim import NodeClaimCondition
 from karpy.runtime import Clock
 
-__all__ = ["Outcome", "SubReconciler", "conditions", "disrupted_labels", "go_duration", "log"]
+__all__ = ["Outcome", "SubReconciler", "conditions", "disrupted_labels", "log"]
 
 log = logging.getLogger("controller")
 """Karpenter's lifecycle lines carry ``"logger": "controller"``."""
@@ -51,17 +51,3 @@ def disrupted_labels(nodeclaim: NodeClaim, reason: str) -> dict[str, str]:
         "nodepool": labels.get(LABEL_NODEPOOL, ""),
         "capacity_type": labels.get(LABEL_CAPACITY_TYPE, ""),
     }
-
-
-def go_duration(seconds: float) -> str:
-    """``seconds`` as Go prints a time.Duration ("15m0s", "5m0s", "20s", "1h0m0s")."""
-    whole = int(seconds)
-    frac = seconds - whole
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    sec_text = f"{secs + frac:g}s"
-    if hours:
-        return f"{hours}h{minutes}m{sec_text}"
-    if minutes:
-        return f"{minutes}m{sec_text}"
-    return sec_text

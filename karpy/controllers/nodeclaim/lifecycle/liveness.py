@@ -12,13 +12,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from karpy.apis import NodeClaim
+from karpy.apis.duration import format_go_duration
 from karpy.apis.v1.nodeclaim import CONDITION_LAUNCHED, CONDITION_REGISTERED
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim.lifecycle._base import (
     Outcome,
     conditions,
     disrupted_labels,
-    go_duration,
     log,
 )
 from karpy.controllers.settings import Settings
@@ -88,14 +88,14 @@ class Liveness:
             return Outcome(deleted=True)  # gone already, or a newer NodeClaim of that name
         log.info(
             "terminating due to timeout",
-            extra={"timeout": go_duration(ttl), "reason": reason},
+            extra={"timeout": format_go_duration(ttl), "reason": reason},
         )
         self._recorder.warning(
             nodeclaim.to_dict(),
             _EVENT_REASONS[reason],
             f"NodeClaim {nodeclaim.metadata.name} deleted: not "
             f"{'launched' if reason == LAUNCH_TIMEOUT_REASON else 'registered'} "
-            f"within {go_duration(ttl)}",
+            f"within {format_go_duration(ttl)}",
         )
         self._metrics.nodeclaims_disrupted.add(1, disrupted_labels(nodeclaim, reason))
         return Outcome(deleted=True)

@@ -23,6 +23,7 @@ from karpy.apis.model import (
     Rule,
     validations,
 )
+from karpy.apis.quantity import MAX_QUANTITY_LENGTH
 from karpy_aws.apis.labels import AMI_FAMILY_BY_ALIAS, AMI_FAMILY_CUSTOM, GROUP
 
 __all__ = [
@@ -218,8 +219,12 @@ def _reserved_rules(name: str) -> dict[str, object]:
     )
 
 
-EvictionThreshold = Annotated[str, Field(pattern=_EVICTION_THRESHOLD_PATTERN)]
-ReservedQuantity = Annotated[str, Field(pattern=QUANTITY_PATTERN)]
+EvictionThreshold = Annotated[
+    str, Field(pattern=_EVICTION_THRESHOLD_PATTERN, max_length=MAX_QUANTITY_LENGTH)
+]
+ReservedQuantity = Annotated[
+    str, Field(pattern=QUANTITY_PATTERN, max_length=MAX_QUANTITY_LENGTH)
+]
 EvictionHard = Annotated[
     dict[str, EvictionThreshold], Field(json_schema_extra=_eviction_rules("evictionHard"))
 ]
