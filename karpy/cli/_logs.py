@@ -10,6 +10,7 @@ log each request's parameters: launch template user data, the access key id.
 from __future__ import annotations
 
 import logging
+from typing import TextIO
 
 from karpy.cloudprovider.registry import installed_providers
 from karpy.runtime import configure_logging
@@ -28,9 +29,11 @@ def _level(name: str) -> int:
     return value if isinstance(value, int) else logging.WARNING
 
 
-def configure_command_logging(level: str, *, sdk_level: str | None = None) -> None:
-    """JSON logs with ``level`` for karpy's loggers; ``sdk_level`` (default: WARNING, or
-    ``level`` if that is higher) for every other logger."""
+def configure_command_logging(
+    level: str, *, sdk_level: str | None = None, stream: TextIO | None = None
+) -> None:
+    """JSON logs (to ``stream``, default stderr) with ``level`` for karpy's loggers;
+    ``sdk_level`` (default: WARNING, or ``level`` if that is higher) for every other."""
     mine = _level(level)
     others = _level(sdk_level) if sdk_level is not None else max(mine, logging.WARNING)
-    configure_logging(mine, loggers=karpy_loggers(), others=others)
+    configure_logging(mine, stream=stream, loggers=karpy_loggers(), others=others)
