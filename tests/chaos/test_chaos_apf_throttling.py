@@ -40,9 +40,15 @@ SCHEMA = "karpy-chaos-throttled"
 NOISE = "karpy-chaos-noise"  # the neighbour's ServiceAccount and FlowSchema
 NOISE_TASKS = 12
 LEASE = "karpenter-leader-election"
-ERRORS_ALLOWED = 20
-"""ERROR lines allowed across both replicas: a throttled request that runs out of
-retries is logged once and its key backs off; a loop would log hundreds."""
+
+
+def errors_allowed(throttles: int) -> int:
+    """ERROR lines allowed across both replicas for ``throttles`` 429s: at most one in
+    ten throttles may end as a reconcile error (its retries ran out within the request's
+    timeout). A client that turns every 429 into an error logs one per two or three
+    (21 for 43 in the short run); a loop would log hundreds."""
+    return 2 + throttles // 10
+
 
 FLOW_CONTROL = [
     {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
@@ -163,7 +169,7 @@ async def test_pods_run_and_karpy_stays_calm_when_the_api_server_throttles_it(
             assert found.pods == pods
             assert found.clean, found.details()
             assert rejected > 0, "the priority level never throttled karpy: test is void"
-            assert len(errors) <= ERRORS_ALLOWED, [r.get("message") for r in errors]
+            assert len(errors) <= errors_allowed(rejected), [r.get("error") for r in errors]
             # Two replicas of client-side buckets at 200/s would allow 400/s; a loop
             # retrying without waiting would go far beyond what the level dispatches.
             assert rate < 100, rate
