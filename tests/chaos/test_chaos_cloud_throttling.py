@@ -30,8 +30,8 @@ import test_aws as aws_e2e
 from aws_kubelet import MotoKubelet
 from harness import karpy_operator
 from kube import clean_up, connect, deployment, eventually, running_pods
-from moto.ec2.exceptions import EC2ClientError
 from moto.ec2.responses import EC2Response
+from werkzeug.exceptions import HTTPException
 
 from karpy.controllers.settings import Settings
 from karpy.runtime import kinds
@@ -46,6 +46,19 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 BURST = 10
 BURST_EVERY = 3.0
+
+
+class RequestLimitExceeded(HTTPException):
+    """EC2's throttling answer: HTTP 400 with its XML error body. Raised where moto
+    turns an HTTPException into the response (its authorization step), so it reaches
+    every EC2 action before the action runs, as EC2's own throttling does."""
+
+    code = 400
+    description = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error>'
+        "<Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message>"
+        "</Error></Errors><RequestID>karpy-chaos</RequestID></Response>"
+    )
 
 
 class Ec2Throttle:
@@ -68,7 +81,7 @@ class Ec2Throttle:
                     if throttle.budget > 0:
                         throttle.budget -= 1
                         throttle.refused += 1
-                        raise EC2ClientError("RequestLimitExceeded", "Request limit exceeded.")
+                        raise RequestLimitExceeded()
             return original(self_, *args, **kwargs)
 
         EC2Response._authenticate_and_authorize_normal_action = check  # type: ignore[method-assign]
