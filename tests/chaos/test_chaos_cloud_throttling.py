@@ -1,9 +1,9 @@
 """Chaos scenario: the cloud throttles karpy. karpy with the AWS provider against moto
 (server mode) and the local cluster scales a Deployment up while bursts of
 ``RequestLimitExceeded`` hit *every* EC2 call karpy makes (CreateFleet, the launch
-template calls, DescribeInstances, TerminateInstances ...): every few seconds the next
-``BURST`` of karpy's EC2 requests are refused, as EC2 does when an account's request
-rate is exceeded. Only karpy's requests (its User-Agent) are refused; the kubelet
+template calls, DescribeInstances, TerminateInstances ...): for ``BURST`` seconds of
+every ``BURST_EVERY`` all of karpy's EC2 requests are refused, as EC2 does while an
+account's request rate is exceeded. Only karpy's requests (its User-Agent) are refused; the kubelet
 stand-in's are not.
 
 Pass: the pods all Running; the instances equal the NodeClaims (leaked 0, doubled 0);
@@ -44,8 +44,8 @@ from moto_harness import FleetFaults, moto_server, seed_account, use_test_creden
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-BURST = 10
-BURST_EVERY = 3.0
+BURST = 2.0
+BURST_EVERY = 8.0
 
 
 class RequestLimitExceeded(HTTPException):
@@ -62,11 +62,11 @@ class RequestLimitExceeded(HTTPException):
 
 
 class Ec2Throttle:
-    """Refuse the next ``budget`` EC2 requests made by karpy (User-Agent ``karpy``) with
-    RequestLimitExceeded (HTTP 400, as EC2 answers), counting what was refused."""
+    """While ``active``, refuse every EC2 request made by karpy (User-Agent ``karpy``)
+    with RequestLimitExceeded (HTTP 400, as EC2 answers), counting what was refused."""
 
     def __init__(self) -> None:
-        self.budget = 0
+        self.active = False
         self.refused = 0
         self._lock = threading.Lock()
 
@@ -78,8 +78,7 @@ class Ec2Throttle:
         def check(self_: Any, *args: Any, **kwargs: Any) -> Any:
             if "karpy" in str(self_.headers.get("User-Agent", "")):
                 with throttle._lock:
-                    if throttle.budget > 0:
-                        throttle.budget -= 1
+                    if throttle.active:
                         throttle.refused += 1
                         raise RequestLimitExceeded()
             return original(self_, *args, **kwargs)
@@ -125,8 +124,10 @@ async def test_pods_run_and_nothing_leaks_while_ec2_throttles_karpy(
 
                     async def bursts() -> None:
                         while True:
-                            throttle.budget = BURST
-                            await asyncio.sleep(BURST_EVERY)
+                            throttle.active = True
+                            await asyncio.sleep(BURST)
+                            throttle.active = False
+                            await asyncio.sleep(BURST_EVERY - BURST)
 
                     started = time.monotonic()
                     burster = asyncio.create_task(bursts(), name="chaos:ec2-bursts")
@@ -139,7 +140,7 @@ async def test_pods_run_and_nothing_leaks_while_ec2_throttles_karpy(
                         burster.cancel()
                         with contextlib.suppress(asyncio.CancelledError):
                             await burster
-                        throttle.budget = 0
+                        throttle.active = False
                     elapsed = time.monotonic() - started
 
                     async def agree() -> tuple[set[str], set[str]] | None:
