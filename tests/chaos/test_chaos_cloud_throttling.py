@@ -44,8 +44,10 @@ from moto_harness import FleetFaults, moto_server, seed_account, use_test_creden
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-BURST = 2.0
-BURST_EVERY = 8.0
+BURST = 4.0
+BURST_EVERY = 6.0
+"""Refusing 4 s of every 6: a whole launch (a batch's CreateFleet calls take about a
+second against moto) otherwise fits in a gap and meets no throttling at all."""
 
 
 class RequestLimitExceeded(HTTPException):
