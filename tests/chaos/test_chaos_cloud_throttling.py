@@ -20,6 +20,7 @@ import json
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -156,13 +157,15 @@ async def test_pods_run_and_nothing_leaks_while_ec2_throttles_karpy(
                     # Eventually: a NodeClaim may still be writing its status.
                     claims, live = await eventually(agree, timeout=120,
                                                     what="instances == NodeClaims")
-                    errors = len([r for r in karpy.logs if r.get("level") == "ERROR"])
+                    errors = Counter(str(r.get("error"))[:70] for r in karpy.logs
+                                     if r.get("level") == "ERROR")
                     provider: Any = karpy.operator._provider if karpy.operator else None
                     calls = dict(provider.clients.calls) if provider is not None else {}
                     print(f"\nscenario ec2-throttling: {throttle.refused} RequestLimitExceeded "
                           f"injected into karpy's EC2 calls ({calls}); "
                           f"{pods} pods Running in {elapsed:.0f}s on {len(live)} instances, "
-                          f"{len(claims)} NodeClaims: 0 leaked, 0 doubled; {errors} ERROR lines")
+                          f"{len(claims)} NodeClaims: 0 leaked, 0 doubled; "
+                          f"{sum(errors.values())} ERROR lines: {dict(errors)}")
                     assert throttle.refused > 0
 
                     await aws_e2e.scale(client, namespace, 0)
