@@ -91,10 +91,15 @@ class Operator:
     async def start(self) -> None:
         """Connect, load the provider and build every controller (nothing runs yet)."""
         opts = self.options
+        qps, burst = opts.kube_client_qps, opts.kube_client_burst
         if opts.kubeconfig is not None:
-            client = await Client.from_kubeconfig(opts.kubeconfig, timeout=opts.request_timeout)
+            client = await Client.from_kubeconfig(
+                opts.kubeconfig, timeout=opts.request_timeout, qps=qps, burst=burst
+            )
         else:
-            client = await Client.from_environment(timeout=opts.request_timeout)
+            client = await Client.from_environment(
+                timeout=opts.request_timeout, qps=qps, burst=burst
+            )
         self._client = client
         leader = (
             # Renewed from a thread of its own: a busy event loop cannot starve it.

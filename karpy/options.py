@@ -47,8 +47,15 @@ class Options:
     health_probe_bind_address: str = ":8081"
     graceful_shutdown_timeout: float = 30.0
     request_timeout: float = 30.0
+    kube_client_qps: float = 200.0
+    """Requests per second to the API server, sustained (KUBE_CLIENT_QPS)."""
+    kube_client_burst: int = 300
+    """Requests to the API server at once after a lull (KUBE_CLIENT_BURST)."""
     log_level: str = "info"
-    """debug, info, warn or error (LOG_LEVEL)."""
+    """debug, info, warn or error (LOG_LEVEL): the level of karpy's and its providers'
+    loggers."""
+    sdk_log_level: str = "warn"
+    """The level of every other logger — the cloud SDKs', aiohttp's (SDK_LOG_LEVEL)."""
 
 
 class ConfigError(ValueError):
@@ -106,6 +113,26 @@ def _log_level(text: str) -> str:
     if value not in _LOG_LEVELS:
         raise ValueError(f"{text!r} is not a log level (expected one of {', '.join(_LOG_LEVELS)})")
     return value
+
+
+def _qps(text: str) -> float:
+    try:
+        qps = float(text)
+    except ValueError:
+        qps = -1.0
+    if not 0 < qps < float("inf"):
+        raise ValueError(f"{text!r} is not a number of requests per second > 0 (e.g. 200)")
+    return qps
+
+
+def _burst(text: str) -> int:
+    try:
+        burst = int(text)
+    except ValueError:
+        burst = 0
+    if burst < 1:
+        raise ValueError(f"{text!r} is not a whole number >= 1 (e.g. 300)")
+    return burst
 
 
 def _provider(text: str) -> str:
@@ -172,8 +199,17 @@ SETTINGS: tuple[Setting, ...] = (
             "a provisioning batch ends after this long in all", _positive_duration, "DURATION"),
     Setting("--feature-gates", "FEATURE_GATES", _default_gates(),
             "Karpenter's feature gates, NAME=BOOL,...", _gates, "NAME=BOOL,..."),
-    Setting("--log-level", "LOG_LEVEL", "info", "debug, info, warn or error", _log_level,
-            "LEVEL"),
+    Setting("--log-level", "LOG_LEVEL", "info",
+            "debug, info, warn or error: the level of karpy's and its providers' loggers",
+            _log_level, "LEVEL"),
+    Setting("--sdk-log-level", "SDK_LOG_LEVEL", "warn",
+            "karpy only: the level of every other logger (botocore, azure, aiohttp ...); "
+            "at debug the cloud SDKs log request parameters, user data and credentials",
+            _log_level, "LEVEL"),
+    Setting("--kube-client-qps", "KUBE_CLIENT_QPS", "200",
+            "the smoothed rate of requests per second to the kube-apiserver", _qps, "QPS"),
+    Setting("--kube-client-burst", "KUBE_CLIENT_BURST", "300",
+            "the maximum allowed burst of requests to the kube-apiserver", _burst, "N"),
     Setting("--metrics-port", "METRICS_PORT", "8080", "port of /metrics", _port, "PORT"),
     Setting("--health-probe-port", "HEALTH_PROBE_PORT", "8081",
             "port of /healthz and /readyz", _port, "PORT"),
@@ -290,4 +326,7 @@ def options_from_args(
         metrics_bind_address=f":{values['--metrics-port']}",
         health_probe_bind_address=f":{values['--health-probe-port']}",
         log_level=values["--log-level"],
+        sdk_log_level=values["--sdk-log-level"],
+        kube_client_qps=values["--kube-client-qps"],
+        kube_client_burst=values["--kube-client-burst"],
     )

@@ -50,11 +50,11 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
     import json
 
+    from karpy.cli._logs import configure_command_logging
     from karpy.controllers.settings import FeatureGates, Settings
-    from karpy.runtime import configure_logging
     from karpy.tools.view import SnapshotError, ViewError
 
-    configure_logging(args.log_level.upper())
+    configure_command_logging(args.log_level)
     provider_settings = {}
     for item in args.provider_setting:
         key, sep, value = item.partition("=")

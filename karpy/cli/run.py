@@ -124,11 +124,12 @@ def _run_operator(args: argparse.Namespace) -> int:
     except (ConfigError, ProviderSettingsError, UnknownProviderError) as err:
         return _fail(str(err))
 
+    from karpy.cli._logs import configure_command_logging
     from karpy.operator import run_operator
-    from karpy.runtime import configure_logging, run
+    from karpy.runtime import run
     from karpy.runtime.errors import LeaderElectionLost, TransportError
 
-    configure_logging({"warn": "WARNING"}.get(options.log_level, options.log_level.upper()))
+    configure_command_logging(options.log_level, sdk_level=options.sdk_log_level)
     try:
         run(run_operator(options))
     except LeaderElectionLost as err:

@@ -45,12 +45,12 @@ def _run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    from karpy.cli._logs import configure_command_logging
     from karpy.controllers.settings import FeatureGates, Settings
-    from karpy.runtime import configure_logging
     from karpy.tools.simulate import SimulateOptions, render, run_simulation
     from karpy.tools.view import SnapshotError, ViewError
 
-    configure_logging(args.log_level.upper())
+    configure_command_logging(args.log_level)
     settings_ = {}
     for item in args.provider_setting:
         key, sep, value = item.partition("=")

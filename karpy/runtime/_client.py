@@ -9,6 +9,11 @@ Every request carries a timeout. Every failure is translated at this boundary in
 :mod:`karpy.runtime.errors` (``raise ... from`` the original), so callers never see
 kubernetes-asyncio's or aiohttp's exceptions.
 
+Requests flow as client-go's do (:mod:`._flowcontrol`): each takes a token from a
+client-wide bucket (``qps``/``burst``, Karpenter's 200/300 by default) and a 429 or 5xx
+answer carrying Retry-After is tried again, bounded by the request's timeout, as is a
+GET whose connection broke. The first token is waited for before the timeout starts.
+
 Reads may be served by a cache: :meth:`Client.with_reader` returns a client whose
 ``get``/``list`` consult the reader for kinds it serves (returning read-only objects),
 while writes always go to the API server.
@@ -37,14 +42,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import socket
 import struct
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
@@ -54,13 +60,23 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from yarl import URL
 
 from ._fence import WriteGate, write_fence
+from ._flowcontrol import DEFAULT_BURST, DEFAULT_QPS, RetryState, TokenBucket
 from ._objects import Object, loads_frozen
-from .errors import ApiError, RequestTimeout, TransportError, api_error_from_response
+from .errors import (
+    ApiError,
+    ClientError,
+    RequestTimeout,
+    TransportError,
+    api_error_from_response,
+)
 from .kinds import Kind
 
 __all__ = ["Client", "ObjectList", "PatchType", "Reader", "WatchEvent"]
 
 Selector = str | Mapping[str, str] | None
+_T = TypeVar("_T")
+
+log = logging.getLogger("karpy.runtime.client")
 
 _SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 SERVICE_ACCOUNT_DIR_ENV = "KARPY_SERVICE_ACCOUNT_DIR"
@@ -193,6 +209,10 @@ class Client:
 
     Objects are plain dicts. Objects returned from the server are yours to mutate;
     objects read through a cache reader are read-only (see ``karpy.runtime.thaw``).
+
+    ``qps`` and ``burst`` size the client-wide token bucket every request waits on
+    (client-go's; None turns it off); 429/5xx answers with Retry-After are retried
+    within the request's timeout (see the module docstring).
     """
 
     def __init__(
@@ -204,6 +224,8 @@ class Client:
         reader: Reader | None = None,
         user_agent: str = "karpy-runtime",
         write_gate: WriteGate | None = None,
+        qps: float | None = DEFAULT_QPS,
+        burst: int = DEFAULT_BURST,
     ) -> None:
         self._api = api_client
         if owns_api_client:
@@ -215,6 +237,7 @@ class Client:
         self._reader = reader
         self._user_agent = user_agent
         self._gate = write_gate
+        self._bucket = TokenBucket(qps=qps, burst=burst) if qps is not None else None
         self._closed = False
 
     # -- construction ------------------------------------------------------------------
@@ -226,6 +249,8 @@ class Client:
         *,
         context: str | None = None,
         timeout: float = 30.0,
+        qps: float | None = DEFAULT_QPS,
+        burst: int = DEFAULT_BURST,
     ) -> Client:
         """Load ``path`` (default: ``$KUBECONFIG`` or ``~/.kube/config``) and its context."""
         configuration = k8s_client.Configuration()
@@ -241,10 +266,18 @@ class Client:
         except (OSError, k8s_config.ConfigException) as exc:
             where = config_file or "~/.kube/config"
             raise TransportError(f"cannot load kubeconfig {where}: {exc}") from exc
-        return cls(k8s_client.ApiClient(configuration), timeout=timeout, owns_api_client=True)
+        return cls(
+            k8s_client.ApiClient(configuration),
+            timeout=timeout,
+            owns_api_client=True,
+            qps=qps,
+            burst=burst,
+        )
 
     @classmethod
-    def in_cluster(cls, *, timeout: float = 30.0) -> Client:
+    def in_cluster(
+        cls, *, timeout: float = 30.0, qps: float | None = DEFAULT_QPS, burst: int = DEFAULT_BURST
+    ) -> Client:
         """Use the pod's service account (token re-read as it rotates): the API server
         at ``KUBERNETES_SERVICE_HOST``/``PORT``, the token and CA in
         /var/run/secrets/kubernetes.io/serviceaccount (or ``$KARPY_SERVICE_ACCOUNT_DIR``,
@@ -260,52 +293,70 @@ class Client:
             )
         except k8s_config.ConfigException as exc:
             raise TransportError(f"not running in a cluster: {exc}") from exc
-        return cls(k8s_client.ApiClient(configuration), timeout=timeout, owns_api_client=True)
+        return cls(
+            k8s_client.ApiClient(configuration),
+            timeout=timeout,
+            owns_api_client=True,
+            qps=qps,
+            burst=burst,
+        )
 
     @classmethod
-    async def from_environment(cls, *, timeout: float = 30.0) -> Client:
+    async def from_environment(
+        cls, *, timeout: float = 30.0, qps: float | None = DEFAULT_QPS, burst: int = DEFAULT_BURST
+    ) -> Client:
         """In-cluster config when running in a pod, else the kubeconfig (``$KUBECONFIG``)."""
         if _in_pod():
-            return cls.in_cluster(timeout=timeout)
-        return await cls.from_kubeconfig(timeout=timeout)
+            return cls.in_cluster(timeout=timeout, qps=qps, burst=burst)
+        return await cls.from_kubeconfig(timeout=timeout, qps=qps, burst=burst)
 
     def with_reader(self, reader: Reader | None) -> Client:
         """A client sharing this one's connection whose reads go to ``reader`` when it
         serves the kind (pass ``live=True`` to a read to bypass it). Closing it does not
-        close the shared connection."""
-        return Client(
+        close the shared connection. It shares this client's token bucket too."""
+        client = Client(
             self._api,
             timeout=self.timeout,
             owns_api_client=False,
             reader=reader,
             user_agent=self._user_agent,
             write_gate=self._gate,
+            qps=None,
         )
+        client._bucket = self._bucket
+        return client
 
     def with_write_gate(self, gate: WriteGate | None) -> Client:
-        """A client sharing this one's connection and reader whose mutating requests ask
-        ``gate`` first (the manager passes its leader elector): refused with
+        """A client sharing this one's connection, reader and token bucket whose mutating
+        requests ask ``gate`` first (the manager passes its leader elector): refused with
         ``errors.NotLeader`` once the lease is lost, cut off if it is lost in flight.
         Closing it does not close the shared connection."""
-        return Client(
+        client = Client(
             self._api,
             timeout=self.timeout,
             owns_api_client=False,
             reader=self._reader,
             user_agent=self._user_agent,
             write_gate=gate,
+            qps=None,
         )
+        client._bucket = self._bucket
+        return client
 
     def with_own_connections(self) -> Client:
         """A client on the same configuration (server, credentials, timeout) with a
-        connection pool of its own, so its requests never queue behind this one's
-        (the leader-election Lease renewals use one). Close it separately."""
+        connection pool and a token bucket of its own (same qps and burst), so its
+        requests never queue behind this one's (the leader-election Lease renewals use
+        one). Close it separately."""
+        bucket = self._bucket
         return Client(
             k8s_client.ApiClient(self._api.configuration),
             timeout=self.timeout,
             owns_api_client=True,
             user_agent=self._user_agent,
             write_gate=self._gate,
+            qps=bucket.qps if bucket is not None else None,
+            burst=bucket.burst if bucket is not None else DEFAULT_BURST,
         )
 
     @property
@@ -367,6 +418,40 @@ class Client:
             raise api_error_from_response(response.status, data, response.headers)
         return response
 
+    async def _throttle(self) -> None:
+        if self._closed:
+            raise TransportError("client is closed")
+        if self._bucket is not None:
+            await self._bucket.wait()
+
+    async def _retrying(
+        self, method: str, path: str, limit: float, attempt: Callable[[float], Awaitable[_T]]
+    ) -> _T:
+        """Run ``attempt(seconds left)`` after taking a token, and again after each
+        failure the server asked to be retried, until ``limit`` seconds have passed."""
+        loop = asyncio.get_running_loop()
+        # As client-go: the first token is waited for before the timeout starts, so a
+        # throttled client does not time out requests it never sent.
+        await self._throttle()
+        deadline = loop.time() + limit
+        retry = RetryState(method)
+        while True:
+            try:
+                return await attempt(deadline - loop.time())
+            except ClientError as exc:
+                wait = retry.delay(exc, remaining=deadline - loop.time())
+                if wait is None:
+                    raise
+                log.debug(
+                    "retrying request",
+                    extra={"verb": method, "path": path, "attempt": retry.retries,
+                           "wait": round(wait, 3), "error": str(exc)},
+                )  # fmt: skip
+                await asyncio.sleep(wait)
+                await self._throttle()
+                if loop.time() >= deadline:
+                    raise
+
     async def _call(
         self,
         method: str,
@@ -379,28 +464,32 @@ class Client:
         frozen: bool = False,
     ) -> Any:
         limit = self.timeout if timeout is None else timeout
-        try:
-            async with asyncio.timeout(limit):
-                response = await self._send(
-                    method,
-                    path,
-                    query=query,
-                    body=body,
-                    content_type=content_type,
-                    timeout=aiohttp.ClientTimeout(total=limit),
-                )
-                try:
-                    data = await response.read()
-                finally:
-                    response.release()
-        except ApiError:
-            raise
-        except TimeoutError as exc:
-            raise RequestTimeout(f"{method} {path} timed out after {limit:g}s") from exc
-        except ApiException as exc:
-            raise api_error_from_response(exc.status or 0, exc.body, exc.headers) from exc
-        except (aiohttp.ClientError, OSError) as exc:
-            raise TransportError(f"{method} {path}: {exc}") from exc
+
+        async def attempt(left: float) -> bytes:
+            try:
+                async with asyncio.timeout(left):
+                    response = await self._send(
+                        method,
+                        path,
+                        query=query,
+                        body=body,
+                        content_type=content_type,
+                        timeout=aiohttp.ClientTimeout(total=left),
+                    )
+                    try:
+                        return await response.read()
+                    finally:
+                        response.release()
+            except ApiError:
+                raise
+            except TimeoutError as exc:
+                raise RequestTimeout(f"{method} {path} timed out after {limit:g}s") from exc
+            except ApiException as exc:
+                raise api_error_from_response(exc.status or 0, exc.body, exc.headers) from exc
+            except (aiohttp.ClientError, OSError) as exc:
+                raise TransportError(f"{method} {path}: {exc}") from exc
+
+        data = await self._retrying(method, path, limit, attempt)
         if not data:
             return None
         return loads_frozen(data) if frozen else json.loads(data)
@@ -542,25 +631,29 @@ class Client:
         if field_selector:
             query.append(("fieldSelector", field_selector))
         path = kind.path(namespace=namespace)
-        try:
-            async with asyncio.timeout(self.timeout):
-                response = await self._send(
-                    "GET",
-                    path,
-                    query=query,
-                    timeout=aiohttp.ClientTimeout(
-                        total=timeout_seconds + self.timeout,
-                        connect=self.timeout,
-                    ),
-                )
-        except ApiError:
-            raise
-        except TimeoutError as exc:
-            raise RequestTimeout(f"watch {path}: no response after {self.timeout:g}s") from exc
-        except ApiException as exc:
-            raise api_error_from_response(exc.status or 0, exc.body, exc.headers) from exc
-        except (aiohttp.ClientError, OSError) as exc:
-            raise TransportError(f"watch {path}: {exc}") from exc
+
+        async def attempt(left: float) -> aiohttp.ClientResponse:
+            try:
+                async with asyncio.timeout(left):
+                    return await self._send(
+                        "GET",
+                        path,
+                        query=query,
+                        timeout=aiohttp.ClientTimeout(
+                            total=timeout_seconds + self.timeout,
+                            connect=self.timeout,
+                        ),
+                    )
+            except ApiError:
+                raise
+            except TimeoutError as exc:
+                raise RequestTimeout(f"watch {path}: no response after {self.timeout:g}s") from exc
+            except ApiException as exc:
+                raise api_error_from_response(exc.status or 0, exc.body, exc.headers) from exc
+            except (aiohttp.ClientError, OSError) as exc:
+                raise TransportError(f"watch {path}: {exc}") from exc
+
+        response = await self._retrying("GET", path, self.timeout, attempt)
         try:
             async for line in _lines(response, inactivity_timeout, path):
                 event = loads_frozen(line)

@@ -20,7 +20,7 @@ import json
 import logging
 import sys
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -83,8 +83,20 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=_default, separators=(",", ":"))
 
 
-def configure_logging(level: int | str = "INFO", *, stream: TextIO | None = None) -> None:
-    """Send every log record to ``stream`` (stderr) as JSON lines, at ``level`` or above.
+def configure_logging(
+    level: int | str = "INFO",
+    *,
+    stream: TextIO | None = None,
+    loggers: Iterable[str] = (),
+    others: int | str = "WARNING",
+) -> None:
+    """Send log records to ``stream`` (stderr) as JSON lines.
+
+    Without ``loggers`` every logger logs at ``level`` or above. With ``loggers`` (your
+    program's top-level logger names, e.g. ``["karpy", "karpy_aws"]``) only those, and
+    their children, log at ``level``; every other logger — libraries, cloud SDKs — logs
+    at ``others`` (WARNING). That keeps a debug run from logging what SDKs log at debug:
+    botocore writes every request's parameters (user data, the access key id).
 
     Replaces the root logger's handlers; call once at program start.
     """
@@ -94,4 +106,7 @@ def configure_logging(level: int | str = "INFO", *, stream: TextIO | None = None
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(level)
+    names = list(loggers)
+    root.setLevel(others if names else level)
+    for name in names:
+        logging.getLogger(name).setLevel(level)

@@ -20,7 +20,7 @@ The tree::
     │       │   └── AlreadyExists 409 with reason AlreadyExists (create of an existing name)
     │       ├── Gone              410 (resource version too old: relist)
     │       ├── Invalid           422 (the object failed validation)
-    │       ├── TooManyRequests   429 (throttled; ``retry_after`` from the server if sent)
+    │       ├── TooManyRequests   429 (throttled)
     │       └── ServerError       5xx
     │           └── ServiceUnavailable 503
     ├── QueueShutDown             WorkQueue.get() after shutdown() once the queue is empty
@@ -30,6 +30,7 @@ The tree::
 kubernetes-asyncio's ``ApiException`` and aiohttp's errors never escape the client: they
 are translated here (``raise ... from``), so callers catch one tree. Names follow the
 HTTP status (``NotFound``, not ``NotFoundError``), as Kubernetes users know them.
+Every ApiError carries ``retry_after``: the server's Retry-After in seconds, or None.
 """
 
 from __future__ import annotations
@@ -119,7 +120,10 @@ class ApiError(ClientError):
     """The API server answered with a non-2xx status.
 
     ``status`` is the HTTP code, ``reason`` the Status object's reason (e.g. "NotFound"),
-    ``message`` the server's own explanation and ``body`` the decoded Status (or {}).
+    ``message`` the server's own explanation, ``body`` the decoded Status (or {}) and
+    ``retry_after`` the seconds of the answer's Retry-After header (None without one).
+    The client has already retried what the server asked it to retry
+    (:mod:`karpy.runtime`'s client docs say when); what reaches you is final.
     """
 
     status: int = 0
@@ -131,6 +135,7 @@ class ApiError(ClientError):
         status: int | None = None,
         reason: str = "",
         body: Mapping[str, Any] | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         if status is not None:
@@ -138,6 +143,7 @@ class ApiError(ClientError):
         self.reason = reason
         self.message = message
         self.body: Mapping[str, Any] = body or {}
+        self.retry_after = retry_after
 
     def __str__(self) -> str:
         return f"{self.status} {self.reason}: {self.message}" if self.reason else self.message
@@ -196,21 +202,10 @@ class Invalid(ApiError):  # noqa: N818
 
 
 class TooManyRequests(ApiError):  # noqa: N818
-    """429: the server throttled the request; ``retry_after`` holds its hint in seconds."""
+    """429: the server throttled the request (or a PodDisruptionBudget refused an
+    eviction); ``retry_after`` holds its hint in seconds."""
 
     status = 429
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        reason: str = "",
-        body: Mapping[str, Any] | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message, status=status, reason=reason, body=body)
-        self.retry_after = retry_after
 
 
 class ServerError(ApiError):
@@ -280,15 +275,18 @@ def api_error_from_response(
         cls = ServerError
     else:
         cls = ApiError
-    if cls is TooManyRequests:
-        retry_after: float | None = None
-        raw = (headers or {}).get("Retry-After")
-        if raw is not None:
-            try:
-                retry_after = float(raw)
-            except ValueError:
-                retry_after = None
-        return TooManyRequests(
-            message, status=status, reason=reason, body=decoded, retry_after=retry_after
-        )
-    return cls(message, status=status, reason=reason, body=decoded)
+    return cls(
+        message,
+        status=status,
+        reason=reason,
+        body=decoded,
+        retry_after=_retry_after((headers or {}).get("Retry-After")),
+    )
+
+
+def _retry_after(raw: str | None) -> float | None:
+    """Retry-After in seconds: a whole number >= 0, as client-go reads it (an HTTP
+    date, a fraction or garbage count as absent)."""
+    if raw is None or not raw.strip().isdigit():
+        return None
+    return float(int(raw))

@@ -39,8 +39,10 @@ class Fleet:
         lease_namespace: str,
         provider_settings: Mapping[str, str] | None = None,
         args: tuple[str, ...] = (),
+        kubeconfig: str | None = None,
     ) -> None:
         self._cluster = cluster
+        self._kubeconfig = kubeconfig  # None: the cluster's admin
         self._env = {"SYSTEM_NAMESPACE": lease_namespace}
         self._args = list(args)
         for key, value in (provider_settings or {}).items():
@@ -59,7 +61,7 @@ class Fleet:
         """Start one more replica; returns once its caches synced."""
         running = await self._stack.enter_async_context(
             karpy_process(self._cluster, "--cloud-provider", "kwok", *self._args,
-                          env=self._env, leader_election=True)
+                          env=self._env, leader_election=True, kubeconfig=self._kubeconfig)
         )
         self.replicas.append(running)
         return running

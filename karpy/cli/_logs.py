@@ -1,0 +1,39 @@
+"""Which loggers a karpy command's ``--log-level`` applies to.
+
+The level applies to karpy's own loggers and to those of the installed providers'
+packages (``karpy_aws``, ``karpy_azure``, a plugin's); every other logger — botocore,
+aiobotocore, boto3, azure, urllib3, aiohttp, kubernetes_asyncio — stays at WARNING
+unless asked otherwise (``karpy run --sdk-log-level``), because at debug the cloud SDKs
+log each request's parameters: launch template user data, the access key id.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TextIO
+
+from karpy.cloudprovider.registry import installed_providers
+from karpy.runtime import configure_logging
+
+__all__ = ["configure_command_logging", "karpy_loggers"]
+
+
+def karpy_loggers() -> list[str]:
+    """``karpy`` and the top-level package of every installed provider, sorted."""
+    packages = {target.split(":")[0].split(".")[0] for target in installed_providers().values()}
+    return sorted(packages | {"karpy"})
+
+
+def _level(name: str) -> int:
+    value = logging.getLevelName({"warn": "WARNING"}.get(name.lower(), name.upper()))
+    return value if isinstance(value, int) else logging.WARNING
+
+
+def configure_command_logging(
+    level: str, *, sdk_level: str | None = None, stream: TextIO | None = None
+) -> None:
+    """JSON logs (to ``stream``, default stderr) with ``level`` for karpy's loggers;
+    ``sdk_level`` (default: WARNING, or ``level`` if that is higher) for every other."""
+    mine = _level(level)
+    others = _level(sdk_level) if sdk_level is not None else max(mine, logging.WARNING)
+    configure_logging(mine, stream=stream, loggers=karpy_loggers(), others=others)
