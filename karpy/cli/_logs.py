@@ -18,10 +18,16 @@ from karpy.runtime import configure_logging
 __all__ = ["configure_command_logging", "karpy_loggers"]
 
 
+# The NodeClaim lifecycle and provisioning controllers log under Karpenter's logger name,
+# "controller", so their lines read as Karpenter's do ("created nodeclaim", ...).
+_KARPENTER_LOGGERS = frozenset({"controller"})
+
+
 def karpy_loggers() -> list[str]:
-    """``karpy`` and the top-level package of every installed provider, sorted."""
+    """``karpy``, the loggers karpy names as Karpenter does (``controller``) and the
+    top-level package of every installed provider, sorted."""
     packages = {target.split(":")[0].split(".")[0] for target in installed_providers().values()}
-    return sorted(packages | {"karpy"})
+    return sorted(packages | {"karpy"} | _KARPENTER_LOGGERS)
 
 
 def _level(name: str) -> int:

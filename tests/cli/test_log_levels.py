@@ -32,6 +32,15 @@ def test_the_providers_packages_are_karpys_loggers() -> None:
     assert {"karpy", "karpy_aws", "karpy_azure"} <= set(karpy_loggers())
 
 
+def test_the_nodeclaim_lifecycle_lines_are_logged_at_info() -> None:
+    """Provisioning and the lifecycle log under Karpenter's logger name "controller"
+    ("created nodeclaim", "launched nodeclaim", ...): LOG_LEVEL=info must show them."""
+    stream = io.StringIO()
+    configure_command_logging("info", stream=stream)
+    logging.getLogger("controller").info("created nodeclaim")
+    assert '"message":"created nodeclaim"' in stream.getvalue().replace(": ", ":")
+
+
 def _logged(level: str, sdk_level: str | None = None) -> str:
     stream = io.StringIO()
     configure_command_logging(level, sdk_level=sdk_level, stream=stream)
