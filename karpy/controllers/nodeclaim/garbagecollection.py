@@ -13,10 +13,15 @@ cloud's view with the cluster's, in both directions:
   must also have been seen unclaimed for the whole grace period, and a live (uncached)
   list of NodeClaims must confirm it just before deleting. This is the one place besides
   termination that deletes machines.
-- **Vanished machines** (Karpenter's core ``nodeclaim/garbagecollection``): a launched
-  NodeClaim whose machine is no longer listed, and for which ``CloudProvider.get`` says
-  NodeClaimNotFoundError, is deleted — unless its Node is still Ready (the kubelet is
-  evidently running) — so that termination cleans up and provisioning replaces it.
+- **Vanished machines** (Karpenter's core ``nodeclaim/garbagecollection``): a
+  *registered* NodeClaim whose machine is no longer listed, and for which
+  ``CloudProvider.get`` says NodeClaimNotFoundError, is deleted — unless its Node is
+  still Ready (the kubelet is evidently running) — so that termination cleans up and
+  provisioning replaces it. A NodeClaim that launched but has not registered is left
+  alone, as Karpenter does: cloud lists are eventually consistent (EC2's
+  DescribeInstances may not show an instance for a while after RunInstances returned
+  it), so its absence from the list proves nothing yet; if the machine really is gone,
+  the registration timeout (liveness) deletes the NodeClaim.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from collections.abc import Awaitable, Iterable, Sequence
 from datetime import datetime
 
 from karpy.apis import NodeClaim
-from karpy.apis.v1.nodeclaim import CONDITION_LAUNCHED
+from karpy.apis.v1.nodeclaim import CONDITION_REGISTERED
 from karpy.cloudprovider import CloudProvider, NodeClaimNotFoundError
 from karpy.controllers.indexes import Index, index_provider_ids, nodes_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
@@ -185,14 +190,15 @@ def _provider_id(obj: Object) -> str:
 
 
 def _vanished(obj: Object, listed: set[str | None]) -> bool:
-    """A launched NodeClaim, not being deleted, whose machine the cloud did not list."""
+    """A registered NodeClaim, not being deleted, whose machine the cloud did not list
+    (only registered ones: see the module docstring)."""
     provider_id = _provider_id(obj)
     return (
         not obj["metadata"].get("deletionTimestamp")
         and bool(provider_id)
         and provider_id not in listed
         and any(
-            c.get("type") == CONDITION_LAUNCHED and c.get("status") == "True"
+            c.get("type") == CONDITION_REGISTERED and c.get("status") == "True"
             for c in (obj.get("status") or {}).get("conditions") or ()
         )
     )

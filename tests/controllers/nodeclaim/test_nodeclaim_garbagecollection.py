@@ -101,6 +101,28 @@ async def test_a_nodeclaim_whose_machine_vanished_is_deleted(
     assert metrics.value("karpenter_nodeclaims_disrupted_total", reason="garbage_collected") == 1
 
 
+async def test_a_launched_nodeclaim_not_yet_registered_is_not_collected(
+    kube: FakeClient, provider: FakeCloudProvider, collector: GarbageCollector,
+    lifecycle: LifecycleController, clock: FakeClock, settings: Settings,
+) -> None:
+    """EC2 is eventually consistent: an instance RunInstances just returned may be missing
+    from DescribeInstances (list and get alike) for a while. Only registered NodeClaims
+    are collected, as in Karpenter; the registration timeout handles the rest."""
+    await kube.create(NODE_CLAIM, nodeclaim_manifest("default-abcde"))
+    await lifecycle.reconcile(Request("", "default-abcde"))  # launched, not registered
+    hidden = dict(provider.instances)
+    provider.instances.clear()  # not listed (nor found) yet
+
+    for _ in range(3):
+        await collector.reconcile()
+        clock.advance(settings.garbage_collection_period)
+
+    assert not kube.peek(NODE_CLAIM, "default-abcde")["metadata"].get("deletionTimestamp")
+    provider.instances.update(hidden)  # now the cloud shows it: nothing was lost
+    await collector.reconcile()
+    assert provider.delete_calls == []
+
+
 async def test_a_ready_node_keeps_its_nodeclaim_even_if_the_cloud_forgot_it(
     kube: FakeClient, provider: FakeCloudProvider, collector: GarbageCollector,
     lifecycle: LifecycleController,
@@ -120,6 +142,9 @@ async def test_a_machine_listed_late_but_found_by_get_keeps_its_nodeclaim(
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim_manifest("default-abcde"))
     await lifecycle.reconcile(Request("", "default-abcde"))
+    pid = kube.peek(NODE_CLAIM, "default-abcde")["status"]["providerID"]
+    await kube.create(NODE, node_manifest("node-1", pid, ready=False))
+    await lifecycle.reconcile(Request("", "default-abcde"))  # registered: a suspect
     real_list = provider.list
 
     async def eventually_consistent():
@@ -137,9 +162,12 @@ async def test_only_the_nodeclaims_whose_machine_vanished_are_parsed(
     lifecycle: LifecycleController, monkeypatch,
 ) -> None:
     names = [f"default-{i:05d}" for i in range(12)]
-    for name in names:
+    for number, name in enumerate(names):
         await kube.create(NODE_CLAIM, nodeclaim_manifest(name))
         await lifecycle.reconcile(Request("", name))
+        pid = kube.peek(NODE_CLAIM, name)["status"]["providerID"]
+        await kube.create(NODE, node_manifest(f"node-{number}", pid, ready=False))
+        await lifecycle.reconcile(Request("", name))  # registered
     gone = kube.peek(NODE_CLAIM, names[0])["status"]["providerID"]
     provider.instances.pop(gone)  # one machine terminated behind karpy's back
 
