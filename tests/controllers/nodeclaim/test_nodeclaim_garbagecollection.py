@@ -42,6 +42,28 @@ async def test_a_leaked_machine_is_deleted_after_the_grace_period(
     assert logs.messages("garbage collected node")[0]["Node"] == {"name": "leaked-node"}
 
 
+async def test_a_new_leader_collects_a_machine_leaked_before_it_led_at_once(
+    kube: FakeClient, provider: FakeCloudProvider, collector: GarbageCollector,
+    clock: FakeClock, settings: Settings,
+) -> None:
+    """A leader killed between the cloud create and the status write leaves a machine no
+    NodeClaim carries. The next leader's first round counts it as unclaimed since it was
+    created (Karpenter's age rule): otherwise every failover restarts the grace and the
+    doubled machine lives as long as leaders keep dying."""
+    pid = await leak(provider)
+    # the cloud reports when it launched the machine (LaunchTime, timeCreated ...)
+    provider.instances[pid].metadata.creation_timestamp = clock.now()
+    clock.advance(settings.garbage_collection_grace)  # the old leader died meanwhile
+    await collector.reconcile()  # this process's first round
+    assert pid not in provider.instances
+    # later rounds trust only what they saw unclaimed for the whole grace
+    young = await leak(provider, "leaked-later")
+    provider.instances[young].metadata.creation_timestamp = clock.now()
+    clock.advance(settings.garbage_collection_grace)
+    await collector.reconcile()
+    assert young in provider.instances
+
+
 async def test_a_machine_claimed_meanwhile_is_not_deleted(
     kube: FakeClient, provider: FakeCloudProvider, collector: GarbageCollector,
     lifecycle: LifecycleController, clock: FakeClock, settings: Settings,
