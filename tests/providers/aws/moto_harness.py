@@ -32,6 +32,7 @@ import datetime
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -170,6 +171,11 @@ class FleetFaults:
     no_capacity: set[tuple[str, str]] = field(default_factory=set)
     throttle_next: int = 0
     calls: int = 0
+    #: seconds CreateFleet waits, after launching its instances, before it answers (a
+    #: slow API answer: the window in which a client killed has instances it never saw)
+    answer_delay: float = 0.0
+    #: answers that launched instances and were then held back by ``answer_delay``
+    held: int = 0
     _local: threading.local = field(default_factory=threading.local)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -250,6 +256,11 @@ class FleetFaults:
                 payload["Errors"] = faults._local.errors
             if faults._local.empty:
                 payload["Instances"] = []
+            delay = faults.answer_delay
+            if delay > 0 and payload.get("Instances"):
+                with faults._lock:
+                    faults.held += 1
+                time.sleep(delay)  # this request's server thread only
             return result
 
         FleetsBackend.create_fleet = backend  # type: ignore[method-assign]
