@@ -33,6 +33,7 @@ import pytest
 from aws_kubelet import MotoKubelet
 from fleet import Fleet
 from kube import clean_up, connect, deployment, eventually, gone, running_pods
+from test_aws import CLUSTER, POOL, REGION, SELECT, instances, node_class, node_pool
 
 from karpy.runtime import Client, kinds
 
@@ -43,71 +44,19 @@ from moto_harness import FleetFaults, moto_server, seed_account, use_test_creden
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-CLUSTER = "karpy-test"
-REGION = "us-east-1"
-POOL = "chaos-launch-killed"
 APP = "chaos-launch-killed"
-SELECT = "karpy-chaos-launch-killed"
 GRACE = 10.0  # --garbage-collection-grace
 # One GC period for a doubled instance: the grace it must be seen unclaimed, started when
 # the restarted leader's first GC round sees it, plus that round's lag (the leader takes
 # the Lease up to 15 s after the kill) and the DescribeInstances/terminate round trips.
 DOUBLED_LIMIT = GRACE + 20.0
 NODE_TAG = "karpenter.sh/nodeclaim"
-
-
-def node_class() -> dict[str, Any]:
-    discovery = {"karpenter.sh/discovery": CLUSTER}
-    return {
-        "apiVersion": "karpenter.k8s.aws/v1",
-        "kind": "EC2NodeClass",
-        "metadata": {"name": POOL},
-        "spec": {
-            "amiSelectorTerms": [{"alias": "al2023@latest"}],
-            "subnetSelectorTerms": [{"tags": discovery}],
-            "securityGroupSelectorTerms": [{"tags": discovery}],
-            "role": f"KarpenterNodeRole-{CLUSTER}",
-        },
-    }
-
-
-def node_pool() -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": POOL},
-        "spec": {
-            "template": {
-                "metadata": {"labels": {SELECT: "yes"}},
-                "spec": {
-                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
-                                     "name": POOL},
-                    "requirements": [
-                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-                        {"key": "karpenter.sh/capacity-type", "operator": "In",
-                         "values": ["on-demand"]},
-                        {"key": "karpenter.k8s.aws/instance-family", "operator": "In",
-                         "values": ["m5", "c5"]},
-                        {"key": "karpenter.k8s.aws/instance-cpu", "operator": "In",
-                         "values": ["2", "4"]},
-                    ],
-                    "expireAfter": "Never",
-                },
-            },
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s",
-                           "budgets": [{"nodes": "100%"}]},
-        },
-    }
+LIVE = ("pending", "running", "stopping", "stopped", "shutting-down")
 
 
 async def live_instances(ec2: Any) -> list[dict[str, Any]]:
     """The cluster's instances that are not terminated (any state short of it)."""
-    answer = await ec2.describe_instances(Filters=[
-        {"Name": "tag:eks:eks-cluster-name", "Values": [CLUSTER]},
-        {"Name": "instance-state-name",
-         "Values": ["pending", "running", "stopping", "stopped", "shutting-down"]},
-    ])  # fmt: skip
-    return [i for r in answer["Reservations"] for i in r["Instances"]]
+    return await instances(ec2, LIVE)
 
 
 class DoubledWatch:

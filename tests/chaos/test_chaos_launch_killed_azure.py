@@ -18,24 +18,22 @@ import asyncio
 import contextlib
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from azurearm.kubelet import Kubelet
 from azurearm.server import ArmServer
-from controlplane import crdsets
 from fleet import Fleet
 from kube import clean_up, connect, eventually, gone, running_pods
-from test_azure_e2e import (
+from test_azure_e2e import (  # arm, azure_crds: the e2e test's fixtures, shared
     AKS_NODE_CLASS,
     NODE_CLASS,
     NODE_RG,
     SUBNET,
     SUBSCRIPTION,
     apply_node_class,
+    arm,  # noqa: F401
+    azure_crds,  # noqa: F401
     inflate,
     node_class_ready,
     nothing_left,
@@ -53,29 +51,9 @@ DOUBLED_LIMIT = GRACE + 20.0  # as for AWS: the grace, the new leader's takeover
 NODE_TAG = "karpenter.sh_nodeclaim"  # Azure tag names allow no "/"
 
 
-@pytest.fixture(scope="module")
-def azure_crds(cluster: Any) -> Iterator[None]:
-    with crdsets.serving(cluster, "azure"):
-        yield
-
-
-@pytest_asyncio.fixture
-async def arm(tmp_path: Path) -> AsyncIterator[ArmServer]:
-    server = ArmServer(tmp_path, page_size=50)
-    await server.start()
-    server.add_subnet(SUBNET)
-    server.add_nsg("aks-agentpool-12345678-nsg")
-    for image in ("2204gen2containerd", "2204containerd", "2204gen2arm64containerd"):
-        server.state.image_versions[image] = ["202411.12.0"]
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
-def vms_per_claim(arm: ArmServer) -> dict[str, int]:
+def vms_per_claim(server: ArmServer) -> dict[str, int]:
     counts: dict[str, int] = defaultdict(int)
-    for vm in arm.state.vms.values():
+    for vm in server.state.vms.values():
         name = (vm.get("tags") or {}).get(NODE_TAG)
         if name:
             counts[name] += 1
@@ -83,7 +61,7 @@ def vms_per_claim(arm: ArmServer) -> dict[str, int]:
 
 
 async def test_azure_karpy_killed_between_create_and_status_write(
-    cluster: Any, namespace: str, arm: ArmServer, azure_crds: None, scale: Any
+    cluster: Any, namespace: str, arm: ArmServer, azure_crds: None, scale: Any,  # noqa: F811
 ) -> None:
     kills = scale.pick(3, 10)
     started = time.monotonic()
