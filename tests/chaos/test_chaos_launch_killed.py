@@ -112,7 +112,7 @@ async def test_aws_karpy_killed_between_create_and_status_write(
     cluster: Any, namespace: str, scale: Any
 ) -> None:
     kills = scale.pick(3, 10)
-    per_round = 2
+    per_round = 4  # one-CPU pods: more than the room a small node leaves
     started = time.monotonic()
     use_test_credentials()
     with moto_server() as url, FleetFaults().installed() as faults:
@@ -144,7 +144,7 @@ async def test_aws_karpy_killed_between_create_and_status_write(
                         killed = rounds = 0
                         while killed < kills:
                             rounds += 1
-                            assert rounds <= 3 * kills, f"{killed} kills in {rounds} rounds"
+                            assert rounds <= 5 * kills, f"{killed} kills in {rounds} rounds"
                             leader = await fleet.leader(timeout=60)
                             held = faults.held
                             faults.answer_delay = 30.0
