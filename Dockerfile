@@ -7,18 +7,22 @@
 
 ARG PYTHON_VERSION=3.12
 
-# -- build: wheels for karpy, the providers and every dependency, installed into a venv.
+# -- build: every dependency from the lock (exact versions, checked against their
+# hashes), then karpy and the providers themselves without dependencies; pip check
+# proves the lock covers them. image-requirements.lock is made by uv (docs/install.md).
 FROM python:${PYTHON_VERSION}-slim AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-COPY pyproject.toml README.md LICENSE ./
+COPY image-requirements.lock pyproject.toml README.md LICENSE ./
 COPY karpy ./karpy
 COPY providers/aws ./providers/aws
 COPY providers/azure ./providers/azure
 RUN python -m venv /opt/karpy \
- && /opt/karpy/bin/pip install ".[speed]" ./providers/aws ./providers/azure \
+ && /opt/karpy/bin/pip install --require-hashes --no-deps -r image-requirements.lock \
+ && /opt/karpy/bin/pip install --no-deps ".[speed]" ./providers/aws ./providers/azure \
+ && /opt/karpy/bin/pip check \
  && /opt/karpy/bin/python -m compileall -q /opt/karpy/lib
 
 # -- run: the venv on a clean slim base; nothing from the build stage but /opt/karpy.

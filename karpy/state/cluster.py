@@ -49,6 +49,7 @@ from karpy.runtime import (
 from karpy.scheduling import ExistingNode, Pod, Requirements
 from karpy.scheduling import resources as res
 from karpy.scheduling.daemons import daemon_runs_on
+from karpy.scheduling.taints import untolerated
 from karpy.state.daemonsets import daemonset_pod
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 from karpy.state.nodepool import NodePoolEntry
@@ -575,6 +576,14 @@ class Cluster:
         if state is None or state.marked_for_deletion:
             return False
         if not state.initialized:
+            return True
+        blocking = untolerated(state.undeclared_taints, nomination.pod.tolerations, prefer=False)
+        if blocking is not None:
+            # The Node came up with taints its NodeClaim did not declare and this pod does
+            # not tolerate. Every NodeClaim planned for it would come up the same way, so
+            # letting the nomination lapse would launch node after node for a pod that
+            # fits none (Karpenter's documented runaway); the pod stays counted here,
+            # pending, until the taint goes or the node does.
             return True
         since = state.initialized_at if state.initialized_at is not None else now
         return now < max(nomination.until, since + nomination.ttl)

@@ -18,6 +18,7 @@ from karpy.runtime import Object
 from karpy.scheduling import ExistingNode, NodeTaint, Pod
 from karpy.scheduling import resources as res
 from karpy.scheduling.node import nodeclaim_labels
+from karpy.scheduling.taints import EPHEMERAL_TAINTS
 
 __all__ = ["NodePods", "StateNode"]
 
@@ -32,6 +33,33 @@ def _condition_true(obj: Object | None, condition: str) -> bool:
         if cond.get("type") == condition:
             return bool(cond.get("status") == "True")
     return False
+
+
+#: Taint key prefixes of the taints Kubernetes (node conditions, cordoning, the cloud
+#: node controller, readiness gates) and karpy (registration, disruption) add and remove
+#: themselves: never "undeclared".
+_MANAGED_TAINT_PREFIXES = (
+    "node.kubernetes.io/",
+    "node.cloudprovider.kubernetes.io/",
+    "readiness.k8s.io/",
+    "karpenter.sh/",
+)
+
+
+def _undeclared(node: Object, claim: Object) -> tuple[NodeTaint, ...]:
+    spec = claim.get("spec") or {}
+    declared = [
+        NodeTaint.from_dict(t)
+        for t in (*(spec.get("taints") or ()), *(spec.get("startupTaints") or ()))
+    ]
+    found = []
+    for raw in (node.get("spec") or {}).get("taints") or ():
+        taint = NodeTaint.from_dict(raw)
+        if taint.key.startswith(_MANAGED_TAINT_PREFIXES) or taint in EPHEMERAL_TAINTS:
+            continue
+        if not any(taint.matches(d) for d in declared):
+            found.append(taint)
+    return tuple(found)
 
 
 class NodePods:
@@ -107,6 +135,7 @@ class StateNode:
         "_labels",
         "_startup_taints",
         "_taints",
+        "_undeclared_taints",
         "bound",
         "initialized_at",
         "marked",
@@ -129,6 +158,7 @@ class StateNode:
         self._labels: Mapping[str, str] = _EMPTY_LABELS
         self._taints: tuple[NodeTaint, ...] = ()
         self._startup_taints: tuple[NodeTaint, ...] = ()
+        self._undeclared_taints: tuple[NodeTaint, ...] = ()
         self._capacity: Mapping[str, int] = _EMPTY_LIST
         self._allocatable: Mapping[str, int] = _EMPTY_LIST
 
@@ -178,6 +208,10 @@ class StateNode:
                     NodeTaint.from_dict(t)
                     for t in (claim.get("spec") or {}).get("startupTaints") or ()
                 )
+        self._undeclared_taints = (
+            _undeclared(node, claim) if registered and node is not None and claim is not None
+            else ()
+        )
         # A node reports its full capacity only once initialized (extended resources
         # appear when device plugins start); until then the NodeClaim's estimate holds.
         source = node if node is not None and (initialized or claim is None) else claim
@@ -293,6 +327,15 @@ class StateNode:
     def taints(self) -> tuple[NodeTaint, ...]:
         """The taints pods must tolerate (before initialization: the NodeClaim's)."""
         return self._taints
+
+    @property
+    def undeclared_taints(self) -> tuple[NodeTaint, ...]:
+        """Taints the registered Node carries that its NodeClaim did not declare (neither
+        ``taints`` nor ``startupTaints``), leaving out those Kubernetes and karpy manage
+        themselves (``node.kubernetes.io/``, ``karpenter.sh/`` ...): e.g. a kubelet's
+        ``--register-with-taints``. A pod planned onto this NodeClaim that does not
+        tolerate one would not land on any NodeClaim planned the same way either."""
+        return self._undeclared_taints
 
     @property
     def capacity(self) -> Mapping[str, int]:

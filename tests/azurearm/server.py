@@ -166,6 +166,9 @@ class ArmServer:
         self.requests: list[Recorded] = []
         self.faults: list[Fault] = []
         self._operations: dict[str, _Operation] = {}
+        self.hold_vm_creates = False
+        """While set, every VM create operation stays InProgress (a slow VM creation: the
+        VM exists, its creator has no answer yet)."""
         self._runner: web.AppRunner | None = None
         self.url = ""
         self.cert = self_signed(directory)
@@ -405,8 +408,9 @@ class ArmServer:
         op = self._operations.get(g["id"])
         if op is None:
             return _error(404, "NotFound", f"operation {g['id']}")
-        if op.polls_left > 0:
-            op.polls_left -= 1
+        held = op.kind == "vm" and op.action == "create" and self.hold_vm_creates
+        if op.polls_left > 0 or held:
+            op.polls_left = max(op.polls_left - 1, 0)
             return web.json_response({"name": g["id"], "status": "InProgress"})
         store = {"vm": self.state.vms, "nic": self.state.nics,
                  "extension": self.state.extensions}[op.kind]

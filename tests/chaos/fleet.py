@@ -40,11 +40,13 @@ class Fleet:
         provider_settings: Mapping[str, str] | None = None,
         args: tuple[str, ...] = (),
         kubeconfig: str | None = None,
+        cloud_provider: str = "kwok",
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self._cluster = cluster
         self._kubeconfig = kubeconfig  # None: the cluster's admin
-        self._env = {"SYSTEM_NAMESPACE": lease_namespace}
-        self._args = list(args)
+        self._env = {"SYSTEM_NAMESPACE": lease_namespace, **(env or {})}
+        self._args = ["--cloud-provider", cloud_provider, *args]
         for key, value in (provider_settings or {}).items():
             self._args += ["--provider-setting", f"{key}={value}"]
         self.replicas: list[RunningKarpy] = []
@@ -60,8 +62,8 @@ class Fleet:
     async def start(self) -> RunningKarpy:
         """Start one more replica; returns once its caches synced."""
         running = await self._stack.enter_async_context(
-            karpy_process(self._cluster, "--cloud-provider", "kwok", *self._args,
-                          env=self._env, leader_election=True, kubeconfig=self._kubeconfig)
+            karpy_process(self._cluster, *self._args, env=self._env, leader_election=True,
+                          kubeconfig=self._kubeconfig)
         )
         self.replicas.append(running)
         return running

@@ -25,6 +25,7 @@ from charts_support import (
 )
 
 from karpy.apis import crdgen
+from karpy.cloudprovider.kwok import RECORD_NAMESPACE
 from karpy.options import add_run_arguments, options_from_args
 
 #: Every values key of Karpenter's chart (aws/karpenter-provider-aws charts/karpenter,
@@ -160,6 +161,20 @@ def test_azure_seed_install_carries_workload_identity_and_azure_rbac() -> None:
     assert roles == {"karpy", "karpy-azure"}
 
 
+def test_the_azure_bootstrap_token_comes_from_the_named_secret() -> None:
+    secret = ["--set", "settings.kubeletBootstrapTokenSecret.name=karpy-bootstrap-token"]
+    env = container_env(one(render(*AZURE_SEED, *secret), "Deployment"))
+    assert env["KUBELET_BOOTSTRAP_TOKEN"] == {
+        "secretKeyRef": {"name": "karpy-bootstrap-token", "key": "token"}
+    }
+    other_key = [*secret, "--set", "settings.kubeletBootstrapTokenSecret.key=bootstrap"]
+    env = container_env(one(render(*AZURE_SEED, *other_key), "Deployment"))
+    assert env["KUBELET_BOOTSTRAP_TOKEN"]["secretKeyRef"]["key"] == "bootstrap"
+    # only the Azure provider joins nodes with it
+    aws = container_env(one(render(*AWS_SEED, *secret), "Deployment"))
+    assert "KUBELET_BOOTSTRAP_TOKEN" not in aws
+
+
 def test_pod_placement_gets_the_pods_own_selector_as_karpenters_chart_does() -> None:
     spec = one(render("--set", "settings.clusterName=c"), "Deployment")["spec"]["template"]["spec"]
     selector = {"app.kubernetes.io/name": "karpy", "app.kubernetes.io/instance": "karpy"}
@@ -225,11 +240,27 @@ def test_deploy_rbac_yaml_is_the_charts_rbac() -> None:
     on_disk = (REPO / "deploy" / "rbac.yaml").read_text()
     assert on_disk == fresh, "deploy/rbac.yaml is stale: run scripts/render-rbac.sh"
     kinds = sorted(d["kind"] for d in yaml.safe_load_all(on_disk) if d)
-    # kwok adds a Role (and binding) in kube-system for its instance records.
+    # kwok adds a namespace for its instance records, with a Role (and binding) there.
     assert kinds == [
-        "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Role",
-        "Role", "RoleBinding", "RoleBinding", "ServiceAccount",
+        "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "Namespace",
+        "Role", "Role", "RoleBinding", "RoleBinding", "ServiceAccount",
     ]  # fmt: skip
+
+
+def test_the_kwok_records_role_reaches_no_configmap_outside_their_namespace() -> None:
+    """A Role cannot be narrowed to a label: one on kube-system's ConfigMaps would let
+    karpy delete kube-proxy's, CoreDNS's and the CA bundle."""
+    docs = [d for d in yaml.safe_load_all((REPO / "deploy" / "rbac.yaml").read_text()) if d]
+    configmap_roles = {
+        d["metadata"]["namespace"] for d in docs
+        if d["kind"] == "Role"
+        and any("configmaps" in rule.get("resources", ()) for rule in d["rules"])
+    }  # fmt: skip
+    assert configmap_roles == {RECORD_NAMESPACE}
+    assert RECORD_NAMESPACE != "kube-system"
+    assert {"kind": "Namespace", "name": RECORD_NAMESPACE} in [
+        {"kind": d["kind"], "name": d["metadata"]["name"]} for d in docs
+    ]
 
 
 @pytest.mark.parametrize("provider", ["aws", "azure", "kwok"])

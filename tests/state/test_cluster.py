@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from karpy.runtime.testing import FakeClock
 from karpy.scheduling import resources as res
 from karpy.state import Cluster
@@ -224,6 +226,62 @@ def test_nomination_lapses_a_ttl_after_the_target_initialized() -> None:
     clock.advance(2)
     assert not cluster.is_nominated("default/a")
     assert [p["metadata"]["name"] for p in cluster.provisionable_pods()] == ["a"]
+
+
+SURPRISE = {"key": "example.com/surprise", "value": "x", "effect": "NoSchedule"}
+
+
+def registered_with(
+    taints: list[dict[str, str]], *, declared: list[dict[str, str]] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A NodeClaim c1 whose Node n1 registered and initialized carrying ``taints``."""
+    claim = nodeclaim("c1", provider_id="p1", registered=True, initialized=True,
+                      taints=declared or [])
+    return claim, node("n1", provider_id="p1", nodepool="default", taints=taints)
+
+
+def test_a_node_that_came_up_with_an_undeclared_taint_keeps_its_nominated_pods() -> None:
+    """The kubelet added a taint the NodeClaim did not declare and the pod does not
+    tolerate: every NodeClaim planned for the pod would come up the same way, so its
+    nomination holds past the TTL and the pod is not provisioned again (no runaway)."""
+    cluster, clock = make()
+    a = pod("a")
+    cluster.update_pod(a)
+    cluster.update_nodeclaim(nodeclaim("c1", provider_id="p1"))
+    cluster.nominate([cluster.scheduling_pod(a)], "c1")
+    claim, n1 = registered_with([SURPRISE])
+    cluster.update_nodeclaim(claim)
+    cluster.update_node(n1)
+    [state] = cluster.nodes()
+    assert [str(t) for t in state.undeclared_taints] == ["example.com/surprise=x:NoSchedule"]
+    clock.advance(3600)
+    assert cluster.nomination("default/a") == "nodeclaim/c1"
+    assert cluster.provisionable_pods() == []
+    # the taint is removed: the usual TTL applies again, and the pod fits the node anyway
+    cluster.update_node(node("n1", provider_id="p1", nodepool="default"))
+    assert not cluster.is_nominated("default/a")
+
+
+def test_declared_tolerated_and_kubernetes_taints_do_not_hold_a_nomination() -> None:
+    not_ready = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+    prefer = {"key": "example.com/soft", "effect": "PreferNoSchedule"}
+    cases = [
+        ([SURPRISE], [SURPRISE], pod("a")),                       # declared by the NodeClaim
+        ([SURPRISE], [], pod("a", tolerations=[{"key": "example.com/surprise",
+                                                "operator": "Exists"}])),
+        ([not_ready], [], pod("a")),                               # Kubernetes' own
+        ([prefer], [], pod("a")),                                  # only a preference
+    ]
+    for taints, declared, a in cases:
+        cluster, clock = make()
+        cluster.update_pod(a)
+        cluster.update_nodeclaim(nodeclaim("c1", provider_id="p1"))
+        cluster.nominate([cluster.scheduling_pod(a)], "c1")
+        claim, n1 = registered_with(taints, declared=declared)
+        cluster.update_nodeclaim(claim)
+        cluster.update_node(n1)
+        clock.advance(21)
+        assert not cluster.is_nominated("default/a"), (taints, declared)
 
 
 def test_deleting_the_target_releases_its_pods_and_tells_the_handlers() -> None:

@@ -11,6 +11,9 @@ From the operator they arrive as string settings (``ProviderContext.settings``):
                        (``*/test-zone-a/spot``)
 ``unregisteredLaunches`` how many of the next launches never get a Node, so their
                        NodeClaims never register
+``registrationTaints`` taints the "kubelet" adds to every Node at registration that the
+                       NodeClaim does not declare, comma-separated ``key=value:Effect``
+                       or ``key:Effect`` (a kubelet's ``--register-with-taints``)
 ``repairToleration``   how long a node may be Ready=False/Unknown before node repair
                        replaces it (default 10m, Karpenter kwok's; tests shorten it)
 ``createErrorRate``    the share (0-1) of ``create`` calls that fail before launching:
@@ -38,6 +41,7 @@ from pathlib import Path
 
 from karpy.apis.duration import parse_duration
 from karpy.cloudprovider._types import OfferingKey
+from karpy.scheduling.taints import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, NodeTaint
 
 SETTINGS = (
     "instanceTypesFile",
@@ -45,6 +49,7 @@ SETTINGS = (
     "registrationDelay",
     "insufficientCapacity",
     "unregisteredLaunches",
+    "registrationTaints",
     "repairToleration",
     "createErrorRate",
     "createSlowRate",
@@ -142,6 +147,8 @@ class KwokOptions:
     registration_delay: timedelta = timedelta(0)
     insufficient_capacity: frozenset[OfferingPattern] = frozenset()
     unregistered_launches: int = 0
+    registration_taints: tuple[NodeTaint, ...] = ()
+    """Added to every Node beyond what its NodeClaim declares (``registrationTaints``)."""
     repair_toleration: timedelta = timedelta(minutes=10)
     """How long a NotReady node is tolerated before node repair replaces it."""
     fault_rates: Mapping[str, float] = field(default_factory=dict)
@@ -169,6 +176,7 @@ class KwokOptions:
                 _patterns(settings.get("insufficientCapacity", "").split(","))
             ),
             unregistered_launches=_count(settings, "unregisteredLaunches"),
+            registration_taints=_taints(settings, "registrationTaints"),
             repair_toleration=_duration(settings, "repairToleration") or timedelta(minutes=10),
             fault_rates={
                 fault: rate
@@ -221,6 +229,25 @@ def _count(settings: Mapping[str, str], key: str) -> int:
     if not text.isdigit():
         raise KwokSettingsError(f"{key}: {text!r} is not a non-negative integer")
     return int(text)
+
+
+_EFFECTS = (NO_SCHEDULE, NO_EXECUTE, PREFER_NO_SCHEDULE)
+
+
+def _taints(settings: Mapping[str, str], key: str) -> tuple[NodeTaint, ...]:
+    taints = []
+    for item in settings.get(key, "").split(","):
+        if not item.strip():
+            continue
+        head, _, effect = item.strip().rpartition(":")
+        name, _, value = head.partition("=")
+        if not name or effect not in _EFFECTS:
+            raise KwokSettingsError(
+                f"{key}: {item.strip()!r} is not key=value:Effect or key:Effect with Effect "
+                f"one of {', '.join(_EFFECTS)}"
+            )
+        taints.append(NodeTaint(key=name, value=value, effect=effect))
+    return tuple(taints)
 
 
 def _patterns(items: Iterable[str]) -> list[OfferingPattern]:

@@ -1,8 +1,9 @@
 """KwokCloudProvider: launching a machine is creating the Node object kwok then runs.
 
 The Node *is* the instance: ``create`` writes it (kwok annotation, labels, capacity,
-allocatable, the NodeClaim's taints plus ``karpenter.sh/unregistered:NoExecute``,
-providerID ``kwok://<name>``), ``get``/``list`` read Nodes back, ``delete`` deletes it.
+allocatable, the NodeClaim's taints plus ``karpenter.sh/unregistered:NoExecute`` and
+any ``registrationTaints`` the options add, providerID ``kwok://<name>``),
+``get``/``list`` read Nodes back, ``delete`` deletes it.
 
 As in Karpenter's kwok provider, ``delete`` reports NodeClaimNotFoundError as soon as the
 Node is marked for deletion: the Node carries karpy's termination finalizer, which the
@@ -271,6 +272,7 @@ class KwokCloudProvider:
             t.to_dict()
             for t in [*spec.taints, *spec.startup_taints, UNREGISTERED_NO_EXECUTE_TAINT]
         ]
+        taints += [t.to_dict() for t in self.options.registration_taints]
         return {
             "apiVersion": "v1",
             "kind": "Node",

@@ -11,12 +11,22 @@ cloud's view with the cluster's, in both directions:
   ``settings.garbage_collection_grace``. A launch writes the providerID onto its
   NodeClaim a moment after the machine exists, so age alone is not trusted: the machine
   must also have been seen unclaimed for the whole grace period, and a live (uncached)
-  list of NodeClaims must confirm it just before deleting. This is the one place besides
-  termination that deletes machines.
-- **Vanished machines** (Karpenter's core ``nodeclaim/garbagecollection``): a launched
-  NodeClaim whose machine is no longer listed, and for which ``CloudProvider.get`` says
-  NodeClaimNotFoundError, is deleted — unless its Node is still Ready (the kubelet is
-  evidently running) — so that termination cleans up and provisioning replaces it.
+  list of NodeClaims must confirm it just before deleting. Only the collector's first
+  round (a new leader's, after a restart or failover) counts a machine as unclaimed since
+  it was created, as Karpenter's age rule does: no launch of this process can be behind a
+  machine that existed before it led, and a leader killed between a cloud create and its
+  status write would otherwise restart the wait with every failover, keeping a doubled
+  machine for as long as leaders keep dying. This is the one place besides termination
+  that deletes machines.
+- **Vanished machines** (Karpenter's core ``nodeclaim/garbagecollection``): a
+  *registered* NodeClaim whose machine is no longer listed, and for which
+  ``CloudProvider.get`` says NodeClaimNotFoundError, is deleted — unless its Node is
+  still Ready (the kubelet is evidently running) — so that termination cleans up and
+  provisioning replaces it. A NodeClaim that launched but has not registered is left
+  alone, as Karpenter does: cloud lists are eventually consistent (EC2's
+  DescribeInstances may not show an instance for a while after RunInstances returned
+  it), so its absence from the list proves nothing yet; if the machine really is gone,
+  the registration timeout (liveness) deletes the NodeClaim.
 """
 
 from __future__ import annotations
@@ -27,7 +37,7 @@ from collections.abc import Awaitable, Iterable, Sequence
 from datetime import datetime
 
 from karpy.apis import NodeClaim
-from karpy.apis.v1.nodeclaim import CONDITION_LAUNCHED
+from karpy.apis.v1.nodeclaim import CONDITION_REGISTERED
 from karpy.cloudprovider import CloudProvider, NodeClaimNotFoundError
 from karpy.controllers.indexes import Index, index_provider_ids, nodes_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
@@ -68,6 +78,7 @@ class GarbageCollector:
         self._clock = clock
         # providerID -> monotonic time it was first seen with no NodeClaim.
         self._unclaimed_since: dict[str, float] = {}
+        self._rounds = 0
 
     def register(self, manager: Manager) -> None:
         """Run this collector on ``manager`` every ``settings.garbage_collection_period``."""
@@ -102,8 +113,11 @@ class GarbageCollector:
             pid: m for m in machines
             if (pid := m.status.provider_id) and pid not in claimed
         }
+        first_round = self._rounds == 0
+        self._rounds += 1
         self._unclaimed_since = {
-            pid: self._unclaimed_since.get(pid, now) for pid in unclaimed
+            pid: self._unclaimed_since.get(pid, self._first_seen(m, now, first_round))
+            for pid, m in unclaimed.items()
         }
         grace = self._settings.garbage_collection_grace
         ripe: list[NodeClaim] = []
@@ -124,6 +138,12 @@ class GarbageCollector:
             ripe = [m for m in ripe if m.status.provider_id not in claimed_now]
             await _bounded(self._delete_machine(m) for m in ripe)
         return next_ripe
+
+    def _first_seen(self, machine: NodeClaim, now: float, first_round: bool) -> float:
+        """When an unclaimed machine counts as first seen: now, except in the first round,
+        where a machine of known age counts as unclaimed since it was created."""
+        age = self._age(machine.metadata.creation_timestamp)
+        return now - age if first_round and age != float("inf") else now
 
     def _age(self, created: datetime | None) -> float:
         if created is None:
@@ -185,14 +205,15 @@ def _provider_id(obj: Object) -> str:
 
 
 def _vanished(obj: Object, listed: set[str | None]) -> bool:
-    """A launched NodeClaim, not being deleted, whose machine the cloud did not list."""
+    """A registered NodeClaim, not being deleted, whose machine the cloud did not list
+    (only registered ones: see the module docstring)."""
     provider_id = _provider_id(obj)
     return (
         not obj["metadata"].get("deletionTimestamp")
         and bool(provider_id)
         and provider_id not in listed
         and any(
-            c.get("type") == CONDITION_LAUNCHED and c.get("status") == "True"
+            c.get("type") == CONDITION_REGISTERED and c.get("status") == "True"
             for c in (obj.get("status") or {}).get("conditions") or ()
         )
     )

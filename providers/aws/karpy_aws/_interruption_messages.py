@@ -15,8 +15,12 @@ AWS Health Event (health), EC2 scheduledChange scheduled_change   delete the Nod
 anything else                                  no_op        nothing
 =============================================  ===========  =========================
 
-A body that is not JSON, or a known detail-type missing its instance IDs, raises
-:class:`MalformedMessageError`; the controller logs it and deletes the message.
+A body that is not JSON (including JSON nested deeper than Python's recursion limit,
+which json.loads refuses with RecursionError — a body of 256 KiB can nest 128 Ki
+levels), or a known detail-type missing its instance IDs, raises
+:class:`MalformedMessageError` and nothing else; the controller logs it and deletes the
+message. Any other exception would leave the message on the queue, to come back after
+every visibility timeout for ever.
 """
 
 from __future__ import annotations
@@ -71,6 +75,10 @@ def _time(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def _instance(detail: dict[str, Any], detail_type: str) -> tuple[str, ...]:
     found = detail.get("instance-id")
     if not isinstance(found, str) or not found.startswith("i-"):
@@ -86,13 +94,17 @@ def parse_message(body: str) -> InterruptionMessage:
         data = json.loads(body)
     except ValueError as exc:
         raise MalformedMessageError(f"message body is not JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise MalformedMessageError("message body is JSON nested too deeply to read") from exc
     if not isinstance(data, dict):
         raise MalformedMessageError("message body is not a JSON object")
-    detail_type = str(data.get("detail-type", ""))
-    source = str(data.get("source", ""))
+    # Only strings are read from the envelope: str() of a deeply nested value would
+    # recurse as deeply as the parser did.
+    detail_type = _text(data.get("detail-type"))
+    source = _text(data.get("source"))
     detail = data.get("detail")
     sent = _time(data.get("time"))
-    ident = str(data.get("id", ""))
+    ident = _text(data.get("id"))
 
     def message(kind: str, ids: tuple[str, ...]) -> InterruptionMessage:
         return InterruptionMessage(kind, ids, sent, ident, detail_type)
@@ -106,7 +118,7 @@ def parse_message(body: str) -> InterruptionMessage:
     if source == "aws.ec2" and detail_type == "EC2 Instance Rebalance Recommendation":
         return message(REBALANCE_RECOMMENDATION, _instance(detail, detail_type))
     if source == "aws.ec2" and detail_type == "EC2 Instance State-change Notification":
-        state = str(detail.get("state", ""))
+        state = _text(detail.get("state"))
         ids = _instance(detail, detail_type)
         if state in ("stopping", "stopped"):
             return message(INSTANCE_STOPPED, ids)
@@ -120,9 +132,9 @@ def parse_message(body: str) -> InterruptionMessage:
         if not isinstance(entities, list):
             raise MalformedMessageError("AWS Health Event has no detail.affectedEntities list")
         ids = tuple(
-            str(e["entityValue"])
+            value
             for e in entities
-            if isinstance(e, dict) and str(e.get("entityValue", "")).startswith("i-")
+            if isinstance(e, dict) and (value := _text(e.get("entityValue"))).startswith("i-")
         )
         return message(SCHEDULED_CHANGE, ids)
     return message(NO_OP, ())

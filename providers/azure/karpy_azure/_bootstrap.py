@@ -237,7 +237,7 @@ def bootstrap_variables(settings: AzureSettings, params: BootstrapParams) -> dic
         "KUBE_CA_CRT": params.ca_bundle,
         "ENABLE_TLS_BOOTSTRAPPING": "true",
         "ENABLE_SECURE_TLS_BOOTSTRAPPING": "false",
-        "TLS_BOOTSTRAP_TOKEN": settings.kubelet_bootstrap_token,
+        "TLS_BOOTSTRAP_TOKEN": settings.kubelet_bootstrap_token.get_secret_value(),
         "ENABLE_KUBELET_SERVING_CERTIFICATE_ROTATION": "false",
         # the kubelet
         "KUBELET_FLAGS": flags,

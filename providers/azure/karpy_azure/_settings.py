@@ -13,7 +13,7 @@ clusterName              CLUSTER_NAME                   the cluster (required; d
 vnetSubnetID             VNET_SUBNET_ID                 the nodes' default subnet ID (required)
 clusterEndpoint          CLUSTER_ENDPOINT               the API server URL nodes join (required)
 kubeletBootstrapToken    KUBELET_BOOTSTRAP_TOKEN        the bootstrap token nodes join with
-                                                        (required)
+                                                        (required; from a Secret, see below)
 clusterCABundle          CLUSTER_CA_BUNDLE              base64 PEM of the API server's CA (default:
                                                         the CA karpy's own client trusts)
 networkPlugin            NETWORK_PLUGIN                 ``azure`` (default), ``kubenet`` or ``none``
@@ -56,6 +56,13 @@ offline                  KARPY_OFFLINE                  price only, from the shi
 Karpenter's Azure provider names it) is the DiskEncryptionSet resource ID that encrypts
 the nodes' OS disks with customer-managed keys (default: platform-managed keys).
 
+``kubeletBootstrapToken`` is a credential: give it as ``KUBELET_BOOTSTRAP_TOKEN`` taken
+from a Secret (the chart's ``settings.kubeletBootstrapTokenSecret`` does that with a
+``secretKeyRef``), not as a ``--provider-setting`` flag that every process listing shows.
+:class:`AzureSettings` holds it as a pydantic ``SecretStr``, so neither its ``repr`` nor
+``str`` (in a log line, a traceback's locals) shows it; only the node bootstrap reads it
+(``get_secret_value()``).
+
 ``offline`` is for ``karpy simulate``/``explain``/``top`` on a machine without Azure
 access (see :mod:`karpy_azure._offline`): SKUs and prices come from the tables shipped in
 ``karpy_azure/data``, nothing can be launched, and only ``location`` is required.
@@ -72,6 +79,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import urlsplit
+
+from pydantic import SecretStr
 
 from karpy.cloudprovider import ProviderSetting
 
@@ -159,7 +168,7 @@ class AzureSettings:
     cluster_name: str
     vnet_subnet_id: str
     cluster_endpoint: str = ""
-    kubelet_bootstrap_token: str = ""
+    kubelet_bootstrap_token: SecretStr = field(default_factory=lambda: SecretStr(""))
     network_plugin: str = "azure"
     network_plugin_mode: str = "overlay"
     network_policy: str = ""
@@ -185,6 +194,10 @@ class AzureSettings:
     disk_encryption_set_id: str = ""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.kubelet_bootstrap_token, SecretStr):  # given as a plain str
+            object.__setattr__(
+                self, "kubelet_bootstrap_token", SecretStr(str(self.kubelet_bootstrap_token))
+            )
         # offline, nothing is created: only the location (which prices) is needed
         required = (("location", "location"),) if self.offline else (
             ("subscription_id", "subscriptionID"),
@@ -198,7 +211,14 @@ class AzureSettings:
             ("ssh_public_key", "sshPublicKey"),
         )
         for name, key in required:
-            if not getattr(self, name):
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                if not value.get_secret_value():
+                    raise AzureSettingsError(
+                        f"{key} is required: set {_ENV[key]} from a Secret (the chart's "
+                        "settings.kubeletBootstrapTokenSecret names it)"
+                    )
+            elif not value:
                 raise AzureSettingsError(
                     f"{key} is required: pass --provider-setting {key}=... or set {_ENV[key]}"
                 )
@@ -261,7 +281,7 @@ class AzureSettings:
                 f"clusterEndpoint {self.cluster_endpoint!r} is not an https URL of the API "
                 "server (e.g. https://my-aks-dns-abcd1234.hcp.eastus.azmk8s.io:443)"
             )
-        if not _BOOTSTRAP_TOKEN.match(self.kubelet_bootstrap_token):
+        if not _BOOTSTRAP_TOKEN.match(self.kubelet_bootstrap_token.get_secret_value()):
             raise AzureSettingsError(
                 "kubeletBootstrapToken is not a bootstrap token (<6 chars [a-z0-9]>."
                 "<16 chars [a-z0-9]>)"
@@ -355,7 +375,7 @@ class AzureSettings:
             cluster_name=get("clusterName") or cluster_name,
             vnet_subnet_id=get("vnetSubnetID"),
             cluster_endpoint=get("clusterEndpoint"),
-            kubelet_bootstrap_token=get("kubeletBootstrapToken"),
+            kubelet_bootstrap_token=SecretStr(get("kubeletBootstrapToken")),
             network_plugin=get("networkPlugin", "azure"),
             network_plugin_mode=get("networkPluginMode", "overlay"),
             network_policy=get("networkPolicy"),
@@ -436,7 +456,8 @@ _HELP: Final = {
     "clusterName": ("", "the cluster (default: karpy's --cluster-name)", True),
     "vnetSubnetID": ("", "the nodes' default subnet resource ID", True),
     "clusterEndpoint": ("", "the API server URL nodes join", True),
-    "kubeletBootstrapToken": ("", "the bootstrap token nodes join with", True),
+    "kubeletBootstrapToken": ("", "the bootstrap token nodes join with; set "
+                              "KUBELET_BOOTSTRAP_TOKEN from a Secret, not this flag", True),
     "clusterCABundle": ("", "base64 PEM of the API server's CA (default: the CA karpy "
                         "trusts)", False),
     "networkPlugin": ("azure", "azure, kubenet or none", False),

@@ -42,6 +42,28 @@ async def test_a_leaked_machine_is_deleted_after_the_grace_period(
     assert logs.messages("garbage collected node")[0]["Node"] == {"name": "leaked-node"}
 
 
+async def test_a_new_leader_collects_a_machine_leaked_before_it_led_at_once(
+    kube: FakeClient, provider: FakeCloudProvider, collector: GarbageCollector,
+    clock: FakeClock, settings: Settings,
+) -> None:
+    """A leader killed between the cloud create and the status write leaves a machine no
+    NodeClaim carries. The next leader's first round counts it as unclaimed since it was
+    created (Karpenter's age rule): otherwise every failover restarts the grace and the
+    doubled machine lives as long as leaders keep dying."""
+    pid = await leak(provider)
+    # the cloud reports when it launched the machine (LaunchTime, timeCreated ...)
+    provider.instances[pid].metadata.creation_timestamp = clock.now()
+    clock.advance(settings.garbage_collection_grace)  # the old leader died meanwhile
+    await collector.reconcile()  # this process's first round
+    assert pid not in provider.instances
+    # later rounds trust only what they saw unclaimed for the whole grace
+    young = await leak(provider, "leaked-later")
+    provider.instances[young].metadata.creation_timestamp = clock.now()
+    clock.advance(settings.garbage_collection_grace)
+    await collector.reconcile()
+    assert young in provider.instances
+
+
 async def test_a_machine_claimed_meanwhile_is_not_deleted(
     kube: FakeClient, provider: FakeCloudProvider, collector: GarbageCollector,
     lifecycle: LifecycleController, clock: FakeClock, settings: Settings,
@@ -101,6 +123,28 @@ async def test_a_nodeclaim_whose_machine_vanished_is_deleted(
     assert metrics.value("karpenter_nodeclaims_disrupted_total", reason="garbage_collected") == 1
 
 
+async def test_a_launched_nodeclaim_not_yet_registered_is_not_collected(
+    kube: FakeClient, provider: FakeCloudProvider, collector: GarbageCollector,
+    lifecycle: LifecycleController, clock: FakeClock, settings: Settings,
+) -> None:
+    """EC2 is eventually consistent: an instance RunInstances just returned may be missing
+    from DescribeInstances (list and get alike) for a while. Only registered NodeClaims
+    are collected, as in Karpenter; the registration timeout handles the rest."""
+    await kube.create(NODE_CLAIM, nodeclaim_manifest("default-abcde"))
+    await lifecycle.reconcile(Request("", "default-abcde"))  # launched, not registered
+    hidden = dict(provider.instances)
+    provider.instances.clear()  # not listed (nor found) yet
+
+    for _ in range(3):
+        await collector.reconcile()
+        clock.advance(settings.garbage_collection_period)
+
+    assert not kube.peek(NODE_CLAIM, "default-abcde")["metadata"].get("deletionTimestamp")
+    provider.instances.update(hidden)  # now the cloud shows it: nothing was lost
+    await collector.reconcile()
+    assert provider.delete_calls == []
+
+
 async def test_a_ready_node_keeps_its_nodeclaim_even_if_the_cloud_forgot_it(
     kube: FakeClient, provider: FakeCloudProvider, collector: GarbageCollector,
     lifecycle: LifecycleController,
@@ -120,6 +164,9 @@ async def test_a_machine_listed_late_but_found_by_get_keeps_its_nodeclaim(
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim_manifest("default-abcde"))
     await lifecycle.reconcile(Request("", "default-abcde"))
+    pid = kube.peek(NODE_CLAIM, "default-abcde")["status"]["providerID"]
+    await kube.create(NODE, node_manifest("node-1", pid, ready=False))
+    await lifecycle.reconcile(Request("", "default-abcde"))  # registered: a suspect
     real_list = provider.list
 
     async def eventually_consistent():
@@ -137,9 +184,12 @@ async def test_only_the_nodeclaims_whose_machine_vanished_are_parsed(
     lifecycle: LifecycleController, monkeypatch,
 ) -> None:
     names = [f"default-{i:05d}" for i in range(12)]
-    for name in names:
+    for number, name in enumerate(names):
         await kube.create(NODE_CLAIM, nodeclaim_manifest(name))
         await lifecycle.reconcile(Request("", name))
+        pid = kube.peek(NODE_CLAIM, name)["status"]["providerID"]
+        await kube.create(NODE, node_manifest(f"node-{number}", pid, ready=False))
+        await lifecycle.reconcile(Request("", name))  # registered
     gone = kube.peek(NODE_CLAIM, names[0])["status"]["providerID"]
     provider.instances.pop(gone)  # one machine terminated behind karpy's back
 

@@ -51,6 +51,7 @@ import datetime
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -234,6 +235,11 @@ class FleetFaults:
     replayed: int = 0
     #: placement group name -> its description (gap 9)
     placement_groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: seconds CreateFleet waits, after launching its instances, before it answers (a
+    #: slow API answer: the window in which a client killed has instances it never saw)
+    answer_delay: float = 0.0
+    #: answers that launched instances and were then held back by ``answer_delay``
+    held: int = 0
     _local: threading.local = field(default_factory=threading.local)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -361,6 +367,11 @@ class FleetFaults:
             if token:
                 with faults._lock:
                     faults.tokens[token] = (params, payload)
+            delay = faults.answer_delay
+            if delay > 0 and payload.get("Instances"):
+                with faults._lock:
+                    faults.held += 1
+                time.sleep(delay)  # this request's server thread only
             return result
 
         def create_placement_group(self_: Any) -> Any:

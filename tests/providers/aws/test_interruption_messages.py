@@ -144,6 +144,30 @@ def test_malformed_messages_say_what_is_wrong(body: str, needle: str) -> None:
         parse_message(body)
 
 
+DEEP = 40_000  # far past the recursion limit; each body below fits in SQS's 256 KiB
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "[" * DEEP + "]" * DEEP,
+        '{"a":' * DEEP + "1" + "}" * DEEP,
+        # Deep values inside an otherwise valid spot warning: the envelope's fields too.
+        '{"source": "aws.ec2", "detail-type": ' + "[" * DEEP + "]" * DEEP + "}",
+        '{"source": "aws.ec2", "detail-type": "EC2 Spot Instance Interruption Warning", '
+        '"detail": {"instance-id": ' + "[" * DEEP + "]" * DEEP + "}}",
+    ],
+    ids=["array", "object", "in-detail-type", "in-instance-id"],
+)
+def test_deeply_nested_bodies_are_malformed_not_a_crash(body: str) -> None:
+    """json.loads raises RecursionError (not a ValueError) past Python's recursion
+    limit; that must come out as MalformedMessageError, so the controller deletes the
+    message instead of seeing it every visibility timeout for ever."""
+    assert len(body.encode()) <= 256 * 1024
+    with pytest.raises(MalformedMessageError, match="nested too deeply"):
+        parse_message(body)
+
+
 @given(st.text())
 def test_any_text_parses_or_is_malformed(body: str) -> None:
     try:

@@ -66,6 +66,29 @@ def test_environment_variables_are_the_fallback() -> None:
     assert s.provision_mode == "customscript"
 
 
+def test_the_bootstrap_token_is_kept_out_of_repr_and_str() -> None:
+    """A credential that lets any machine join the cluster: a log line or a traceback
+    that prints the settings must not carry it. Only the node bootstrap reads it."""
+    token = REQUIRED["kubeletBootstrapToken"]
+    from_env = AzureSettings.from_settings(
+        {k: v for k, v in REQUIRED.items() if k != "kubeletBootstrapToken"},
+        cluster_name="demo", environ={"KUBELET_BOOTSTRAP_TOKEN": token},
+    )  # fmt: skip
+    for settings in (from_env, AzureSettings.from_settings(REQUIRED, cluster_name="demo")):
+        for text in (repr(settings), str(settings), f"{settings}",
+                     repr(settings.kubelet_bootstrap_token), str(settings.kubelet_bootstrap_token)):
+            assert token not in text and "0123456789abcdef" not in text
+        assert settings.kubelet_bootstrap_token.get_secret_value() == token
+
+
+def test_a_missing_bootstrap_token_says_to_take_it_from_a_secret() -> None:
+    settings = {k: v for k, v in REQUIRED.items() if k != "kubeletBootstrapToken"}
+    with pytest.raises(AzureSettingsError) as raised:
+        AzureSettings.from_settings(settings, cluster_name="demo", environ={})
+    assert "KUBELET_BOOTSTRAP_TOKEN from a Secret" in str(raised.value)
+    assert "settings.kubeletBootstrapTokenSecret" in str(raised.value)
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
