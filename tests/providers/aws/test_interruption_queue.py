@@ -4,8 +4,8 @@ it cannot read is deleted and counted, never left to come back every visibility 
 from __future__ import annotations
 
 import dataclasses
-import uuid
 
+import boto3
 from karpy_aws import AWSCloudProvider
 from karpy_aws._interruption import InterruptionController
 from opentelemetry.sdk.metrics import MeterProvider
@@ -29,14 +29,18 @@ def counter(reader: InMemoryMetricReader, name: str) -> float:
 
 
 async def test_a_deeply_nested_body_is_deleted_and_counted(aws_provider: AWSCloudProvider) -> None:
-    sqs = aws_provider.clients.sqs
-    queue = f"karpy-deep-{uuid.uuid4().hex[:6]}"
-    url = (await sqs.create_queue(QueueName=queue))["QueueUrl"]
+    # The queue and its messages are the test's (and EventBridge's) doing, not karpy's:
+    # a client of the test's own, which the IAM check does not judge. The queue is named
+    # after the cluster, as Karpenter's policy (and its CloudFormation template) has it.
+    settings = aws_provider.settings
+    sqs = boto3.client("sqs", region_name=settings.region, endpoint_url=settings.endpoint_url)
+    queue = settings.cluster_name
+    url = sqs.create_queue(QueueName=queue)["QueueUrl"]
+    sqs.purge_queue(QueueUrl=url)
     bodies = ["[" * DEEP + "]" * DEEP, "{not json"]  # the second: an ordinary malformed one
     for body in bodies:
-        await sqs.send_message(QueueUrl=url, MessageBody=body)
+        sqs.send_message(QueueUrl=url, MessageBody=body)
     reader = InMemoryMetricReader()
-    settings = aws_provider.settings
     aws_provider.settings = dataclasses.replace(settings, interruption_queue=queue)
     try:
         controller = InterruptionController(
@@ -51,10 +55,10 @@ async def test_a_deeply_nested_body_is_deleted_and_counted(aws_provider: AWSClou
         assert handled == len(bodies)
     finally:
         aws_provider.settings = settings
-    attrs = await sqs.get_queue_attributes(
+    attrs = sqs.get_queue_attributes(
         QueueUrl=url,
         AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
     )
     assert sum(int(v) for v in attrs["Attributes"].values()) == 0  # none will come back
     assert counter(reader, "karpenter_interruption_deleted_messages_total") == len(bodies)
-    await sqs.delete_queue(QueueUrl=url)
+    sqs.delete_queue(QueueUrl=url)
