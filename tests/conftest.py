@@ -49,3 +49,22 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     monkeypatch.setattr(socket, "create_connection", refuse)
     yield tried
     assert tried == [], f"connections tried while offline: {tried}"
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """Undo what a command run in-process (``karpy.cli.main``) did to logging: it replaces
+    the root handler and sets the levels of karpy's loggers and the SDKs'. Left behind,
+    a later test's caplog would miss the lines of a logger set to WARNING."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    loggers = [name for name in logging.root.manager.loggerDict if "." not in name]
+    levels = {name: logging.getLogger(name).level for name in loggers}
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    for name in logging.root.manager.loggerDict:
+        if "." not in name:
+            logging.getLogger(name).setLevel(levels.get(name, logging.NOTSET))

@@ -5,27 +5,11 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Iterator
-
-import pytest
 
 from karpy.cli._logs import configure_command_logging, karpy_loggers
 
 SDKS = ("botocore", "aiobotocore", "boto3", "azure", "urllib3", "aiohttp",
         "kubernetes_asyncio")  # fmt: skip
-
-
-@pytest.fixture(autouse=True)
-def restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    names = (*karpy_loggers(), *SDKS)
-    levels = {name: logging.getLogger(name).level for name in names}
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    for name, saved in levels.items():
-        logging.getLogger(name).setLevel(saved)
 
 
 def test_the_providers_packages_are_karpys_loggers() -> None:
