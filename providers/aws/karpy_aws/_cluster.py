@@ -24,6 +24,7 @@ reconcile. What is still missing is reported on the EC2NodeClass's status (see
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ipaddress
 import logging
@@ -118,6 +119,8 @@ class ClusterDiscovery:
         self._kube_dns = kube_dns
         self._dns_asked = False
         self._warned = False
+        # a burst of launches all find the facts incomplete at once: one of them asks
+        self._resolving = asyncio.Lock()
 
     @property
     def facts(self) -> ClusterFacts:
@@ -130,7 +133,15 @@ class ClusterDiscovery:
 
     async def resolve(self) -> ClusterFacts:
         """Fill in what is still unknown (DescribeCluster, the kube-dns Service), keep
-        it, and return the facts. Failures are logged and leave the fact unknown."""
+        it, and return the facts. Failures are logged and leave the fact unknown.
+        Concurrent callers wait for one lookup instead of each making their own."""
+        if self._complete() and (self._dns_asked or self._kube_dns is None):
+            return self._facts
+        async with self._resolving:
+            await self._resolve_once()
+        return self._facts
+
+    async def _resolve_once(self) -> None:
         if not self._complete() and self._clients is not None and self._clients.eks is not None:
             await self._describe_cluster()
         if not self._dns_asked and self._kube_dns is not None:
@@ -143,7 +154,6 @@ class ClusterDiscovery:
             if dns:
                 self._facts = replace(self._facts, dns_ip=dns)
                 log.debug("discovered kube dns", extra={"kube-dns-ip": dns})
-        return self._facts
 
     async def _describe_cluster(self) -> None:
         assert self._clients is not None

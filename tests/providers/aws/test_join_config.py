@@ -5,6 +5,7 @@ cluster discovered from EKS (moto) as Karpenter discovers it."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 import email
@@ -478,6 +479,19 @@ async def test_discovery_takes_the_ipv6_cidr_of_an_ipv6_cluster(
     with iam_check.policy(_policy_for(name)):
         facts = await ClusterDiscovery(aws_clients, settings).resolve()
     assert (facts.service_cidr, facts.ip_family) == ("fd30:1c53:5f8a::/108", "ipv6")
+
+
+async def test_a_burst_of_launches_asks_eks_once(
+    aws_settings: AWSSettings, aws_clients: AWSClients
+) -> None:
+    """Many NodeClaims launch at once and each needs the cluster's facts: one
+    DescribeCluster serves them all (the benchmark's burst of 100 made 100)."""
+    no_endpoint = dataclasses.replace(aws_settings, cluster_endpoint="")
+    discovery = ClusterDiscovery(aws_clients, no_endpoint)
+    before = aws_clients.calls["eks:DescribeCluster"]
+    facts = await asyncio.gather(*(discovery.resolve() for _ in range(20)))
+    assert aws_clients.calls["eks:DescribeCluster"] - before == 1
+    assert all(f.service_cidr == SERVICE_CIDR for f in facts)
 
 
 async def test_the_kube_client_ca_is_the_fallback_ca(
