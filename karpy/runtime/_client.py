@@ -41,12 +41,21 @@ unsent bytes are dropped, not delivered late (see ``_fence``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import socket
 import struct
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -189,6 +198,22 @@ def _reset_on_close(api_client: k8s_client.ApiClient) -> None:
     connector = api_client.rest_client.pool_manager.connector
     if connector is not None and hasattr(connector, "_socket_factory"):
         connector._socket_factory = _resetting_socket
+
+
+@contextlib.contextmanager
+def _translated(what: str, timed_out: str) -> Iterator[None]:
+    """Translate what one request attempt raises into this package's errors (API errors
+    pass through): a timeout, kubernetes-asyncio's ApiException, a broken connection."""
+    try:
+        yield
+    except ApiError:
+        raise
+    except TimeoutError as exc:
+        raise RequestTimeout(f"{what}: {timed_out}") from exc
+    except ApiException as exc:
+        raise api_error_from_response(exc.status or 0, exc.body, exc.headers) from exc
+    except (aiohttp.ClientError, OSError) as exc:
+        raise TransportError(f"{what}: {exc}") from exc
 
 
 def _namespace_of(kind: Kind, obj: Mapping[str, Any], namespace: str | None) -> str | None:
@@ -466,7 +491,7 @@ class Client:
         limit = self.timeout if timeout is None else timeout
 
         async def attempt(left: float) -> bytes:
-            try:
+            with _translated(f"{method} {path}", f"timed out after {limit:g}s"):
                 async with asyncio.timeout(left):
                     response = await self._send(
                         method,
@@ -480,14 +505,6 @@ class Client:
                         return await response.read()
                     finally:
                         response.release()
-            except ApiError:
-                raise
-            except TimeoutError as exc:
-                raise RequestTimeout(f"{method} {path} timed out after {limit:g}s") from exc
-            except ApiException as exc:
-                raise api_error_from_response(exc.status or 0, exc.body, exc.headers) from exc
-            except (aiohttp.ClientError, OSError) as exc:
-                raise TransportError(f"{method} {path}: {exc}") from exc
 
         data = await self._retrying(method, path, limit, attempt)
         if not data:
@@ -633,7 +650,7 @@ class Client:
         path = kind.path(namespace=namespace)
 
         async def attempt(left: float) -> aiohttp.ClientResponse:
-            try:
+            with _translated(f"watch {path}", f"no response after {self.timeout:g}s"):
                 async with asyncio.timeout(left):
                     return await self._send(
                         "GET",
@@ -644,14 +661,6 @@ class Client:
                             connect=self.timeout,
                         ),
                     )
-            except ApiError:
-                raise
-            except TimeoutError as exc:
-                raise RequestTimeout(f"watch {path}: no response after {self.timeout:g}s") from exc
-            except ApiException as exc:
-                raise api_error_from_response(exc.status or 0, exc.body, exc.headers) from exc
-            except (aiohttp.ClientError, OSError) as exc:
-                raise TransportError(f"watch {path}: {exc}") from exc
 
         response = await self._retrying("GET", path, self.timeout, attempt)
         try:
