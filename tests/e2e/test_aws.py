@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers" / "aws"
 from iam_check import IAMCheck
 from karpy_aws._kinds import EC2_NODE_CLASS_KIND
 from karpy_aws._nodeclass_status import kubernetes_minor_version
+from moto.moto_api._internal.models import moto_api_backend
 from moto_harness import (
     FleetFaults,
     moto_server,
@@ -139,6 +140,10 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
         return await eventually(judged, **wait)
 
     with moto_server(iam=iam) as url, FleetFaults().installed() as faults:
+        # moto keeps its accounts in this process, across servers: start from an empty one
+        # (an earlier scenario, e.g. the launch-killed chaos test, leaves its instance
+        # profile behind, and then this test never sees karpy create one)
+        moto_api_backend.reset()  # what POST /moto-api/reset does
         async with connect(cluster) as client:
             version = await kubernetes_minor_version(client)
             seed_account(url, faults, cluster=CLUSTER, region=REGION, k8s_versions=(version,))
