@@ -110,6 +110,7 @@ async def node_class_ready(client: Client) -> bool:
 
 @pytest.mark.xfail(
     strict=False,
+    run=False,  # 4 minutes of a known failure would push CI past its budget
     reason="open (issue 24): since the CreateFleet batcher and its ClientToken merged in, "
     "after a kill the relaunched pods were not Running within 240 s in two runs. Suspected: "
     "the relaunch replays the killed call's ClientToken and gets back the instance the new "
