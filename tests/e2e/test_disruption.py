@@ -206,51 +206,69 @@ async def events_for(client: Client, name: str, reason: str) -> list[Any]:
             if e["involvedObject"].get("name") == name and e["reason"] == reason]
 
 
-async def test_do_not_disrupt_and_a_zero_pdb_block_consolidation(
+async def _one_pod_left_on_a_big_node(
+    client: Client, namespace: str, pool: str, app: str, annotations: dict[str, str]
+) -> str:
+    """4 pods of ``app`` on one node of ``pool``, then down to one: the node is far too big.
+
+    Returns the node's name.
+    """
+    await ready_node_class(client, NODE_CLASS)
+    await client.create(NODE_POOL, consolidating_pool(pool))
+    spec = deployment(app, node_selector={SELECT: pool}, replicas=4, cpu="1")
+    spec["spec"]["template"]["metadata"]["annotations"] = annotations
+    await client.create(kinds.DEPLOYMENT, spec, namespace=namespace)
+    [node] = {p["spec"]["nodeName"] for p in
+              await eventually(lambda: running(client, namespace, app, 4),
+                               timeout=120, what="4 pods Running")}
+    await scale(client, namespace, app, 1)
+    return node
+
+
+# The two blocking reasons run in separate NodePools: one DisruptionBlocked event per node
+# per 2 minutes whatever its message (Karpenter's recorder dedupes), so sharing a node
+# would make the second wait out the first's.
+async def test_do_not_disrupt_blocks_consolidation(
     cluster: Any, namespace: str, kwok_crd: None
 ) -> None:
     pool, app = "dis-blocked", "dis-blocked"
     async with connect(cluster) as client, karpy_operator(cluster, settings=settings()) as op:
-        await ready_node_class(client, NODE_CLASS)
-        await client.create(NODE_POOL, consolidating_pool(pool))
         try:
-            spec = deployment(app, node_selector={SELECT: pool}, replicas=4, cpu="1")
-            spec["spec"]["template"]["metadata"]["annotations"] = {
-                "karpenter.sh/do-not-disrupt": "true"}
-            await client.create(kinds.DEPLOYMENT, spec, namespace=namespace)
-            [first] = {p["spec"]["nodeName"] for p in
-                       await eventually(lambda: running(client, namespace, app, 4),
-                                        timeout=120, what="4 pods Running")}
-            # Down to one pod: the node is far too big, but its pod may not be disrupted.
-            await scale(client, namespace, app, 1)
+            node = await _one_pod_left_on_a_big_node(
+                client, namespace, pool, app, {"karpenter.sh/do-not-disrupt": "true"})
 
             async def annotation_blocked() -> list[Any]:
-                return [e for e in await events_for(client, first, "DisruptionBlocked")
+                return [e for e in await events_for(client, node, "DisruptionBlocked")
                         if e["message"].startswith(
                             'Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=')]
 
             blocked, *_ = await eventually(annotation_blocked, timeout=60,
                                            what="a DisruptionBlocked event naming the pod")
             assert f"(Pod={namespace}/{app}-" in blocked["message"], blocked["message"]
+            assert not op.messages("disrupting node(s)")
+        finally:
+            assert await clean_up(client, namespace, app, [pool], timeout=120) == []
 
-            # Same with a PDB that allows no disruption, instead of the annotation.
-            await client.patch(kinds.DEPLOYMENT, app, {"spec": {"template": {"metadata": {
-                "annotations": {"karpenter.sh/do-not-disrupt": None}}}}}, namespace=namespace)
+
+async def test_a_zero_pdb_blocks_consolidation(
+    cluster: Any, namespace: str, kwok_crd: None
+) -> None:
+    pool, app = "dis-pdb", "dis-pdb"
+    async with connect(cluster) as client, karpy_operator(cluster, settings=settings()) as op:
+        try:
             await client.create(kinds.POD_DISRUPTION_BUDGET, {
                 "metadata": {"name": app},
                 "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": app}}},
             }, namespace=namespace)
-            [pod] = await eventually(lambda: running(client, namespace, app, 1), timeout=60,
-                                     what="the re-annotated pod Running")
-            node = pod["spec"]["nodeName"]
+            node = await _one_pod_left_on_a_big_node(client, namespace, pool, app, {})
+            await eventually(lambda: running(client, namespace, app, 1), timeout=60,
+                             what="one pod Running")
 
             async def pdb_blocked() -> list[Any]:
                 return [e for e in await events_for(client, node, "DisruptionBlocked")
                         if e["message"].startswith("Pdb prevents pod evictions")]
 
-            # One DisruptionBlocked per node per 2 minutes, whatever its message (as
-            # Karpenter's recorder dedupes): the PDB's comes once the annotation's expires.
-            event, *_ = await eventually(pdb_blocked, timeout=180,
+            event, *_ = await eventually(pdb_blocked, timeout=60,
                                          what="a DisruptionBlocked event naming the PDB")
             assert f"PodDisruptionBudget=[{namespace}/{app}]" in event["message"]
             assert not op.messages("disrupting node(s)")
