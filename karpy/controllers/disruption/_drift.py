@@ -44,7 +44,7 @@ class Drift:
         for candidate in ordered:
             if context.budgets.left(candidate.nodepool) <= 0:
                 continue
-            simulation = context.whatif.simulate([candidate])
+            simulation = context.whatif.simulate([candidate], consolidation=False)
             if not simulation.all_scheduled:
                 context.events.blocked(candidate.node, candidate.nodeclaim,
                                        sentence("; ".join(simulation.errors[:3])))

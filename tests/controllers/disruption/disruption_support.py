@@ -1,6 +1,8 @@
 """A scene for disruption unit tests: a cluster model with managed machines, the pods on
 them, NodePools and a small catalogue; snapshots and what-if views built from it the
-way the disruption controller builds them."""
+way the disruption controller builds them, and :func:`decide`, which runs the real
+disruption controller's methods over the scene (validation skipped, as Karpenter's
+suite does with its no-op validator)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,25 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from karpy.controllers.disruption import PdbLimits, PoolCatalogue, Snapshot, WhatIf
+from controllers.termination.recorder import FakeRecorder
+
+from karpy.controllers.disruption import (
+    Command,
+    Decision,
+    DisruptionController,
+    PdbLimits,
+    PoolCatalogue,
+    Snapshot,
+    WhatIf,
+)
+from karpy.controllers.disruption._consolidation import settling_machines
+from karpy.controllers.disruption._events import DisruptionEvents
+from karpy.controllers.disruption._method import Method
+from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.settings import Settings
 from karpy.runtime import freeze
+from karpy.runtime.telemetry import Metrics
+from karpy.runtime.testing import FakeClock
 from karpy.scheduling import InstanceType, NodePoolTemplate, Offering, Simulator
 from karpy.scheduling import resources as res
 from karpy.state import Cluster
@@ -72,16 +91,24 @@ class Scene:
         return obj
 
     def machine(self, name: str, type_name: str, *, pool: str = "default",
-                zone: str = "zone-a", capacity_type: str = "on-demand",
+                zone: str = "zone-a", capacity_type: str | None = "on-demand",
                 consolidatable_: bool = True, node_annotations: Mapping[str, str] | None = None,
-                drifted: bool = False, grace: str | None = None) -> None:
-        """A launched, registered, initialized machine (Node + NodeClaim)."""
-        it = next(i for i in self.types if i.name == type_name)
+                drifted: bool = False, grace: str | None = None,
+                cpu: str | None = None, memory: str | None = None,
+                ready: bool = True, deleting: bool = False) -> None:
+        """A launched, registered, initialized machine (Node + NodeClaim).
+
+        ``type_name`` need not be in the catalogue (give ``cpu`` and ``memory`` then);
+        ``capacity_type=None`` leaves the capacity-type label off."""
+        it = next((i for i in self.types if i.name == type_name), None)
         labels = {"node.kubernetes.io/instance-type": type_name,
-                  "topology.kubernetes.io/zone": zone,
-                  "karpenter.sh/capacity-type": capacity_type}
-        cpu = str(it.capacity[res.CPU] // 1000)
-        memory = f"{it.capacity[res.MEMORY] // t.GIB}Gi"
+                  "topology.kubernetes.io/zone": zone}
+        if capacity_type is not None:
+            labels["karpenter.sh/capacity-type"] = capacity_type
+        if it is not None:
+            cpu = cpu or str(it.capacity[res.CPU] // 1000)
+            memory = memory or f"{it.capacity[res.MEMORY] // t.GIB}Gi"
+        assert cpu is not None and memory is not None, "an unknown type needs cpu and memory"
         provider_id = f"test:///{name}"
         claim = t.nodeclaim(f"{name}-claim", nodepool=pool, provider_id=provider_id,
                             node_name=name, labels=labels, cpu=cpu, memory=memory,
@@ -96,7 +123,9 @@ class Scene:
             claim["spec"]["terminationGracePeriod"] = grace
         node = t.node(name, provider_id=provider_id, nodepool=pool, labels=labels,
                       cpu=cpu, memory=memory)
-        node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+        node["status"]["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+        if deleting:
+            claim["metadata"]["deletionTimestamp"] = "2026-11-23T11:59:00Z"
         if node_annotations:
             node["metadata"]["annotations"] = dict(node_annotations)
         self.cluster.update_nodeclaim(freeze(claim))
@@ -140,4 +169,63 @@ class Scene:
         ]
         pending = [self.cluster.scheduling_pod(p) for p in self.cluster.provisionable_pods()]
         return WhatIf(simulator=Simulator(templates), nodes=tuple(self.cluster.existing_nodes()),
-                      pending=tuple(pending), namespaces={})
+                      pending=tuple(pending), deleting=tuple(self.cluster.reschedulable_pods()),
+                      namespaces={},
+                      settling=settling_machines(self.cluster.nodes(), self.cluster.nodepool))
+
+
+class _NoQueue:
+    """No command is running."""
+
+    def has(self, _provider_id: str) -> bool:
+        return False
+
+
+class SceneController(DisruptionController):
+    """The disruption controller reading a :class:`Scene` instead of the cache and the
+    provisioner (everything else — candidates, budgets, methods — is the real code)."""
+
+    def __init__(self, scene: Scene, settings: Settings | None = None) -> None:
+        clock = FakeClock(start=NOW)
+        self.recorder = FakeRecorder()
+        super().__init__(
+            client=None, cache=None, cluster=scene.cluster,  # type: ignore[arg-type]
+            provisioner=None, cloud_provider=None, queue=_NoQueue(),  # type: ignore[arg-type]
+            events=DisruptionEvents(self.recorder, clock),  # type: ignore[arg-type]
+            clock=clock, settings=settings or Settings(),
+            metrics=KarpenterMetrics(Metrics().meter("karpenter")),
+        )
+        self.scene = scene
+
+    async def snapshot(self) -> Snapshot:
+        return self.scene.snapshot()
+
+    async def whatif(self) -> WhatIf:
+        return self.scene.whatif()
+
+    async def run(self, method: Method) -> list[Command]:
+        """One method's commands, unvalidated."""
+        context = await self.context(method)
+
+        async def accept(command: Command, _method: Method) -> Command:
+            return command
+
+        context.validate = accept
+        if not context.candidates:
+            return []
+        return [c for c in await method.compute(context) if c.decision is not Decision.NOOP]
+
+    def messages(self, reason: str) -> list[str]:
+        """The messages of the events recorded with ``reason``."""
+        return [e.message for e in self.recorder.events if e.reason == reason]
+
+
+async def decide(scene: Scene, settings: Settings | None = None) -> list[Command]:
+    """What one disruption pass would start: the commands of the first method (in
+    Karpenter's order) that has any."""
+    controller = SceneController(scene, settings)
+    for method in controller.methods:
+        commands = await controller.run(method)
+        if commands:
+            return commands
+    return []
