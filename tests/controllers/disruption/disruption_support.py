@@ -80,9 +80,10 @@ class Scene:
     pdbs: list[dict[str, Any]] = field(default_factory=list)
     pools: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def pool(self, name: str = "default", **disruption: Any) -> dict[str, Any]:
+    def pool(self, name: str = "default", *,
+             requirements: Sequence[Mapping[str, Any]] = (), **disruption: Any) -> dict[str, Any]:
         """A ready NodePool, with ``disruption`` fields merged into its spec."""
-        obj = t.nodepool(name)
+        obj = t.nodepool(name, requirements=requirements)
         obj["spec"]["disruption"] = {"consolidateAfter": "0s",
                                      "consolidationPolicy": "WhenEmptyOrUnderutilized",
                                      **disruption}
@@ -95,7 +96,8 @@ class Scene:
                 consolidatable_: bool = True, node_annotations: Mapping[str, str] | None = None,
                 drifted: bool = False, grace: str | None = None,
                 cpu: str | None = None, memory: str | None = None,
-                ready: bool = True, deleting: bool = False) -> None:
+                ready: bool = True, deleting: bool = False, initialized: bool = True,
+                node_labels: Mapping[str, str] | None = None) -> None:
         """A launched, registered, initialized machine (Node + NodeClaim).
 
         ``type_name`` need not be in the catalogue (give ``cpu`` and ``memory`` then);
@@ -105,6 +107,7 @@ class Scene:
                   "topology.kubernetes.io/zone": zone}
         if capacity_type is not None:
             labels["karpenter.sh/capacity-type"] = capacity_type
+        labels.update(node_labels or {})
         if it is not None:
             cpu = cpu or str(it.capacity[res.CPU] // 1000)
             memory = memory or f"{it.capacity[res.MEMORY] // t.GIB}Gi"
@@ -112,8 +115,8 @@ class Scene:
         provider_id = f"test:///{name}"
         claim = t.nodeclaim(f"{name}-claim", nodepool=pool, provider_id=provider_id,
                             node_name=name, labels=labels, cpu=cpu, memory=memory,
-                            registered=True, initialized=True)
-        if consolidatable_:
+                            registered=True, initialized=initialized)
+        if consolidatable_ and initialized:
             consolidatable(claim)
         if drifted:
             claim["status"]["conditions"].append(
@@ -122,7 +125,7 @@ class Scene:
         if grace:
             claim["spec"]["terminationGracePeriod"] = grace
         node = t.node(name, provider_id=provider_id, nodepool=pool, labels=labels,
-                      cpu=cpu, memory=memory)
+                      cpu=cpu, memory=memory, initialized=initialized)
         node["status"]["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
         if deleting:
             claim["metadata"]["deletionTimestamp"] = "2026-11-23T11:59:00Z"
@@ -144,6 +147,12 @@ class Scene:
         self.cluster.update_pod(freeze(obj))
         self.pods.setdefault(node, []).append(obj)
         return obj
+
+    def unmanaged(self, name: str, *, cpu: str, memory: str) -> None:
+        """A Node karpy does not manage (no NodeClaim, no NodePool)."""
+        self.cluster.update_node(freeze(t.node(name, provider_id=f"test:///{name}",
+                                               cpu=cpu, memory=memory)))
+        self.pods.setdefault(name, [])
 
     def pending(self, name: str, **kwargs: Any) -> None:
         """A pending, unschedulable pod."""
@@ -216,8 +225,9 @@ class SceneController(DisruptionController):
         return [c for c in await method.compute(context) if c.decision is not Decision.NOOP]
 
     def messages(self, reason: str) -> list[str]:
-        """The messages of the events recorded with ``reason``."""
-        return [e.message for e in self.recorder.events if e.reason == reason]
+        """The distinct messages of the events recorded with ``reason`` (each is
+        recorded on the Node and on the NodeClaim)."""
+        return list(dict.fromkeys(e.message for e in self.recorder.events if e.reason == reason))
 
 
 async def decide(scene: Scene, settings: Settings | None = None) -> list[Command]:

@@ -43,13 +43,14 @@ def _assorted() -> tuple[InstanceType, ...]:
 def karpenter_scene(
     *, policy: str = "WhenEmptyOrUnderutilized", budgets: list[dict[str, Any]] | None = None,
     consolidate_after: str = "0s", types: list[InstanceType] | None = None,
-    pool: str = "default",
+    pool: str = "default", requirements: list[dict[str, Any]] | None = None,
 ) -> Scene:
     """A scene over Karpenter's fake catalogue with one NodePool as the suite's
     BeforeEach makes it ("Disrupt away!": budget 100 %, consolidateAfter 0s)."""
     scene = Scene(types=list(types if types is not None else _assorted()))
     scene.pool(pool, consolidateAfter=consolidate_after, consolidationPolicy=policy,
-               budgets=budgets if budgets is not None else [{"nodes": "100%"}])
+               budgets=budgets if budgets is not None else [{"nodes": "100%"}],
+               requirements=requirements or ())
     return scene
 
 
