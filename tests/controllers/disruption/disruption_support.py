@@ -97,7 +97,8 @@ class Scene:
                 drifted: bool = False, grace: str | None = None,
                 cpu: str | None = None, memory: str | None = None,
                 ready: bool = True, deleting: bool = False, initialized: bool = True,
-                node_labels: Mapping[str, str] | None = None) -> None:
+                node_labels: Mapping[str, str] | None = None,
+                drifted_at: str = "2026-11-23T10:00:00Z") -> None:
         """A launched, registered, initialized machine (Node + NodeClaim).
 
         ``type_name`` need not be in the catalogue (give ``cpu`` and ``memory`` then);
@@ -121,7 +122,7 @@ class Scene:
         if drifted:
             claim["status"]["conditions"].append(
                 {"type": "Drifted", "status": "True", "reason": "NodePoolDrifted",
-                 "lastTransitionTime": "2026-11-23T10:00:00Z"})
+                 "lastTransitionTime": drifted_at})
         if grace:
             claim["spec"]["terminationGracePeriod"] = grace
         node = t.node(name, provider_id=provider_id, nodepool=pool, labels=labels,
