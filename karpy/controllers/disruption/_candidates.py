@@ -150,8 +150,11 @@ class Candidate:
 
     @property
     def empty(self) -> bool:
-        """No pod would need a new home."""
-        return not self.pods
+        """No pod's eviction costs anything (Karpenter's IsEmpty): no pod would need a
+        new home, or only pods whose eviction cost clamps to zero (a
+        ``controller.kubernetes.io/pod-deletion-cost`` or priority low enough) — the
+        Empty reason and its budgets govern deleting such a node."""
+        return self.disruption_cost <= PER_NODE_DISRUPTION_COST
 
     @property
     def savings_ratio(self) -> float:

@@ -1,5 +1,6 @@
-"""The six decisions in which karpy's disruption used to differ from Karpenter's
-(issue 25), each on the smallest scene that shows it."""
+"""The decisions in which karpy's disruption used to differ from Karpenter's (issue 25:
+the six it lists, then those the ported suite found), each on the smallest scene that
+shows it."""
 
 from __future__ import annotations
 
@@ -163,3 +164,21 @@ async def test_emptiness_needs_no_capacity_type_label_nor_a_known_instance_type(
     [command] = await decide(scene)
     assert command.reason == "Empty"
     assert [c.name for c in command.candidates] == ["legacy"]
+
+
+async def test_a_node_whose_pods_cost_nothing_to_evict_is_empty() -> None:
+    # Karpenter's IsEmpty: no pod contributes a positive eviction cost. A pod whose
+    # pod-deletion-cost is low enough clamps to zero, so its node goes as Empty (under
+    # the Empty budgets), not as Underutilized.
+    scene = Scene()
+    scene.pool()
+    scene.machine("cheap", "m-4x")
+    scene.machine("other", "m-4x")
+    scene.pod("expendable", "cheap", cpu="1",
+              annotations={"controller.kubernetes.io/pod-deletion-cost": "-2147483647"})
+    scene.pod("busy", "other", cpu="1")
+    assert candidate(scene, "cheap").empty
+    assert not candidate(scene, "other").empty
+    [command] = await decide(scene)
+    assert command.reason == "Empty"
+    assert [c.name for c in command.candidates] == ["cheap"]
