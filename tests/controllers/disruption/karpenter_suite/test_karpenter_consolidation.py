@@ -321,3 +321,25 @@ async def test_wont_merge_2_nodes_into_1_of_the_same_type() -> None:
     assert command.consolidation_type == "single"
     assert names([command])[0][:2] == ("Underutilized", "delete")
     assert len(command.candidates) == 1
+
+
+async def test_karpy_differs_split_consolidation_replaces_one_node_by_two() -> None:
+    """Deliberate difference (docs/disruption.md, "Split consolidation"). Karpenter's
+    computeConsolidation refuses a single node whose pods need two new NodeClaims
+    ("Can't remove without creating 2 candidates"); karpy replaces it by both when
+    together they cost less. Shown on the scene of consolidation_test.go It("won't
+    delete node if it would violate pod anti-affinity"), with the two anti-affine pods
+    sharing one expensive node; with ``split_consolidation`` off karpy decides as
+    Karpenter does."""
+    scene = karpenter_scene()
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": LABELS}, "topologyKey": "kubernetes.io/hostname"}]}}
+    machine(scene, "node", MOST_EXPENSIVE, cpu="32", memory="128Gi")
+    for i in range(2):
+        scene.pod(f"pod-{i}", "node", cpu="10m", memory="10Mi", labels=LABELS,
+                  affinity=affinity)
+    assert names(await decide(scene)) == [("Underutilized", "replace", ["node"], 2)]
+    controller = SceneController(scene, Settings(split_consolidation=False))
+    assert await controller.run(SingleNodeConsolidation()) == []
+    assert controller.messages("Unconsolidatable") == [
+        "Can't remove without creating 2 candidates"]
