@@ -138,13 +138,16 @@ class Scene:
 
     def pod(self, name: str, node: str, *, cpu: str = "1", memory: str = "1Gi",
             annotations: Mapping[str, str] | None = None,
-            affinity: Mapping[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+            affinity: Mapping[str, Any] | None = None,
+            spread: Sequence[Mapping[str, Any]] = (), **kwargs: Any) -> dict[str, Any]:
         """A running pod bound to ``node``."""
         obj = t.pod(name, node_name=node, cpu=cpu, memory=memory, **kwargs)
         if annotations:
             obj["metadata"]["annotations"] = dict(annotations)
         if affinity:
             obj["spec"]["affinity"] = dict(affinity)
+        if spread:
+            obj["spec"]["topologySpreadConstraints"] = [dict(c) for c in spread]
         self.cluster.update_pod(freeze(obj))
         self.pods.setdefault(node, []).append(obj)
         return obj

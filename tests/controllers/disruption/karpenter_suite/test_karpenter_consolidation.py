@@ -11,6 +11,7 @@ import pytest
 from karpenter_fake import new_instance_type
 from ksuite import (
     LEAST_EXPENSIVE,
+    LEAST_EXPENSIVE_SPOT,
     MOST_EXPENSIVE,
     MOST_EXPENSIVE_SPOT,
     Scene,
@@ -295,32 +296,48 @@ async def test_wont_delete_node_if_it_would_violate_pod_anti_affinity() -> None:
     assert await decide(scene) == []
 
 
-async def test_can_merge_nodes_into_one_multi_node() -> None:
+@pytest.mark.parametrize("type_name", [MOST_EXPENSIVE, MOST_EXPENSIVE_SPOT],
+                         ids=["on-demand", "spot"])
+async def test_can_merge_3_nodes_into_1(type_name: str) -> None:
     """consolidation_test.go Context("Multi-NodeClaim") DescribeTable("can merge 3 nodes
-    into 1") (on-demand entry): three most-expensive nodes with one small pod each are
-    replaced by one cheaper NodeClaim."""
+    into 1") Entry("if the candidate is on-demand node") / Entry("if the candidate is
+    spot node"): three most-expensive nodes with one small pod each are replaced by
+    one cheaper NodeClaim."""
     scene = karpenter_scene()
     for i in range(3):
-        machine(scene, f"node-{i}", MOST_EXPENSIVE, cpu="32", memory="128Gi")
+        machine(scene, f"node-{i}", type_name, cpu="32", memory="128Gi")
         scene.pod(f"pod-{i}", f"node-{i}", cpu="10m", memory="10Mi", labels=LABELS)
-    [command] = await decide(scene)
+    [command] = await decide(scene, SPOT_TO_SPOT)
     assert command.consolidation_type == "multi"
     assert names([command]) == [
         ("Underutilized", "replace", ["node-0", "node-1", "node-2"], 1)]
-    assert MOST_EXPENSIVE not in command.replacements[0].instance_type_names
+    assert type_name not in command.replacements[0].instance_type_names
 
 
-async def test_wont_merge_2_nodes_into_1_of_the_same_type() -> None:
-    """consolidation_test.go Context("Multi-NodeClaim") It("won't merge 2 nodes into 1 of
-    the same type"): replacing both by one of their own type is the same as deleting
-    one, which single-node consolidation does."""
-    scene = two_cheapest()
+async def test_can_merge_3_nodes_into_1_with_both_spot_and_on_demand() -> None:
+    """consolidation_test.go Context("Multi-NodeClaim") It("can merge 3 nodes into 1 if
+    the candidates have both spot and on-demand")"""
+    scene = karpenter_scene()
+    for i, type_name in enumerate((MOST_EXPENSIVE, MOST_EXPENSIVE, MOST_EXPENSIVE_SPOT)):
+        machine(scene, f"node-{i}", type_name, cpu="32", memory="128Gi")
+        scene.pod(f"pod-{i}", f"node-{i}", cpu="10m", memory="10Mi", labels=LABELS)
+    assert names(await decide(scene, SPOT_TO_SPOT)) == [
+        ("Underutilized", "replace", ["node-0", "node-1", "node-2"], 1)]
+
+
+@pytest.mark.parametrize("type_name", [LEAST_EXPENSIVE, LEAST_EXPENSIVE_SPOT],
+                         ids=["on-demand", "spot"])
+async def test_wont_merge_2_nodes_into_1_of_the_same_type(type_name: str) -> None:
+    """consolidation_test.go Context("Multi-NodeClaim") DescribeTable("won't merge 2
+    nodes into 1 of the same type"): replacing both by one of their own type is the
+    same as deleting one; the node with the fewest pods is deleted instead."""
+    scene = karpenter_scene()
+    machine(scene, "node-0", type_name, cpu="32", memory="32Gi")
+    machine(scene, "node-1", type_name, cpu="32", memory="32Gi")
     pods(scene, "node-0", 1)
-    pods(scene, "node-1", 1)
-    [command] = await decide(scene)
-    assert command.consolidation_type == "single"
-    assert names([command])[0][:2] == ("Underutilized", "delete")
-    assert len(command.candidates) == 1
+    pods(scene, "node-1", 2)
+    [command] = await decide(scene, SPOT_TO_SPOT)
+    assert names([command]) == [("Underutilized", "delete", ["node-0"], 0)]
 
 
 async def test_karpy_differs_split_consolidation_replaces_one_node_by_two() -> None:
@@ -343,3 +360,24 @@ async def test_karpy_differs_split_consolidation_replaces_one_node_by_two() -> N
     assert await controller.run(SingleNodeConsolidation()) == []
     assert controller.messages("Unconsolidatable") == [
         "Can't remove without creating 2 candidates"]
+
+
+async def test_can_replace_node_maintaining_zonal_topology_spread() -> None:
+    """consolidation_test.go Context("Topology Consideration") It("can replace node
+    maintaining zonal topology spread"): the expensive zone-2 node is replaced by a
+    cheaper one in zone-2, so the spread stays 1/1/1."""
+    scene = karpenter_scene()
+    spread = {"app": "test-zonal-spread"}
+    for i, type_name in enumerate((
+        "1-cpu-1-mem-amd64-linux-test-zone-1-on-demand",
+        "64-cpu-128-mem-amd64-linux-test-zone-2-on-demand",
+        "1-cpu-1-mem-amd64-linux-test-zone-3-on-demand",
+    )):
+        machine(scene, f"node-{i}", type_name, cpu="1", memory="1Gi")
+        scene.pod(f"pod-{i}", f"node-{i}", cpu="1", memory="0", labels=spread, spread=[{
+            "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": spread}}])
+    [command] = await decide(scene)
+    assert names([command]) == [("Underutilized", "replace", ["node-1"], 1)]
+    zones = command.replacements[0].requirements["topology.kubernetes.io/zone"]
+    assert zones.values == {"test-zone-2"}
