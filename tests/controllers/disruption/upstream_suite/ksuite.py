@@ -11,7 +11,7 @@ from functools import cache
 from typing import Any
 
 from controllers.disruption.disruption_support import Scene, SceneController, decide
-from karpenter_fake import (
+from upstream_fake import (
     LEAST_EXPENSIVE,
     LEAST_EXPENSIVE_SPOT,
     MOST_EXPENSIVE,

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from karpenter_fake import new_instance_type
 from ksuite import (
     LEAST_EXPENSIVE,
     LEAST_EXPENSIVE_SPOT,
@@ -21,6 +20,7 @@ from ksuite import (
     machine,
     names,
 )
+from upstream_fake import new_instance_type
 
 from karpy.controllers.disruption._singlenode import SingleNodeConsolidation
 from karpy.controllers.settings import FeatureGates, Settings

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from karpenter_fake import new_instance_type
 from ksuite import MOST_EXPENSIVE, Scene, SceneController, decide, karpenter_scene, machine, names
+from upstream_fake import new_instance_type
 
 from karpy.controllers.disruption._drift import Drift
 from karpy.scheduling import Offering
