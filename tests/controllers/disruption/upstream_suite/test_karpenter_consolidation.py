@@ -20,7 +20,7 @@ from ksuite import (
     machine,
     names,
 )
-from upstream_fake import new_instance_type
+from upstream_fake import instance_types_assorted, new_instance_type
 
 from karpy.controllers.disruption._singlenode import SingleNodeConsolidation
 from karpy.controllers.settings import FeatureGates, Settings
@@ -381,3 +381,25 @@ async def test_can_replace_node_maintaining_zonal_topology_spread() -> None:
     assert names([command]) == [("Underutilized", "replace", ["node-1"], 1)]
     zones = command.replacements[0].requirements["topology.kubernetes.io/zone"]
     assert zones.values == {"test-zone-2"}
+
+
+async def test_cannot_replace_spot_with_spot_if_it_is_part_of_the_15_cheapest_types() -> None:
+    """consolidation_test.go It("cannot replace spot with spot if it is part of the 15
+    cheapest instance types."): the first 20 assorted types, the very first made a
+    $0.001 spot offering; the node runs the next cheapest spot type, so only one type
+    is cheaper."""
+    first20 = instance_types_assorted()[:20]
+    cheapest = first20[0]
+    first20[0] = new_instance_type(cheapest.name, cpu=1, memory_gib=1, offerings=[
+        Offering(zone="test-zone-1", capacity_type="spot", price=0.001)],
+        operating_systems=("linux",))
+    scene = karpenter_scene(types=first20)
+    node_type = next(it for it in first20[1:] if it.name.endswith("-spot"))
+    machine(scene, "node", node_type.name, cpu="1", memory="1Gi")
+    scene.pod("pod", "node", cpu="10m", memory="10Mi", labels=LABELS)
+    controller = SceneController(scene, SPOT_TO_SPOT)
+    assert await controller.run(SingleNodeConsolidation()) == []
+    assert controller.messages("Unconsolidatable") == [
+        "SpotToSpotConsolidation requires 15 cheaper instance type options than the current "
+        "candidate to consolidate, got 1"
+    ]
