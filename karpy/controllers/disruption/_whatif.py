@@ -78,7 +78,9 @@ WorstLaunchPrice order)."""
 # Settling machines are kept from candidates' pods with a taint only the simulation
 # sees: the simulator already keeps untolerated pods off a node, remembers per pod
 # signature that it did, and still counts the node's pods for topology. The pods that
-# may go there (pending ones, those of deleting machines) tolerate it.
+# may go there (pending ones, those of deleting machines) tolerate it. (A spread with
+# nodeTaintsPolicy: Honor would not count a settling node's domain for the candidates'
+# pods; Karpenter counts it. A rare policy on a short-lived state: accepted.)
 _SETTLING = NodeTaint(key="karpy.sh/consolidate-after", effect=NO_SCHEDULE)
 _TOLERATES_SETTLING = Toleration(key=_SETTLING.key, operator="Exists", effect=NO_SCHEDULE)
 
