@@ -403,3 +403,24 @@ async def test_cannot_replace_spot_with_spot_if_it_is_part_of_the_15_cheapest_ty
         "SpotToSpotConsolidation requires 15 cheaper instance type options than the current "
         "candidate to consolidate, got 1"
     ]
+
+
+async def test_should_not_consolidate_a_node_launched_for_pods_on_a_deleting_node() -> None:
+    """consolidation_test.go Context("Parallelization") It("should not consolidate a node
+    that is launched for pods on a deleting node"): the new node holds two of the five
+    pods so far; the three still on the deleting node need its room too, so it is not
+    replaced by a smaller node (without them it would be)."""
+    scene = karpenter_scene()
+    new_type = "8-cpu-1-mem-amd64-linux-test-zone-1-on-demand"  # the cheapest fit for 5
+    machine(scene, "old", new_type, cpu="8", memory="1Gi", deleting=True)
+    machine(scene, "new", new_type, cpu="8", memory="1Gi")
+    for i in range(3):
+        scene.pod(f"moving-{i}", "old", cpu="1", memory="10Mi", labels=LABELS)
+    for i in range(2):
+        scene.pod(f"rebound-{i}", "new", cpu="1", memory="10Mi", labels=LABELS)
+    assert await decide(scene) == []
+    without = karpenter_scene()
+    machine(without, "new", new_type, cpu="8", memory="1Gi")
+    for i in range(2):
+        without.pod(f"rebound-{i}", "new", cpu="1", memory="10Mi", labels=LABELS)
+    assert names(await decide(without)) == [("Underutilized", "replace", ["new"], 1)]
