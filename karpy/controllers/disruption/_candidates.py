@@ -120,6 +120,9 @@ class Candidate:
     PodDisruptionBudget that can never allow the eviction (Karpenter's
     IsCurrentlyReschedulable): a what-if buys no capacity for them. Only an eventual
     (drift) candidate with a terminationGracePeriod can have any."""
+    starting: frozenset[str] = frozenset()
+    """Keys of ``pods`` still in phase Pending (bound, not started): like pending pods,
+    a what-if may put them on a node under consolidateAfter (Karpenter exempts them)."""
 
     @property
     def name(self) -> str:
@@ -282,6 +285,9 @@ def build_candidate(
         disruption_cost=PER_NODE_DISRUPTION_COST
         + sum(max(0.0, eviction_cost(p)) for p in moving),
         staying=staying,
+        starting=frozenset(
+            _key(p) for p in moving if (p.get("status") or {}).get("phase") == "Pending"
+        ),
     )
 
 

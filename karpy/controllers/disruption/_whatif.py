@@ -13,7 +13,7 @@ an eviction: ``Candidate.staying``), and — for consolidation, not drift — ma
 whose NodePool's ``consolidateAfter`` has not passed since their last pod event
 (``settling``) take no candidate's pods (Karpenter v1.14, PR #3006: moving pods onto a
 node that just changed is churn). Pending pods and pods of machines being deleted may
-still go there.
+still go there, and so may a candidate's pods still in phase Pending.
 
 :func:`consolidate` turns a simulation into Karpenter's consolidation decision: delete
 when nothing new is needed; replace by one cheaper NodeClaim whose instance types are
@@ -126,6 +126,9 @@ class WhatIf:
         all_nodes, pending_pods, deleting_pods = self._view(consolidation)
         nodes = [n for n in all_nodes if n.name not in gone]
         moving = [pod for c in candidates for pod in c.pods if pod.key not in c.staying]
+        if all_nodes is not self.nodes and any(c.starting for c in candidates):
+            starting = {k for c in candidates for k in c.starting}
+            moving = [_tolerating((p,))[0] if p.key in starting else p for p in moving]
         results = self.simulator.solve(
             [*pending_pods, *moving, *deleting_pods], nodes=nodes, namespaces=self.namespaces
         )

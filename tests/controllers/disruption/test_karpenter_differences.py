@@ -182,3 +182,20 @@ async def test_a_node_whose_pods_cost_nothing_to_evict_is_empty() -> None:
     [command] = await decide(scene)
     assert command.reason == "Empty"
     assert [c.name for c in command.candidates] == ["cheap"]
+
+
+def test_a_candidates_pod_not_started_yet_may_go_onto_a_node_under_consolidate_after() -> None:
+    # Karpenter exempts pods in phase Pending from the destination rule, whether they
+    # wait for a node or are bound and not started yet.
+    scene = Scene()
+    scene.pool(consolidateAfter="5m")
+    scene.machine("old", "m-4x")
+    scene.machine("fresh", "m-8x", consolidatable_=False)
+    raw = scene.pod("starting", "old", cpu="1")
+    raw["status"]["phase"] = "Pending"  # bound, containers not started (what disruption reads)
+    scene.pod("busy", "fresh", cpu="1")
+    outcome = consolidate(scene.whatif(), [candidate(scene, "old")])
+    assert isinstance(outcome, Command), outcome
+    assert outcome.decision is Decision.DELETE
+    assert outcome.results is not None
+    assert outcome.results.placements() == {"default/starting": "fresh"}
