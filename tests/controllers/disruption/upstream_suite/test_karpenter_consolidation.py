@@ -424,3 +424,26 @@ async def test_should_not_consolidate_a_node_launched_for_pods_on_a_deleting_nod
     for i in range(2):
         without.pod(f"rebound-{i}", "new", cpu="1", memory="10Mi", labels=LABELS)
     assert names(await decide(without)) == [("Underutilized", "replace", ["new"], 1)]
+
+
+async def test_should_consider_initialized_nodes_before_uninitialized_nodes() -> None:
+    """consolidation_test.go It("should consider initialized nodes before uninitialized
+    nodes"): 100 nodes of 3 CPUs each hold a 2-CPU pod, one of them initialized; the
+    small node's 1-CPU pod goes to that one, and no event speaks of an uninitialized
+    node."""
+    default = new_instance_type("default-instance-type", cpu=3, memory_gib=3, pods=110)
+    small = new_instance_type("small-instance-type", cpu=1, memory_gib=1, pods=10)
+    scene = karpenter_scene(types=[default, small])
+    for i in range(100):
+        machine(scene, f"node-{i:03d}", "default-instance-type", zone="test-zone-1",
+                capacity_type="spot", cpu="3", memory="3Gi", initialized=i == 37)
+        scene.pod(f"pod-{i:03d}", f"node-{i:03d}", cpu="2", memory="2Gi", labels=LABELS)
+    machine(scene, "small", "small-instance-type", zone="test-zone-1", capacity_type="spot",
+            cpu="1", memory="1Gi")
+    scene.pod("consolidatable", "small", cpu="1", memory="1Gi", labels=LABELS)
+    controller = SceneController(scene)
+    [command] = await controller.run(SingleNodeConsolidation())
+    assert names([command]) == [("Underutilized", "delete", ["small"], 0)]
+    assert command.results is not None
+    assert command.results.placements() == {"default/consolidatable": "node-037"}
+    assert not any("uninitialized" in m for m in controller.messages("Unconsolidatable"))
