@@ -30,7 +30,13 @@ from karpy.controllers.settings import Settings
 from karpy.runtime import freeze
 from karpy.runtime.telemetry import Metrics
 from karpy.runtime.testing import FakeClock
-from karpy.scheduling import InstanceType, NodePoolTemplate, Offering, Simulator
+from karpy.scheduling import (
+    InstanceType,
+    NodePoolTemplate,
+    Offering,
+    SchedulerOptions,
+    Simulator,
+)
 from karpy.scheduling import resources as res
 from karpy.state import Cluster
 from karpy.state import testing as t
@@ -174,14 +180,16 @@ class Scene:
             nominated=self.cluster.is_node_nominated,
         )
 
-    def whatif(self) -> WhatIf:
-        """The what-if view the controller would build."""
+    def whatif(self, options: SchedulerOptions | None = None) -> WhatIf:
+        """The what-if view the controller would build (with the provisioner's
+        scheduler ``options``)."""
         templates = [
             NodePoolTemplate.from_nodepool_dict(entry.raw, self.types)
             for entry in self.cluster.nodepools()
         ]
         pending = [self.cluster.scheduling_pod(p) for p in self.cluster.provisionable_pods()]
-        return WhatIf(simulator=Simulator(templates), nodes=tuple(self.cluster.existing_nodes()),
+        return WhatIf(simulator=Simulator(templates, options=options),
+                      nodes=tuple(self.cluster.existing_nodes()),
                       pending=tuple(pending), deleting=tuple(self.cluster.reschedulable_pods()),
                       namespaces={},
                       settling=settling_machines(self.cluster.nodes(), self.cluster.nodepool))
@@ -198,7 +206,8 @@ class SceneController(DisruptionController):
     """The disruption controller reading a :class:`Scene` instead of the cache and the
     provisioner (everything else — candidates, budgets, methods — is the real code)."""
 
-    def __init__(self, scene: Scene, settings: Settings | None = None) -> None:
+    def __init__(self, scene: Scene, settings: Settings | None = None,
+                 options: SchedulerOptions | None = None) -> None:
         clock = FakeClock(start=NOW)
         self.recorder = FakeRecorder()
         super().__init__(
@@ -209,12 +218,13 @@ class SceneController(DisruptionController):
             metrics=KarpenterMetrics(Metrics().meter("karpenter")),
         )
         self.scene = scene
+        self.options = options
 
     async def snapshot(self) -> Snapshot:
         return self.scene.snapshot()
 
     async def whatif(self) -> WhatIf:
-        return self.scene.whatif()
+        return self.scene.whatif(self.options)
 
     async def run(self, method: Method) -> list[Command]:
         """One method's commands, unvalidated."""
@@ -234,10 +244,11 @@ class SceneController(DisruptionController):
         return list(dict.fromkeys(e.message for e in self.recorder.events if e.reason == reason))
 
 
-async def decide(scene: Scene, settings: Settings | None = None) -> list[Command]:
+async def decide(scene: Scene, settings: Settings | None = None,
+                 options: SchedulerOptions | None = None) -> list[Command]:
     """What one disruption pass would start: the commands of the first method (in
     Karpenter's order) that has any."""
-    controller = SceneController(scene, settings)
+    controller = SceneController(scene, settings, options)
     for method in controller.methods:
         commands = await controller.run(method)
         if commands:

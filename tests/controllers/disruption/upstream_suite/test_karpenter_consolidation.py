@@ -24,7 +24,7 @@ from upstream_fake import instance_types_assorted, new_instance_type
 
 from karpy.controllers.disruption._singlenode import SingleNodeConsolidation
 from karpy.controllers.settings import FeatureGates, Settings
-from karpy.scheduling import Offering
+from karpy.scheduling import Offering, SchedulerOptions
 
 SPOT_TO_SPOT = Settings(feature_gates=FeatureGates(spot_to_spot_consolidation=True))
 LABELS = {"app": "test"}
@@ -447,3 +447,40 @@ async def test_should_consider_initialized_nodes_before_uninitialized_nodes() ->
     assert command.results is not None
     assert command.results.placements() == {"default/consolidatable": "node-037"}
     assert not any("uninitialized" in m for m in controller.messages("Unconsolidatable"))
+
+
+IGNORE_PREFERENCES = SchedulerOptions(preference_policy="Ignore")
+
+
+async def test_should_consolidate_a_node_through_deletion_when_ignoring_preferences() -> None:
+    """consolidation_test.go Context("Preferences") It("should consolidate a node through
+    deletion when ignoring preferences"): a preferred anti-affinity would keep the
+    pods apart; ignored, node-1's pod joins the two on node-0."""
+    scene = karpenter_scene()
+    for name in ("node-0", "node-1"):
+        machine(scene, name, LEAST_EXPENSIVE, cpu="5", memory="5Gi")
+    apart = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "foo"}},
+                                          "topologyKey": "kubernetes.io/hostname"}}]}}
+    for i, node in enumerate(("node-0", "node-0", "node-1")):
+        scene.pod(f"pod-{i}", node, cpu="10m", memory="10Mi", labels={"app": "foo"},
+                  affinity=apart)
+    assert names(await decide(scene, options=IGNORE_PREFERENCES)) == [
+        ("Underutilized", "delete", ["node-1"], 0)]
+
+
+async def test_should_consolidate_a_node_through_replacement_when_ignoring_preferences() -> None:
+    """consolidation_test.go Context("Preferences") It("should consolidate a node through
+    replacement when ignoring preferences"): the pod prefers the most expensive type;
+    ignored, a cheaper one replaces it."""
+    scene = karpenter_scene()
+    machine(scene, "node", MOST_EXPENSIVE, cpu="32", memory="128Gi")
+    prefer = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "preference": {"matchExpressions": [
+            {"key": "node.kubernetes.io/instance-type", "operator": "In",
+             "values": [MOST_EXPENSIVE]}]}}]}}
+    scene.pod("pod", "node", cpu="10m", memory="10Mi", labels={"app": "foo"},
+              affinity=prefer)
+    [command] = await decide(scene, options=IGNORE_PREFERENCES)
+    assert names([command]) == [("Underutilized", "replace", ["node"], 1)]
+    assert MOST_EXPENSIVE not in command.replacements[0].instance_type_names
