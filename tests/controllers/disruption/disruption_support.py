@@ -210,12 +210,13 @@ class SceneController(DisruptionController):
                  options: SchedulerOptions | None = None) -> None:
         clock = FakeClock(start=NOW)
         self.recorder = FakeRecorder()
+        self.registry = Metrics()
         super().__init__(
             client=None, cache=None, cluster=scene.cluster,  # type: ignore[arg-type]
             provisioner=None, cloud_provider=None, queue=_NoQueue(),  # type: ignore[arg-type]
             events=DisruptionEvents(self.recorder, clock),  # type: ignore[arg-type]
             clock=clock, settings=settings or Settings(),
-            metrics=KarpenterMetrics(Metrics().meter("karpenter")),
+            metrics=KarpenterMetrics(self.registry.meter("karpenter")),
         )
         self.scene = scene
         self.options = options
@@ -237,6 +238,16 @@ class SceneController(DisruptionController):
         if not context.candidates:
             return []
         return [c for c in await method.compute(context) if c.decision is not Decision.NOOP]
+
+    def metric(self, name: str, **labels: str) -> float | None:
+        """The value of a sample of metric ``name`` with ``labels`` (None if absent)."""
+        for family in self.registry.registry.collect():
+            for sample in family.samples:
+                if sample.name == name and all(
+                    sample.labels.get(k) == v for k, v in labels.items()
+                ):
+                    return float(sample.value)
+        return None
 
     def messages(self, reason: str) -> list[str]:
         """The distinct messages of the events recorded with ``reason`` (each is

@@ -288,3 +288,28 @@ def test_pod_eviction_cost() -> None:
     assert costs == sorted(costs) and len(set(costs)) == 5
     assert eviction_cost(pod_dict(priority=1)) > 1.0
     assert eviction_cost(pod_dict(priority=-1)) < 1.0
+
+
+async def test_should_allow_2_nodes_from_each_nodepool_with_the_allowed_disruptions_gauge() -> None:
+    """consolidation_test.go Context("Budgets") It("should allow 2 nodes from each
+    nodePool to be deleted"): ten NodePools of three empty nodes, budget 50 % (1.5
+    rounds up to 2); karpenter_nodepools_allowed_disruptions says 2 for each, and one
+    command deletes 20 nodes."""
+    scene = karpenter_scene()
+    for i in range(10):
+        pool = f"np-{i}"
+        scene.pool(pool, consolidateAfter="0s", consolidationPolicy="WhenEmptyOrUnderutilized",
+                   budgets=[{"nodes": "50%"}])
+        for j in range(3):
+            machine(scene, f"{pool}-{j}", MOST_EXPENSIVE, pool=pool, cpu="32", memory="128Gi")
+    controller = SceneController(scene)
+    commands = []
+    for method in controller.methods:
+        commands = await controller.run(method)
+        if commands:
+            break
+    [command] = commands
+    assert len(command.candidates) == 20
+    for i in range(10):
+        assert controller.metric("karpenter_nodepools_allowed_disruptions",
+                                 nodepool=f"np-{i}", reason="Empty") == 2
