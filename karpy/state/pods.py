@@ -81,10 +81,11 @@ def is_provisionable(pod: Mapping[str, Any]) -> bool:
 
 
 def is_reschedulable(pod: Mapping[str, Any]) -> bool:
-    """Would need a new home if its node went away: active and not tied to the node."""
-    return not (
-        is_terminal(pod)
-        or is_terminating(pod)
-        or is_daemonset_pod(pod)
-        or is_owned_by_node(pod)
-    )
+    """Would need a new home if its node went away: active (or a terminating
+    StatefulSet pod) and not tied to the node (Karpenter's IsReschedulable).
+
+    A StatefulSet pod is deleted before its replacement, with the same name, is
+    created: while it terminates, the replacement is about to need room."""
+    active = not (is_terminal(pod) or is_terminating(pod))
+    returning = is_terminating(pod) and "StatefulSet" in _owner_kinds(pod)
+    return (active or returning) and not is_daemonset_pod(pod) and not is_owned_by_node(pod)

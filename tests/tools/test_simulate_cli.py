@@ -68,15 +68,24 @@ def test_consolidation_and_totals_after_the_plan_lands(
     disruption = doc["disruption"]
     assert disruption["method"] == "Underutilized/single"
     (command,) = disruption["commands"]
-    # Its one pod fits beside the web pods on the new spot node: delete, save it all.
-    assert command["decision"] == "delete" and command["replacements"] == []
+    # Its one pod would fit beside the web pods on the new spot node, but that node has
+    # just landed: its NodePool's consolidateAfter (1m) keeps consolidation's pods off
+    # it (Karpenter v1.14, PR #3006), so the node is replaced by a small spot one.
+    assert command["decision"] == "replace"
     assert [c["node"] for c in command["candidates"]] == ["default-x7k2p"]
-    assert command["savingsPerHour"] == pytest.approx(node_price, abs=1e-6)
+    (replacement,) = command["replacements"]
+    assert replacement["pods"] == 1 and replacement["capacityTypes"] == ["spot"]
+    offering = replacement["cheapestOffering"]
+    replacement_price = kwok_price(
+        offering["instanceType"], offering["zone"], offering["capacityType"])
+    assert replacement["pricePerHour"] == pytest.approx(replacement_price, abs=1e-6)
+    assert command["savingsPerHour"] == pytest.approx(node_price - replacement_price, abs=1e-6)
     totals = doc["totals"]
     plan = doc["provisioning"]["pricePerHour"]
     assert totals["nodes"] == 1
     assert totals["currentPerHour"] == pytest.approx(node_price, abs=1e-6)
-    assert totals["afterPerHour"] == pytest.approx(node_price + plan - node_price, abs=1e-6)
+    assert totals["afterPerHour"] == pytest.approx(
+        node_price + plan - (node_price - replacement_price), abs=1e-6)
     assert doc["whatIf"] is None
 
 

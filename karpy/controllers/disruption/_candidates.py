@@ -115,6 +115,14 @@ class Candidate:
     raw_pods: tuple[Object, ...] = field(repr=False)
     disruption_cost: float
     """PER_NODE_DISRUPTION_COST plus the eviction cost of every reschedulable pod."""
+    staying: frozenset[str] = frozenset()
+    """Keys of ``pods`` that will not leave for now — an active do-not-disrupt, a
+    PodDisruptionBudget that can never allow the eviction (Karpenter's
+    IsCurrentlyReschedulable): a what-if buys no capacity for them. Only an eventual
+    (drift) candidate with a terminationGracePeriod can have any."""
+    starting: frozenset[str] = frozenset()
+    """Keys of ``pods`` still in phase Pending (bound, not started): like pending pods,
+    a what-if may put them on a node under consolidateAfter (Karpenter exempts them)."""
 
     @property
     def name(self) -> str:
@@ -145,8 +153,11 @@ class Candidate:
 
     @property
     def empty(self) -> bool:
-        """No pod would need a new home."""
-        return not self.pods
+        """No pod's eviction costs anything (Karpenter's IsEmpty): no pod would need a
+        new home, or only pods whose eviction cost clamps to zero (a
+        ``controller.kubernetes.io/pod-deletion-cost`` or priority low enough) — the
+        Empty reason and its budgets govern deleting such a node."""
+        return self.disruption_cost <= PER_NODE_DISRUPTION_COST
 
     @property
     def savings_ratio(self) -> float:
@@ -260,6 +271,8 @@ def build_candidate(
     moving = [p for p in raw_pods if is_reschedulable(p)]
     moving_keys = {_key(p) for p in moving}
     pods = tuple(pod for key, pod in state.bound.pods.items() if key in moving_keys)
+    # A pod that stays is also one pod_blockers names: without blockers, none stays.
+    staying = frozenset(_key(p) for p in moving if _stays(p, snapshot)) if blocked else frozenset()
     return Candidate(
         state=state,
         pool=pool,
@@ -271,7 +284,20 @@ def build_candidate(
         raw_pods=tuple(moving),
         disruption_cost=PER_NODE_DISRUPTION_COST
         + sum(max(0.0, eviction_cost(p)) for p in moving),
+        staying=staying,
+        starting=frozenset(
+            _key(p) for p in moving if (p.get("status") or {}).get("phase") == "Pending"
+        ),
     )
+
+
+def _stays(pod: Mapping[str, Any], snapshot: Snapshot) -> bool:
+    """The pod will not be evicted for now: do-not-disrupt is active on it, or a
+    PodDisruptionBudget can never allow its eviction (Karpenter's
+    IsCurrentlyReschedulable, negated)."""
+    if is_active(pod) and do_not_disrupt_active(pod, snapshot.now):
+        return True
+    return _evictable_for_pdbs(pod, snapshot.now) and bool(snapshot.pdbs.blocking(pod, fully=True))
 
 
 def _key(pod: Mapping[str, Any]) -> str:

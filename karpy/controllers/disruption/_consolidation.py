@@ -1,16 +1,43 @@
 """What the consolidation methods (emptiness, multi- and single-node) share: which
-candidates consolidation may touch at all, and the Balanced policy's approval."""
+candidates consolidation may touch at all, which machines may not receive their pods
+yet, and the Balanced policy's approval."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from datetime import timedelta
 
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
-from karpy.controllers.disruption._candidates import Candidate
+from karpy.apis.v1 import CONDITION_CONSOLIDATABLE
+from karpy.controllers.disruption._candidates import Candidate, _condition_true
 from karpy.controllers.disruption._command import Command
 from karpy.controllers.disruption._whatif import balanced_score
+from karpy.state import NodePoolEntry
+from karpy.state.statenode import StateNode
 
-__all__ = ["balanced_approves", "consolidatable_reason"]
+__all__ = ["balanced_approves", "consolidatable_reason", "settling_machines"]
+
+
+def settling_machines(
+    states: Iterable[StateNode], nodepool: Callable[[str], NodePoolEntry | None]
+) -> frozenset[str]:
+    """The machines still under their NodePool's ``consolidateAfter`` (Karpenter's
+    IsUnderConsolidateAfter): initialized, with a non-zero consolidateAfter, and not
+    ``Consolidatable`` yet — the condition ``nodeclaim.disruption`` keeps on exactly
+    that clock. Consolidation does not move pods onto them (see ``_whatif``)."""
+    out: set[str] = set()
+    for state in states:
+        if state.nodeclaim is None or not state.initialized:
+            continue
+        entry = nodepool(state.nodepool)
+        if entry is None or entry.model is None:
+            continue
+        after = entry.model.spec.disruption.consolidate_after_timedelta
+        if after is None or after <= timedelta(0):
+            continue
+        if not _condition_true(state.nodeclaim, CONDITION_CONSOLIDATABLE):
+            out.add(state.name)
+    return frozenset(out)
 
 
 def consolidatable_reason(candidate: Candidate, *, empty_only: bool) -> bool | str:
@@ -18,6 +45,13 @@ def consolidatable_reason(candidate: Candidate, *, empty_only: bool) -> bool | s
     message), or False when the node simply is not ready for it yet."""
     model = candidate.pool.entry.model
     assert model is not None
+    disruption = model.spec.disruption
+    if empty_only:
+        # Deleting an empty node compares no prices: Karpenter's Emptiness asks for
+        # neither a known instance type nor the capacity-type and zone labels.
+        if disruption.consolidate_after_timedelta is None:
+            return f'NodePool "{candidate.nodepool}" has consolidation disabled'
+        return candidate.empty and candidate.consolidatable()
     labels = candidate.state.labels
     if candidate.instance_type is None:
         return f'Instance Type "{labels.get(LABEL_INSTANCE_TYPE, "")}" not found'
@@ -25,11 +59,8 @@ def consolidatable_reason(candidate: Candidate, *, empty_only: bool) -> bool | s
         return f'Node does not have label "{LABEL_CAPACITY_TYPE}"'
     if LABEL_ZONE not in labels:
         return f'Node does not have label "{LABEL_ZONE}"'
-    disruption = model.spec.disruption
     if disruption.consolidate_after_timedelta is None:
         return f'NodePool "{candidate.nodepool}" has consolidation disabled'
-    if empty_only:
-        return candidate.empty and candidate.consolidatable()
     if candidate.empty:
         return False  # emptiness handles it
     if disruption.consolidation_policy == "WhenEmpty":

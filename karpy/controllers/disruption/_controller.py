@@ -38,6 +38,7 @@ from karpy.controllers.disruption._candidates import (
     build_candidate,
 )
 from karpy.controllers.disruption._command import Command, Decision
+from karpy.controllers.disruption._consolidation import settling_machines
 from karpy.controllers.disruption._drift import Drift
 from karpy.controllers.disruption._emptiness import Emptiness
 from karpy.controllers.disruption._events import DisruptionEvents
@@ -48,7 +49,7 @@ from karpy.controllers.disruption._marks import (
     set_disruption_reason,
 )
 from karpy.controllers.disruption._method import Context, Method
-from karpy.controllers.disruption._multinode import MultiNodeConsolidation, without_same_types
+from karpy.controllers.disruption._multinode import MultiNodeConsolidation
 from karpy.controllers.disruption._pdb import PdbLimits
 from karpy.controllers.disruption._queue import OrchestrationQueue
 from karpy.controllers.disruption._singlenode import SingleNodeConsolidation
@@ -202,6 +203,7 @@ class DisruptionController:
             pending=tuple(self._provisioner.pending_pods()),
             deleting=tuple(self._provisioner.moving_pods()),
             namespaces=dict(self._cluster.namespaces()),
+            settling=settling_machines(self._cluster.nodes(), self._cluster.nodepool),
         )
 
     def candidates(
@@ -299,6 +301,7 @@ class DisruptionController:
             spot_to_spot=self._settings.feature_gates.spot_to_spot_consolidation,
             split=command.consolidation_type == "single" and self._settings.split_consolidation,
             consolidation_type=command.consolidation_type,
+            exclude_own_types=command.consolidation_type == "multi",
         )
         if isinstance(again, str) or not _same_outcome(command, again):
             self._metrics.disruption_failed_validations.add(len(command.candidates), labels)
@@ -312,11 +315,6 @@ def _same_outcome(command: Command, again: Command) -> bool:
     command would launch is still among the ones the fresh simulation allows."""
     if len(again.replacements) != len(command.replacements):
         return False
-    if command.consolidation_type == "multi" and again.replacements:
-        narrowed = without_same_types(again.replacements[0], again.candidates)
-        if isinstance(narrowed, str):
-            return False
-        again.replacements = [narrowed]
     for old, new in zip(
         sorted(command.replacements, key=lambda p: p.price),
         sorted(again.replacements, key=lambda p: p.price),

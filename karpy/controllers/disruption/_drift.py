@@ -39,12 +39,13 @@ class Drift:
         """Replace the longest-drifted candidate the budgets and the cluster allow."""
         ordered = sorted(
             context.candidates,
-            key=lambda c: (not c.empty, c.condition_time(CONDITION_DRIFTED), c.name),
+            # Karpenter puts candidates without reschedulable pods first (not IsEmpty).
+            key=lambda c: (bool(c.pods), c.condition_time(CONDITION_DRIFTED), c.name),
         )
         for candidate in ordered:
             if context.budgets.left(candidate.nodepool) <= 0:
                 continue
-            simulation = context.whatif.simulate([candidate])
+            simulation = context.whatif.simulate([candidate], consolidation=False)
             if not simulation.all_scheduled:
                 context.events.blocked(candidate.node, candidate.nodeclaim,
                                        sentence("; ".join(simulation.errors[:3])))

@@ -11,40 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Sequence
 
 from karpy.apis.v1.nodepool import DisruptionReason
 from karpy.controllers.disruption._candidates import GRACEFUL, Candidate
-from karpy.controllers.disruption._command import Command, Decision
+from karpy.controllers.disruption._command import Command
 from karpy.controllers.disruption._consolidation import balanced_approves, consolidatable_reason
 from karpy.controllers.disruption._method import Context
-from karpy.controllers.disruption._whatif import cheaper, consolidate
-from karpy.scheduling import NodeClaimPlan
+from karpy.controllers.disruption._whatif import consolidate
 
-__all__ = ["MAX_MULTI_NODE_CANDIDATES", "MultiNodeConsolidation", "without_same_types"]
+__all__ = ["MAX_MULTI_NODE_CANDIDATES", "MultiNodeConsolidation"]
 
 log = logging.getLogger("controller")
 
 MAX_MULTI_NODE_CANDIDATES = 100
-
-
-def without_same_types(plan: NodeClaimPlan, candidates: Sequence[Candidate]) -> NodeClaimPlan | str:
-    """``plan`` without instance types costing as much as a candidate's own type
-    (Karpenter's filterOutSameInstanceType)."""
-    existing: dict[str, float] = {}
-    for c in candidates:
-        if c.instance_type is None:
-            continue
-        price = existing.get(c.instance_type.name, math.inf)
-        existing[c.instance_type.name] = min(price, c.price) if c.price > 0 else price
-    max_price = math.inf
-    for it in plan.instance_types:
-        if it.name in existing:
-            max_price = min(max_price, existing[it.name])
-    if max_price == math.inf:
-        return plan
-    return cheaper(plan, max_price)
 
 
 class MultiNodeConsolidation:
@@ -93,8 +73,11 @@ class MultiNodeConsolidation:
             outcome = consolidate(
                 context.whatif, prefix, spot_to_spot=context.settings.feature_gates.
                 spot_to_spot_consolidation, split=False, consolidation_type=self.consolidation_type,
+                exclude_own_types=True,
             )
-            valid = isinstance(outcome, Command) and self._acceptable(outcome, prefix, context)
+            valid = isinstance(outcome, Command) and balanced_approves(
+                outcome, context.all_candidates
+            )
             if valid:
                 assert isinstance(outcome, Command)
                 best = outcome
@@ -103,12 +86,3 @@ class MultiNodeConsolidation:
                 high = mid - 1
             await asyncio.sleep(0)  # a pass is long; let the other controllers run
         return best
-
-    @staticmethod
-    def _acceptable(command: Command, prefix: list[Candidate], context: Context) -> bool:
-        if command.decision is Decision.REPLACE:
-            narrowed = without_same_types(command.replacements[0], prefix)
-            if isinstance(narrowed, str) or not narrowed.instance_types:
-                return False
-            command.replacements = [narrowed]
-        return balanced_approves(command, context.all_candidates)

@@ -7,20 +7,30 @@ away (with its pods and the pods nominated to it), the pending pods, and the pod
 machines already being deleted, which must land somewhere too. :meth:`WhatIf.simulate`
 removes the candidates and asks the scheduling simulator where their pods go — onto the
 remaining machines first, then onto new NodeClaims — exactly the provisioner's solve.
+Two things keep pods out of it, as in Karpenter: a candidate's pods that will not leave
+(an active ``karpenter.sh/do-not-disrupt``, a PodDisruptionBudget that can never allow
+an eviction: ``Candidate.staying``), and — for consolidation, not drift — machines
+whose NodePool's ``consolidateAfter`` has not passed since their last pod event
+(``settling``) take no candidate's pods (Karpenter v1.14, PR #3006: moving pods onto a
+node that just changed is churn). Pending pods and pods of machines being deleted may
+still go there, and so may a candidate's pods still in phase Pending.
 
 :func:`consolidate` turns a simulation into Karpenter's consolidation decision: delete
 when nothing new is needed; replace by one cheaper NodeClaim whose instance types are
-all cheaper than the candidates (spot-to-spot only behind its feature gate and with 15
-cheaper types); and, beyond Karpenter, replace one machine by *several* cheaper ones
-when that is what the simulation needs and their sum costs less (split consolidation).
+all cheaper than the candidates, judged by each type's *worst* launch price (spot-to-spot
+only behind its feature gate and with 15 cheaper types); and, beyond Karpenter, replace
+one machine by *several* cheaper ones when that is what the simulation needs and their
+sum costs less (split consolidation).
 Otherwise it returns the reason, worded for the ``Unconsolidatable`` event.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE
 from karpy.controllers.disruption._candidates import Candidate
@@ -35,6 +45,7 @@ from karpy.scheduling import (
     Results,
     Simulator,
 )
+from karpy.scheduling.taints import NO_SCHEDULE, NodeTaint, Toleration
 
 __all__ = [
     "BALANCED_K",
@@ -44,6 +55,8 @@ __all__ = [
     "balanced_score",
     "cheaper",
     "consolidate",
+    "without_same_types",
+    "worst_launch_price",
 ]
 
 MIN_SPOT_TO_SPOT_TYPES = 15
@@ -57,6 +70,19 @@ saved is at least 1/k of its share of the NodePool's disruption."""
 
 ON_DEMAND = "on-demand"
 SPOT = "spot"
+RESERVED = "reserved"
+_LAUNCH_PRECEDENCE = (RESERVED, SPOT, ON_DEMAND)
+"""The capacity type a launch uses when several are allowed (Karpenter's
+WorstLaunchPrice order)."""
+
+# Settling machines are kept from candidates' pods with a taint only the simulation
+# sees: the simulator already keeps untolerated pods off a node, remembers per pod
+# signature that it did, and still counts the node's pods for topology. The pods that
+# may go there (pending ones, those of deleting machines) tolerate it. (A spread with
+# nodeTaintsPolicy: Honor would not count a settling node's domain for the candidates'
+# pods; Karpenter counts it. A rare policy on a short-lived state: accepted.)
+_SETTLING = NodeTaint(key="karpy.sh/consolidate-after", effect=NO_SCHEDULE)
+_TOLERATES_SETTLING = Toleration(key=_SETTLING.key, operator="Exists", effect=NO_SCHEDULE)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -85,14 +111,26 @@ class WhatIf:
     pending: tuple[Pod, ...] = ()
     deleting: tuple[Pod, ...] = ()
     namespaces: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
+    settling: frozenset[str] = frozenset()
+    """Machines under their NodePool's consolidateAfter (see the module docstring)."""
+    _protected: dict[str, tuple[Any, ...]] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False
+    )
 
-    def simulate(self, candidates: Sequence[Candidate]) -> Simulation:
-        """Remove ``candidates`` and place their pods (and the rest) again."""
+    def simulate(
+        self, candidates: Sequence[Candidate], *, consolidation: bool = True
+    ) -> Simulation:
+        """Remove ``candidates`` and place their pods (and the rest) again; a
+        ``consolidation`` simulation keeps the candidates' pods off settling machines."""
         gone = {c.name for c in candidates}
-        nodes = [n for n in self.nodes if n.name not in gone]
-        moving = [pod for c in candidates for pod in c.pods]
+        all_nodes, pending_pods, deleting_pods = self._view(consolidation)
+        nodes = [n for n in all_nodes if n.name not in gone]
+        moving = [pod for c in candidates for pod in c.pods if pod.key not in c.staying]
+        if all_nodes is not self.nodes and any(c.starting for c in candidates):
+            starting = {k for c in candidates for k in c.starting}
+            moving = [_tolerating((p,))[0] if p.key in starting else p for p in moving]
         results = self.simulator.solve(
-            [*self.pending, *moving, *self.deleting], nodes=nodes, namespaces=self.namespaces
+            [*pending_pods, *moving, *deleting_pods], nodes=nodes, namespaces=self.namespaces
         )
         pending = {p.key for p in self.pending}
         from_deleting = {p.key for p in self.deleting}
@@ -115,9 +153,50 @@ class WhatIf:
         )
         return Simulation(results=results, errors=tuple(errors), new_nodeclaims=needed)
 
+    def _view(
+        self, consolidation: bool
+    ) -> tuple[tuple[ExistingNode, ...], tuple[Pod, ...], tuple[Pod, ...]]:
+        """(nodes, pending, deleting) as one kind of simulation sees them; the protected
+        view is built once per pass."""
+        if not consolidation or not self.settling:
+            return self.nodes, self.pending, self.deleting
+        view = self._protected.get("view")
+        if view is None:
+            nodes = tuple(
+                dataclasses.replace(n, taints=(*n.taints, _SETTLING))
+                if n.name in self.settling else n
+                for n in self.nodes
+            )
+            view = self._protected["view"] = (
+                nodes, _tolerating(self.pending), _tolerating(self.deleting)
+            )
+        return cast(tuple[tuple[ExistingNode, ...], tuple[Pod, ...], tuple[Pod, ...]], view)
+
+
+def _tolerating(pods: Sequence[Pod]) -> tuple[Pod, ...]:
+    return tuple(
+        dataclasses.replace(p, tolerations=(*p.tolerations, _TOLERATES_SETTLING)) for p in pods
+    )
+
 
 def _price(instance_type: InstanceType, requirements: Requirements) -> float | None:
     return instance_type.cheapest_price(requirements)
+
+
+def worst_launch_price(instance_type: InstanceType, requirements: Requirements) -> float | None:
+    """The most a launch of ``instance_type`` under ``requirements`` may cost (Karpenter's
+    WorstLaunchPrice): the dearest available offering of the capacity type the launch
+    would use (reserved before spot before on-demand), whichever zone it lands in.
+    None when no offering is compatible."""
+    compatible = [
+        o for o in instance_type.offerings
+        if o.available and requirements.overlaps(o.requirements)
+    ]
+    for capacity_type in _LAUNCH_PRECEDENCE:
+        prices = [o.price for o in compatible if o.capacity_type == capacity_type]
+        if prices:
+            return max(prices)
+    return None
 
 
 def _min_values_unmet(requirements: Requirements, types: Sequence[InstanceType]) -> list[str]:
@@ -156,11 +235,13 @@ def _narrow(
 
 
 def cheaper(plan: NodeClaimPlan, max_price: float) -> NodeClaimPlan | str:
-    """``plan`` keeping only instance types strictly cheaper than ``max_price``
-    (Karpenter's RemoveInstanceTypeOptionsByPriceAndMinValues), or why none remain."""
+    """``plan`` keeping only instance types whose worst launch price is strictly below
+    ``max_price`` (Karpenter's RemoveInstanceTypeOptionsByPriceAndMinValues), or why
+    none remain. The worst price, not the cheapest: the launch picks the offering, and
+    a replacement that may cost more than the candidates is no saving."""
     kept = [
         it for it in plan.instance_types
-        if (p := _price(it, plan.requirements)) is not None and p < max_price
+        if (p := worst_launch_price(it, plan.requirements)) is not None and p < max_price
     ]
     if not kept:
         return "Can't replace with a cheaper node"
@@ -182,6 +263,28 @@ def _allows(requirement: Requirement | None, value: str) -> bool:
     return requirement is None or requirement.has(value)
 
 
+def without_same_types(
+    plan: NodeClaimPlan, candidates: Sequence[Candidate]
+) -> NodeClaimPlan | str:
+    """``plan`` without instance types costing as much as a candidate's own type, when
+    it offers one of the candidates' types (Karpenter's filterOutSameInstanceType):
+    replacing several nodes by one of their own type only shuffles pods around —
+    deleting the others does the same with less disruption."""
+    existing: dict[str, float] = {}
+    for c in candidates:
+        if c.instance_type is None:
+            continue
+        price = existing.get(c.instance_type.name, math.inf)
+        existing[c.instance_type.name] = min(price, c.price) if c.price > 0 else price
+    max_price = math.inf
+    for it in plan.instance_types:
+        if it.name in existing:
+            max_price = min(max_price, existing[it.name])
+    if max_price == math.inf:
+        return plan
+    return cheaper(plan, max_price)
+
+
 def consolidate(
     whatif: WhatIf,
     candidates: Sequence[Candidate],
@@ -189,8 +292,14 @@ def consolidate(
     spot_to_spot: bool = False,
     split: bool = True,
     consolidation_type: str = "single",
+    exclude_own_types: bool = False,
 ) -> Command | str:
-    """The consolidation command for ``candidates``, or why there is none."""
+    """The consolidation command for ``candidates``, or why there is none.
+
+    ``exclude_own_types`` (multi-node consolidation) drops replacement types that cost
+    as much as a candidate's own type — before the replacement is narrowed to spot,
+    which would otherwise drop an on-demand-only own type first and hide it.
+    """
     simulation = whatif.simulate(candidates)
     if not simulation.all_scheduled:
         return "; ".join(simulation.errors[:3])
@@ -207,13 +316,18 @@ def consolidate(
     plan = plans[0]
     all_spot = all(c.capacity_type == SPOT for c in candidates)
     if all_spot and _allows(_capacity_types(plan), SPOT):
-        return _spot_to_spot(command, plan, source, enabled=spot_to_spot)
+        return _spot_to_spot(command, plan, source, enabled=spot_to_spot,
+                             exclude_own_types=exclude_own_types)
     narrowed = cheaper(plan, source)
     if isinstance(narrowed, str):
         return narrowed
+    if exclude_own_types:
+        narrowed = without_same_types(narrowed, candidates)
+        if isinstance(narrowed, str):
+            return narrowed
     capacity = _capacity_types(narrowed)
     if capacity is not None and capacity.has(SPOT) and capacity.has(ON_DEMAND):
-        # The price filter used the cheapest offering, which is spot: launching
+        # The price filter used the spot price (a launch prefers spot): launching
         # on-demand instead could cost more than the candidates (Karpenter does the same).
         narrowed = _narrow(
             narrowed, narrowed.instance_types, Requirement.new(LABEL_CAPACITY_TYPE, "In", [SPOT])
@@ -223,7 +337,8 @@ def consolidate(
 
 
 def _spot_to_spot(
-    command: Command, plan: NodeClaimPlan, source: float, *, enabled: bool
+    command: Command, plan: NodeClaimPlan, source: float, *, enabled: bool,
+    exclude_own_types: bool,
 ) -> Command | str:
     if not enabled:
         return "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
@@ -231,6 +346,10 @@ def _spot_to_spot(
     narrowed = cheaper(spot, source)
     if isinstance(narrowed, str):
         return narrowed
+    if exclude_own_types:
+        narrowed = without_same_types(narrowed, command.candidates)
+        if isinstance(narrowed, str):
+            return narrowed
     if len(command.candidates) == 1:
         if len(narrowed.instance_types) < MIN_SPOT_TO_SPOT_TYPES:
             return (

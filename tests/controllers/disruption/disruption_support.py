@@ -1,6 +1,8 @@
 """A scene for disruption unit tests: a cluster model with managed machines, the pods on
 them, NodePools and a small catalogue; snapshots and what-if views built from it the
-way the disruption controller builds them."""
+way the disruption controller builds them, and :func:`decide`, which runs the real
+disruption controller's methods over the scene (validation skipped, as Karpenter's
+suite does with its no-op validator)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,32 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from karpy.controllers.disruption import PdbLimits, PoolCatalogue, Snapshot, WhatIf
+from controllers.termination.recorder import FakeRecorder
+
+from karpy.controllers.disruption import (
+    Command,
+    Decision,
+    DisruptionController,
+    PdbLimits,
+    PoolCatalogue,
+    Snapshot,
+    WhatIf,
+)
+from karpy.controllers.disruption._consolidation import settling_machines
+from karpy.controllers.disruption._events import DisruptionEvents
+from karpy.controllers.disruption._method import Method
+from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.settings import Settings
 from karpy.runtime import freeze
-from karpy.scheduling import InstanceType, NodePoolTemplate, Offering, Simulator
+from karpy.runtime.telemetry import Metrics
+from karpy.runtime.testing import FakeClock
+from karpy.scheduling import (
+    InstanceType,
+    NodePoolTemplate,
+    Offering,
+    SchedulerOptions,
+    Simulator,
+)
 from karpy.scheduling import resources as res
 from karpy.state import Cluster
 from karpy.state import testing as t
@@ -61,9 +86,10 @@ class Scene:
     pdbs: list[dict[str, Any]] = field(default_factory=list)
     pools: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def pool(self, name: str = "default", **disruption: Any) -> dict[str, Any]:
+    def pool(self, name: str = "default", *,
+             requirements: Sequence[Mapping[str, Any]] = (), **disruption: Any) -> dict[str, Any]:
         """A ready NodePool, with ``disruption`` fields merged into its spec."""
-        obj = t.nodepool(name)
+        obj = t.nodepool(name, requirements=requirements)
         obj["spec"]["disruption"] = {"consolidateAfter": "0s",
                                      "consolidationPolicy": "WhenEmptyOrUnderutilized",
                                      **disruption}
@@ -72,31 +98,44 @@ class Scene:
         return obj
 
     def machine(self, name: str, type_name: str, *, pool: str = "default",
-                zone: str = "zone-a", capacity_type: str = "on-demand",
+                zone: str = "zone-a", capacity_type: str | None = "on-demand",
                 consolidatable_: bool = True, node_annotations: Mapping[str, str] | None = None,
-                drifted: bool = False, grace: str | None = None) -> None:
-        """A launched, registered, initialized machine (Node + NodeClaim)."""
-        it = next(i for i in self.types if i.name == type_name)
+                drifted: bool = False, grace: str | None = None,
+                cpu: str | None = None, memory: str | None = None,
+                ready: bool = True, deleting: bool = False, initialized: bool = True,
+                node_labels: Mapping[str, str] | None = None,
+                drifted_at: str = "2026-11-23T10:00:00Z") -> None:
+        """A launched, registered, initialized machine (Node + NodeClaim).
+
+        ``type_name`` need not be in the catalogue (give ``cpu`` and ``memory`` then);
+        ``capacity_type=None`` leaves the capacity-type label off."""
+        it = next((i for i in self.types if i.name == type_name), None)
         labels = {"node.kubernetes.io/instance-type": type_name,
-                  "topology.kubernetes.io/zone": zone,
-                  "karpenter.sh/capacity-type": capacity_type}
-        cpu = str(it.capacity[res.CPU] // 1000)
-        memory = f"{it.capacity[res.MEMORY] // t.GIB}Gi"
+                  "topology.kubernetes.io/zone": zone}
+        if capacity_type is not None:
+            labels["karpenter.sh/capacity-type"] = capacity_type
+        labels.update(node_labels or {})
+        if it is not None:
+            cpu = cpu or str(it.capacity[res.CPU] // 1000)
+            memory = memory or f"{it.capacity[res.MEMORY] // t.GIB}Gi"
+        assert cpu is not None and memory is not None, "an unknown type needs cpu and memory"
         provider_id = f"test:///{name}"
         claim = t.nodeclaim(f"{name}-claim", nodepool=pool, provider_id=provider_id,
                             node_name=name, labels=labels, cpu=cpu, memory=memory,
-                            registered=True, initialized=True)
-        if consolidatable_:
+                            registered=True, initialized=initialized)
+        if consolidatable_ and initialized:
             consolidatable(claim)
         if drifted:
             claim["status"]["conditions"].append(
                 {"type": "Drifted", "status": "True", "reason": "NodePoolDrifted",
-                 "lastTransitionTime": "2026-11-23T10:00:00Z"})
+                 "lastTransitionTime": drifted_at})
         if grace:
             claim["spec"]["terminationGracePeriod"] = grace
         node = t.node(name, provider_id=provider_id, nodepool=pool, labels=labels,
-                      cpu=cpu, memory=memory)
-        node["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+                      cpu=cpu, memory=memory, initialized=initialized)
+        node["status"]["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+        if deleting:
+            claim["metadata"]["deletionTimestamp"] = "2026-11-23T11:59:00Z"
         if node_annotations:
             node["metadata"]["annotations"] = dict(node_annotations)
         self.cluster.update_nodeclaim(freeze(claim))
@@ -105,16 +144,25 @@ class Scene:
 
     def pod(self, name: str, node: str, *, cpu: str = "1", memory: str = "1Gi",
             annotations: Mapping[str, str] | None = None,
-            affinity: Mapping[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+            affinity: Mapping[str, Any] | None = None,
+            spread: Sequence[Mapping[str, Any]] = (), **kwargs: Any) -> dict[str, Any]:
         """A running pod bound to ``node``."""
         obj = t.pod(name, node_name=node, cpu=cpu, memory=memory, **kwargs)
         if annotations:
             obj["metadata"]["annotations"] = dict(annotations)
         if affinity:
             obj["spec"]["affinity"] = dict(affinity)
+        if spread:
+            obj["spec"]["topologySpreadConstraints"] = [dict(c) for c in spread]
         self.cluster.update_pod(freeze(obj))
         self.pods.setdefault(node, []).append(obj)
         return obj
+
+    def unmanaged(self, name: str, *, cpu: str, memory: str) -> None:
+        """A Node karpy does not manage (no NodeClaim, no NodePool)."""
+        self.cluster.update_node(freeze(t.node(name, provider_id=f"test:///{name}",
+                                               cpu=cpu, memory=memory)))
+        self.pods.setdefault(name, [])
 
     def pending(self, name: str, **kwargs: Any) -> None:
         """A pending, unschedulable pod."""
@@ -132,12 +180,88 @@ class Scene:
             nominated=self.cluster.is_node_nominated,
         )
 
-    def whatif(self) -> WhatIf:
-        """The what-if view the controller would build."""
+    def whatif(self, options: SchedulerOptions | None = None) -> WhatIf:
+        """The what-if view the controller would build (with the provisioner's
+        scheduler ``options``)."""
         templates = [
             NodePoolTemplate.from_nodepool_dict(entry.raw, self.types)
             for entry in self.cluster.nodepools()
         ]
         pending = [self.cluster.scheduling_pod(p) for p in self.cluster.provisionable_pods()]
-        return WhatIf(simulator=Simulator(templates), nodes=tuple(self.cluster.existing_nodes()),
-                      pending=tuple(pending), namespaces={})
+        return WhatIf(simulator=Simulator(templates, options=options),
+                      nodes=tuple(self.cluster.existing_nodes()),
+                      pending=tuple(pending), deleting=tuple(self.cluster.reschedulable_pods()),
+                      namespaces={},
+                      settling=settling_machines(self.cluster.nodes(), self.cluster.nodepool))
+
+
+class _NoQueue:
+    """No command is running."""
+
+    def has(self, _provider_id: str) -> bool:
+        return False
+
+
+class SceneController(DisruptionController):
+    """The disruption controller reading a :class:`Scene` instead of the cache and the
+    provisioner (everything else — candidates, budgets, methods — is the real code)."""
+
+    def __init__(self, scene: Scene, settings: Settings | None = None,
+                 options: SchedulerOptions | None = None) -> None:
+        clock = FakeClock(start=NOW)
+        self.recorder = FakeRecorder()
+        self.registry = Metrics()
+        super().__init__(
+            client=None, cache=None, cluster=scene.cluster,  # type: ignore[arg-type]
+            provisioner=None, cloud_provider=None, queue=_NoQueue(),  # type: ignore[arg-type]
+            events=DisruptionEvents(self.recorder, clock),  # type: ignore[arg-type]
+            clock=clock, settings=settings or Settings(),
+            metrics=KarpenterMetrics(self.registry.meter("karpenter")),
+        )
+        self.scene = scene
+        self.options = options
+
+    async def snapshot(self) -> Snapshot:
+        return self.scene.snapshot()
+
+    async def whatif(self) -> WhatIf:
+        return self.scene.whatif(self.options)
+
+    async def run(self, method: Method) -> list[Command]:
+        """One method's commands, unvalidated."""
+        context = await self.context(method)
+
+        async def accept(command: Command, _method: Method) -> Command:
+            return command
+
+        context.validate = accept
+        if not context.candidates:
+            return []
+        return [c for c in await method.compute(context) if c.decision is not Decision.NOOP]
+
+    def metric(self, name: str, **labels: str) -> float | None:
+        """The value of a sample of metric ``name`` with ``labels`` (None if absent)."""
+        for family in self.registry.registry.collect():
+            for sample in family.samples:
+                if sample.name == name and all(
+                    sample.labels.get(k) == v for k, v in labels.items()
+                ):
+                    return float(sample.value)
+        return None
+
+    def messages(self, reason: str) -> list[str]:
+        """The distinct messages of the events recorded with ``reason`` (each is
+        recorded on the Node and on the NodeClaim)."""
+        return list(dict.fromkeys(e.message for e in self.recorder.events if e.reason == reason))
+
+
+async def decide(scene: Scene, settings: Settings | None = None,
+                 options: SchedulerOptions | None = None) -> list[Command]:
+    """What one disruption pass would start: the commands of the first method (in
+    Karpenter's order) that has any."""
+    controller = SceneController(scene, settings, options)
+    for method in controller.methods:
+        commands = await controller.run(method)
+        if commands:
+            return commands
+    return []
