@@ -41,6 +41,10 @@ class NodeClaimPlan:
     """The cost-improvement stage narrowed ``requirements`` (to one zone) so that the
     NodeClaim could take a pod moved onto it: it launches in fewer zones, and may list
     fewer instance types, than first fit would have given it for its pods."""
+    min_values_relaxed: bool = False
+    """``minValues`` of some requirement was lowered to what the instance types span
+    (MIN_VALUES_POLICY=BestEffort); the NodeClaim says so in Karpenter's
+    ``karpenter.sh/nodeclaim-min-values-relaxed`` annotation."""
 
     @property
     def price(self) -> float:
