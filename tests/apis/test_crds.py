@@ -257,3 +257,18 @@ def test_karpy_crds_check_covers_the_docs(tmp_path: Path) -> None:
         [sys.executable, "-m", "karpy.cli", *args, "--check"], capture_output=True, text=True
     )
     assert check.returncode == 1 and str(docs) in check.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [
+        ("karpenter.sh_nodepools.yaml", "spec.template.spec.requirements"),
+        ("karpenter.sh_nodeclaims.yaml", "spec.requirements"),
+        ("karpenter.sh_nodeoverlays.yaml", "spec.requirements"),
+    ],
+)
+def test_requirements_accept_gte_and_lte_with_karpenters_rule(name: str, path: str) -> None:
+    requirements = at(schema_of(name), path)
+    assert at(requirements, "[].operator")["enum"][-2:] == ["Gte", "Lte"]
+    rules = [r["rule"] for r in requirements["x-kubernetes-validations"]]
+    assert any("x.operator == 'Gte' || x.operator == 'Lte'" in r for r in rules)
