@@ -57,6 +57,22 @@ class NodeClaimPlan:
         return 0.0
 
     @property
+    def priced_by(self) -> str:
+        """The NodeOverlay that set :attr:`price` (empty: the provider's price)."""
+        best: tuple[float, str] | None = None
+        for instance_type in self.instance_types:
+            for offering in instance_type.offerings:
+                if not offering.available:
+                    continue
+                if not self.requirements.overlaps(offering.requirements):
+                    continue
+                if best is None or offering.price < best[0]:
+                    best = (offering.price, offering.overlay)
+            if best is not None:
+                return best[1]
+        return ""
+
+    @property
     def instance_type_names(self) -> list[str]:
         """The instance type names, cheapest first."""
         return [it.name for it in self.instance_types]

@@ -15,12 +15,12 @@ catalogue. Each overlay gets ``ValidationSucceeded`` (and Ready): False with rea
 from __future__ import annotations
 
 from karpy.controllers.deps import Deps
-from karpy.controllers.nodeoverlay._controller import NodeOverlayController
+from karpy.controllers.nodeoverlay._controller import NodeOverlayController, Verdict, judge
 from karpy.controllers.provisioning.provisioner import Provisioner
 from karpy.runtime import GENERATION_CHANGED, Object, Request
 from karpy.state.kinds import NODE_OVERLAY, NODE_POOL
 
-__all__ = ["NodeOverlayController", "register"]
+__all__ = ["NodeOverlayController", "Verdict", "judge", "register"]
 
 #: The one key every event maps to: the reconcile judges all overlays together.
 _ALL = Request("", "nodeoverlays")

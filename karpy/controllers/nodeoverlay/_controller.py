@@ -4,7 +4,8 @@ conditions (see the package docstring)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -25,7 +26,7 @@ from karpy.scheduling.overlay import Overlay, PoolCatalogue, evaluate
 from karpy.state import Cluster, OverlayStore
 from karpy.state.kinds import NODE_OVERLAY
 
-__all__ = ["RESYNC", "NodeOverlayController", "runtime_problems"]
+__all__ = ["RESYNC", "NodeOverlayController", "Verdict", "judge", "runtime_problems"]
 
 log = logging.getLogger("controller")
 
@@ -46,6 +47,63 @@ def runtime_problems(overlay: NodeOverlay) -> list[str]:
         if r.operator == "NotIn" and not r.values:
             problems.append(f"key {r.key} with operator {r.operator} must have a value defined")
     return problems
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What :func:`judge` found."""
+
+    applied: list[Overlay]
+    """The overlays in force, in precedence order."""
+    conflicts: dict[str, str]
+    """Overlays not applied for a conflict: name -> message."""
+    problems: dict[str, str]
+    """Overlays not applied for what their schema cannot check: name -> message."""
+    models: dict[str, NodeOverlay]
+    """The overlays that parse, by name."""
+
+
+async def judge(
+    overlays: Iterable[Mapping[str, Any]], cluster: Cluster, instance_types: InstanceTypeCache
+) -> Verdict:
+    """Judge NodeOverlay objects against every valid NodePool's catalogue (the
+    provider's instance types before overlays). A NodePool whose instance types cannot
+    be listed is left out rather than holding the others back."""
+    problems: dict[str, str] = {}
+    parsed: list[Overlay] = []
+    models: dict[str, NodeOverlay] = {}
+    for stored in overlays:
+        name = str(stored["metadata"]["name"])
+        try:
+            model = NodeOverlay.from_dict(stored)
+        except ValidationError as exc:
+            problems[name] = "; ".join(validation_problems(exc))
+            continue
+        models[name] = model
+        found = runtime_problems(model)
+        if not found:
+            try:
+                parsed.append(Overlay.from_model(model))
+            except ValueError as err:
+                found = [str(err)]
+        if found:
+            problems[name] = "; ".join(found)
+    pools = []
+    for entry in cluster.nodepools():
+        if entry.model is None:
+            continue
+        try:
+            types = await instance_types.raw(entry)
+        except Exception as err:  # a broken NodePool must not hold the others back
+            log.warning(
+                "listing instance types for nodepool",
+                extra={"NodePool": {"name": entry.name}, "error": str(err)},
+            )
+            continue
+        labels = entry.model.spec.template.metadata.labels
+        pools.append(PoolCatalogue(entry.name, labels, types))
+    applied, conflicts = evaluate(parsed, pools)
+    return Verdict(applied, conflicts, problems, models)
 
 
 class NodeOverlayController:
@@ -75,56 +133,26 @@ class NodeOverlayController:
     async def reconcile(self, request: Request) -> Result:
         """Judge all overlays at once; the request only says that something changed."""
         stored_overlays = self._index.list(NODE_OVERLAY)
-        problems: dict[str, str] = {}
-        parsed: list[Overlay] = []
-        models: dict[str, tuple[Mapping[str, Any], NodeOverlay | None]] = {}
-        for stored in stored_overlays:
-            name = str(stored["metadata"]["name"])
-            try:
-                model = NodeOverlay.from_dict(stored)
-            except ValidationError as exc:
-                models[name] = (stored, None)
-                problems[name] = "; ".join(validation_problems(exc))
-                continue
-            models[name] = (stored, model)
-            found = runtime_problems(model)
-            if not found:
-                try:
-                    parsed.append(Overlay.from_model(model))
-                except ValueError as err:
-                    found = [str(err)]
-            if found:
-                problems[name] = "; ".join(found)
-        pools = []
-        for entry in self._cluster.nodepools():
-            if entry.model is None:
-                continue
-            try:
-                types = await self._instance_types.raw(entry)
-            except Exception as err:  # a broken NodePool must not hold the others back
-                log.warning(
-                    "listing instance types for nodepool",
-                    extra={"NodePool": {"name": entry.name}, "error": str(err)},
-                )
-                continue
-            labels = entry.model.spec.template.metadata.labels
-            pools.append(PoolCatalogue(entry.name, labels, types))
-        applied, conflicts = evaluate(parsed, pools)
-        if self._store.update(applied):
+        verdict = await judge(stored_overlays, self._cluster, self._instance_types)
+        if self._store.update(verdict.applied):
             log.info(
                 "updated nodeoverlays in force",
-                extra={"applied": [o.name for o in applied], "conflicts": sorted(conflicts)},
+                extra={
+                    "applied": [o.name for o in verdict.applied],
+                    "conflicts": sorted(verdict.conflicts),
+                },
             )
             self._on_change("nodeoverlay")
         requeue = False
-        for name, (raw, parsed_model) in models.items():
-            if name in problems:
-                verdict = ("False", REASON_RUNTIME_VALIDATION, problems[name])
-            elif name in conflicts:
-                verdict = ("False", REASON_CONFLICT, conflicts[name])
+        for raw in stored_overlays:
+            name = str(raw["metadata"]["name"])
+            if name in verdict.problems:
+                outcome = ("False", REASON_RUNTIME_VALIDATION, verdict.problems[name])
+            elif name in verdict.conflicts:
+                outcome = ("False", REASON_CONFLICT, verdict.conflicts[name])
             else:
-                verdict = ("True", "", "")
-            requeue |= await self._write(raw, parsed_model, verdict)
+                outcome = ("True", "", "")
+            requeue |= await self._write(raw, verdict.models.get(name), outcome)
         return Result(requeue=True) if requeue else Result(requeue_after=RESYNC)
 
     async def _write(
