@@ -27,7 +27,7 @@ from karpy.scheduling.requirements import Requirement, Requirements
 
 __all__ = [
     "Overlay",
-    "PoolCatalogue",
+    "PoolTypes",
     "adjusted_price",
     "apply_overlays",
     "evaluate",
@@ -94,7 +94,7 @@ def adjusted_price(price: float, change: str | None) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class PoolCatalogue:
+class PoolTypes:
     """One NodePool's instance types and what overlays select them by."""
 
     nodepool: str
@@ -103,7 +103,7 @@ class PoolCatalogue:
 
 
 def _selected(
-    overlay: Overlay, pool: PoolCatalogue, it: InstanceType
+    overlay: Overlay, pool: PoolTypes, it: InstanceType
 ) -> tuple[Offering, ...]:
     """The offerings of ``it`` that ``overlay`` selects (none: it does not select it)."""
     type_reqs = it.requirements.add(
@@ -127,7 +127,7 @@ class _Claims:
 
 
 def evaluate(
-    overlays: Iterable[Overlay], pools: Sequence[PoolCatalogue]
+    overlays: Iterable[Overlay], pools: Sequence[PoolTypes]
 ) -> tuple[list[Overlay], dict[str, str]]:
     """Which overlays apply, in precedence order, and why each other one does not
     (name -> message): Karpenter's conflict rule (see the module docstring)."""
@@ -174,7 +174,7 @@ def evaluate(
     return applied, conflicts
 
 
-def apply_overlays(overlays: Sequence[Overlay], pool: PoolCatalogue) -> tuple[InstanceType, ...]:
+def apply_overlays(overlays: Sequence[Overlay], pool: PoolTypes) -> tuple[InstanceType, ...]:
     """``pool``'s instance types with ``overlays`` (in precedence order, conflicts
     already removed by :func:`evaluate`) applied. Types no overlay selects are returned
     as they are; a changed offering names its overlay in ``Offering.overlay`` and a type

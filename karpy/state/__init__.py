@@ -14,7 +14,7 @@ offerings priced from the provider's catalogue).
 from karpy.state.cluster import Cluster, ReleaseHandler
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 from karpy.state.nodepool import NodePoolEntry
-from karpy.state.overlays import OverlayStore
+from karpy.state.overlays import OverlayStore, UnevaluatedNodePoolError
 from karpy.state.statenode import NodePods, StateNode
 from karpy.state.unavailable_offerings import UnavailableOfferings
 from karpy.state.volumes import VolumeError, VolumeIndex
@@ -29,6 +29,7 @@ __all__ = [
     "ReleaseHandler",
     "StateNode",
     "UnavailableOfferings",
+    "UnevaluatedNodePoolError",
     "VolumeError",
     "VolumeIndex",
 ]

@@ -12,7 +12,7 @@ from karpy.apis.v1alpha1 import NodeOverlay
 from karpy.scheduling import InstanceType
 from karpy.scheduling.overlay import (
     Overlay,
-    PoolCatalogue,
+    PoolTypes,
     adjusted_price,
     apply_overlays,
     evaluate,
@@ -40,8 +40,8 @@ def catalogue() -> list[InstanceType]:
     return [itype("small", 2, 8, price=1.0), itype("large", 8, 32, price=4.0)]
 
 
-def pool_of(types: list[InstanceType], name: str = "default") -> PoolCatalogue:
-    return PoolCatalogue(name, {}, types)
+def pool_of(types: list[InstanceType], name: str = "default") -> PoolTypes:
+    return PoolTypes(name, {}, types)
 
 
 @pytest.mark.parametrize(
@@ -115,7 +115,7 @@ def test_requirements_on_nodepool_name_and_template_labels() -> None:
         "pool", {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["other"]},
         price="0.2",
     )
-    labelled = apply_overlays([team, pool], PoolCatalogue("default", {"team": "a"}, catalogue()))
+    labelled = apply_overlays([team, pool], PoolTypes("default", {"team": "a"}, catalogue()))
     assert {o.price for t in labelled for o in t.offerings} == {0.1}
     unlabelled = apply_overlays([team, pool], pool_of(catalogue()))
     assert {o.price for t in unlabelled for o in t.offerings} == {1.0, 4.0}

@@ -10,7 +10,7 @@ import pytest
 from karpy.cloudprovider.fake import default_instance_types
 from karpy.runtime import freeze
 from karpy.scheduling import Pod, Simulator
-from karpy.scheduling.overlay import Overlay, PoolCatalogue, apply_overlays
+from karpy.scheduling.overlay import Overlay, PoolTypes, apply_overlays
 from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.state import Cluster
 from karpy.state import testing as t
@@ -239,7 +239,7 @@ def test_the_overlay_that_priced_the_type_is_named() -> None:
             "node.kubernetes.io/instance-type", "In", ["default-instance-type"])]),
         price="0.001",
     )
-    types = apply_overlays([discount], PoolCatalogue("default", {}, default_instance_types()))
+    types = apply_overlays([discount], PoolTypes("default", {}, default_instance_types()))
     pools = [PoolInput(e, types) for e in cluster.nodepools()]
     answer = explain_pod("default/web", freeze(raw), cluster=cluster, pools=pools)
     assert verdict(answer, "default").priced_by == "negotiated"

@@ -34,6 +34,9 @@ def register(deps: Deps, provisioner: Provisioner) -> NodeOverlayController | No
     """Build the controller when the NodeOverlay gate is on (None otherwise)."""
     if not deps.settings.feature_gates.node_overlay:
         return None
+    # Until the first judgement, NodePools offer no instance types (Karpenter's
+    # UnevaluatedNodePoolError): nothing launches at a price an overlay would change.
+    deps.overlays.required = True
     cache = deps.manager.cache
     cache.informer(NODE_OVERLAY)
     cache.informer(NODE_POOL)

@@ -22,7 +22,7 @@ from karpy.apis.v1alpha1 import (
 )
 from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
 from karpy.runtime import Cache, Client, Clock, Request, Result, errors
-from karpy.scheduling.overlay import Overlay, PoolCatalogue, evaluate
+from karpy.scheduling.overlay import Overlay, PoolTypes, evaluate
 from karpy.state import Cluster, OverlayStore
 from karpy.state.kinds import NODE_OVERLAY
 
@@ -61,6 +61,8 @@ class Verdict:
     """Overlays not applied for what their schema cannot check: name -> message."""
     models: dict[str, NodeOverlay]
     """The overlays that parse, by name."""
+    evaluated: list[str]
+    """The NodePools judged (those whose instance types could be listed)."""
 
 
 async def judge(
@@ -101,9 +103,9 @@ async def judge(
             )
             continue
         labels = entry.model.spec.template.metadata.labels
-        pools.append(PoolCatalogue(entry.name, labels, types))
+        pools.append(PoolTypes(entry.name, labels, types))
     applied, conflicts = evaluate(parsed, pools)
-    return Verdict(applied, conflicts, problems, models)
+    return Verdict(applied, conflicts, problems, models, [p.nodepool for p in pools])
 
 
 class NodeOverlayController:
@@ -134,7 +136,7 @@ class NodeOverlayController:
         """Judge all overlays at once; the request only says that something changed."""
         stored_overlays = self._index.list(NODE_OVERLAY)
         verdict = await judge(stored_overlays, self._cluster, self._instance_types)
-        if self._store.update(verdict.applied):
+        if self._store.update(verdict.applied, verdict.evaluated):
             log.info(
                 "updated nodeoverlays in force",
                 extra={

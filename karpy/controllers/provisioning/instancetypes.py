@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from karpy.cloudprovider import CloudProvider, InstanceType, Offering, OfferingKey
 from karpy.runtime import Clock
-from karpy.scheduling.overlay import PoolCatalogue, apply_overlays
+from karpy.scheduling.overlay import PoolTypes, apply_overlays
 from karpy.state import NodePoolEntry, OverlayStore, UnavailableOfferings
 
 __all__ = ["InstanceTypeCache"]
@@ -58,10 +58,25 @@ class InstanceTypeCache:
         """How many times the provider was asked (for tests and metrics)."""
 
     async def get(self, nodepool: NodePoolEntry) -> Sequence[InstanceType]:
-        """The instance types ``nodepool`` may launch, with offerings that recently
-        failed marked unavailable. Raises what the provider raises."""
+        """The instance types ``nodepool`` may launch, with the NodeOverlays in force
+        applied and offerings that recently failed marked unavailable. Raises what the
+        provider raises, and :class:`UnevaluatedNodePoolError` while the overlays must
+        be judged first."""
         if nodepool.model is None:
             return ()
+        self._overlays.check(nodepool.name)
+        return (await self._entry(nodepool)).filtered
+
+    async def raw(self, nodepool: NodePoolEntry) -> Sequence[InstanceType]:
+        """The provider's instance types for ``nodepool``, before NodeOverlays and
+        unavailable offerings (what overlays are judged against)."""
+        if nodepool.model is None:
+            return ()
+        return (await self._entry(nodepool)).raw
+
+    async def _entry(self, nodepool: NodePoolEntry) -> _Entry:
+        model = nodepool.model
+        assert model is not None  # the callers return () for an invalid NodePool
         now = self._clock.monotonic()
         key = (nodepool.uid, nodepool.generation)
         entry = self._entries.get(nodepool.name)
@@ -69,7 +84,7 @@ class InstanceTypeCache:
         seq = self._unavailable.seq
         overlays_seq = self._overlays.seq
         if entry is None or entry.key != key or now - entry.fetched_at >= self.refresh:
-            raw = tuple(await self._provider.get_instance_types(nodepool.model))
+            raw = tuple(await self._provider.get_instance_types(model))
             self.fetches += 1
             entry = _Entry(key, now, raw, (), seq, overlays_seq)
             entry.filtered = _filter(self._overlaid(nodepool, raw), unavailable)
@@ -78,14 +93,7 @@ class InstanceTypeCache:
             entry.filtered = _filter(self._overlaid(nodepool, entry.raw), unavailable)
             entry.unavailable_seq = seq
             entry.overlays_seq = overlays_seq
-        return entry.filtered
-
-    async def raw(self, nodepool: NodePoolEntry) -> Sequence[InstanceType]:
-        """The provider's instance types for ``nodepool``, before NodeOverlays and
-        unavailable offerings (what overlays are judged against)."""
-        await self.get(nodepool)
-        entry = self._entries.get(nodepool.name)
-        return () if entry is None else entry.raw
+        return entry
 
     def _overlaid(
         self, nodepool: NodePoolEntry, raw: Sequence[InstanceType]
@@ -94,7 +102,7 @@ class InstanceTypeCache:
         if not overlays or nodepool.model is None:
             return raw
         labels = nodepool.model.spec.template.metadata.labels
-        return apply_overlays(overlays, PoolCatalogue(nodepool.name, labels, raw))
+        return apply_overlays(overlays, PoolTypes(nodepool.name, labels, raw))
 
     def forget(self, name: str) -> None:
         """Drop the cached types of NodePool ``name``."""

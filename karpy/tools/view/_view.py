@@ -328,7 +328,7 @@ async def open_view(
                 if overlays is not None:
                     view.overlays = await judge(overlays, cluster,
                                                 view.provisioner.instance_types)
-                    store.update(view.overlays.applied)
+                    store.update(view.overlays.applied, view.overlays.evaluated)
                 yield view
         finally:
             await close_provider(cloud)

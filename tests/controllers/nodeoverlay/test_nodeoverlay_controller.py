@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+import pytest
+
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.nodeoverlay import NodeOverlayController
 from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
 from karpy.runtime import Cache, Client, Request
 from karpy.runtime.testing import FakeClient, FakeClock
-from karpy.state import Cluster, OverlayStore, UnavailableOfferings
+from karpy.state import Cluster, OverlayStore, UnavailableOfferings, UnevaluatedNodePoolError
 from karpy.state import testing as t
 from karpy.state.kinds import NODE_OVERLAY
 
@@ -111,3 +113,18 @@ async def test_a_restricted_capacity_is_a_runtime_validation_failure() -> None:
     assert (status, reason) == ("False", "RuntimeValidation")
     assert message == "invalid capacity: cpu in resource, restricted"
     assert h.store.applied == ()
+
+
+async def test_with_the_gate_on_a_nodepool_offers_nothing_until_it_was_judged() -> None:
+    h = Harness()
+    h.store.required = True
+    with pytest.raises(UnevaluatedNodePoolError, match="nodepool default has not been"):
+        await h.prices()
+    await h.reconcile()  # no overlays at all: the pool is judged all the same
+    assert await h.prices()
+    assert h.triggered == ["nodeoverlay"]  # pending pods are planned at once
+    h.cluster.update_nodepool(t.nodepool("new"))
+    entry = h.cluster.nodepool("new")
+    assert entry is not None
+    with pytest.raises(UnevaluatedNodePoolError):
+        await h.types.get(entry)
