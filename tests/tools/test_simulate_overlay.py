@@ -74,3 +74,33 @@ def test_conflicting_overlays_are_reported_and_the_table_names_the_overlay(
     assert "NodeOverlays applied: b" in out
     assert "NodeOverlay a not applied: conflict with another overlay" in out
     assert "(b)" in out
+
+
+def test_overlays_in_the_snapshot_apply_only_with_the_gate(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (claim,) = simulate(capsys)["provisioning"]["nodeclaims"]
+    chosen = claim["cheapestOffering"]["instanceType"]
+    snapshot = yaml.safe_load(Path(SMALL).read_text())
+    snapshot["items"].append({
+        "apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay",
+        "metadata": {"name": "in-cluster"},
+        "spec": {"requirements": of_type(chosen), "priceAdjustment": "-50%"}})
+    path = tmp_path / "with-overlay.yaml"
+    path.write_text(yaml.safe_dump(snapshot))
+
+    def run(*flags: str) -> dict[str, Any]:
+        code = main(["simulate", "--snapshot", str(path), "-o", "json", *flags])
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        document: dict[str, Any] = json.loads(out.out)
+        return document
+
+    off = run()
+    assert "nodeOverlays" not in off
+    assert off["provisioning"]["nodeclaims"][0]["pricePerHour"] == claim["pricePerHour"]
+    on = run("--feature-gates", "NodeOverlay=true")
+    assert on["nodeOverlays"]["applied"] == ["in-cluster"]
+    (overlaid,) = on["provisioning"]["nodeclaims"]
+    assert overlaid["pricePerHour"] == pytest.approx(claim["pricePerHour"] / 2)
+    assert overlaid["cheapestOffering"]["pricedBy"] == "in-cluster"
