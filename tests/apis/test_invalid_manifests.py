@@ -227,9 +227,9 @@ CASES = [
         "requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer",
     ),
     Case(
-        "nodeclaim-requirement-lte-negative",
+        "nodeclaim-requirement-lte-two-values",
         CLAIM,
-        requirement({"key": "a", "operator": "Lte", "values": ["-1"]}, where="spec"),
+        requirement({"key": "a", "operator": "Lte", "values": ["1", "2"]}, where="spec"),
         "spec.requirements",
         "must have a single positive integer value",
     ),
