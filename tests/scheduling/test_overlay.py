@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scheduling_support import CAPACITY_TYPE, INSTANCE_TYPE, itype, nodepool, pod
 
 from karpy.apis.v1alpha1 import NodeOverlay
@@ -155,3 +157,38 @@ def test_overlays_that_select_nothing_change_nothing() -> None:
     nothing = overlay("nothing", is_type("absent"), price="0")
     types = catalogue()
     assert apply_overlays([nothing], pool_of(types)) == tuple(types)
+
+
+TYPE_NAMES = ("small", "large")
+
+
+@st.composite
+def overlays(draw: st.DrawFn) -> list[Overlay]:
+    found = []
+    for i in range(draw(st.integers(0, 5))):
+        types = draw(st.lists(st.sampled_from(TYPE_NAMES), min_size=1, max_size=2, unique=True))
+        spec: dict[str, Any] = {"weight": draw(st.sampled_from([1, 2]))}
+        if draw(st.booleans()):
+            spec["price"] = draw(st.sampled_from(["0.5", "2"]))
+        else:
+            spec["capacity"] = {draw(st.sampled_from([DEVICE, "example.com/b"])): "1"}
+        found.append(overlay(f"o{i}", is_type(*types), **spec))
+    return found
+
+
+@given(overlays(), st.randoms())
+def test_the_outcome_does_not_depend_on_the_order_overlays_are_listed(
+    items: list[Overlay], rng: Any
+) -> None:
+    shuffled = list(items)
+    rng.shuffle(shuffled)
+    pools = [pool_of(catalogue())]
+    assert evaluate(items, pools) == evaluate(shuffled, pools)
+    applied, conflicts = evaluate(items, pools)
+    assert {o.name for o in applied} | set(conflicts) == {o.name for o in items}
+    types = apply_overlays(applied, pools[0])
+    # every price comes from the provider or from an applied overlay that selected it
+    names = {o.name for o in applied}
+    for it in types:
+        for offering in it.offerings:
+            assert offering.overlay == "" or offering.overlay in names
