@@ -63,6 +63,8 @@ class Verdict:
     """The overlays that parse, by name."""
     evaluated: list[str]
     """The NodePools judged (those whose instance types could be listed)."""
+    unlisted: list[str]
+    """Valid NodePools whose instance types could not be listed (judged again soon)."""
 
 
 async def judge(
@@ -91,6 +93,7 @@ async def judge(
         if found:
             problems[name] = "; ".join(found)
     pools = []
+    unlisted = []
     for entry in cluster.nodepools():
         if entry.model is None:
             continue
@@ -101,11 +104,14 @@ async def judge(
                 "listing instance types for nodepool",
                 extra={"NodePool": {"name": entry.name}, "error": str(err)},
             )
+            unlisted.append(entry.name)
             continue
         labels = entry.model.spec.template.metadata.labels
         pools.append(PoolTypes(entry.name, labels, types))
     applied, conflicts = evaluate(parsed, pools)
-    return Verdict(applied, conflicts, problems, models, [p.nodepool for p in pools])
+    return Verdict(
+        applied, conflicts, problems, models, [p.nodepool for p in pools], unlisted
+    )
 
 
 class NodeOverlayController:
@@ -155,7 +161,11 @@ class NodeOverlayController:
             else:
                 outcome = ("True", "", "")
             requeue |= await self._write(raw, verdict.models.get(name), outcome)
-        return Result(requeue=True) if requeue else Result(requeue_after=RESYNC)
+        if requeue or verdict.unlisted:
+            # a status write raced, or a NodePool (its NodeClass not ready, a cloud
+            # hiccup) could not be judged: again, with the controller's backoff
+            return Result(requeue=True)
+        return Result(requeue_after=RESYNC)
 
     async def _write(
         self,

@@ -10,8 +10,9 @@ import pytest
 
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.nodeoverlay import NodeOverlayController
+from karpy.controllers.nodeoverlay._controller import RESYNC
 from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
-from karpy.runtime import Cache, Client, Request
+from karpy.runtime import Cache, Client, Request, Result
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state import Cluster, OverlayStore, UnavailableOfferings, UnevaluatedNodePoolError
 from karpy.state import testing as t
@@ -45,7 +46,8 @@ class Harness:
         self.cluster = Cluster(clock=self.clock)
         self.cluster.update_nodepool(t.nodepool("default"))
         self.store = OverlayStore()
-        self.types = InstanceTypeCache(FakeCloudProvider(), UnavailableOfferings(clock=self.clock),
+        self.provider = FakeCloudProvider()
+        self.types = InstanceTypeCache(self.provider, UnavailableOfferings(clock=self.clock),
                                        self.clock, overlays=self.store)
         self.triggered: list[object] = []
         self.controller = NodeOverlayController(
@@ -54,8 +56,8 @@ class Harness:
             on_change=self.triggered.append, clock=self.clock,
         )
 
-    async def reconcile(self) -> None:
-        await self.controller.reconcile(Request("", "nodeoverlays"))
+    async def reconcile(self) -> Result:
+        return await self.controller.reconcile(Request("", "nodeoverlays"))
 
     def condition(self, name: str) -> tuple[str, str, str]:
         found = self.client.peek(NODE_OVERLAY, name)
@@ -128,3 +130,16 @@ async def test_with_the_gate_on_a_nodepool_offers_nothing_until_it_was_judged() 
     assert entry is not None
     with pytest.raises(UnevaluatedNodePoolError):
         await h.types.get(entry)
+
+
+async def test_a_nodepool_whose_types_cannot_be_listed_is_judged_again_soon() -> None:
+    h = Harness()
+    h.store.required = True
+    h.cluster.update_nodepool(t.nodepool("broken"))
+    h.provider.errors_for_nodepool["broken"] = RuntimeError("NodeClass not ready")
+    result = await h.reconcile()
+    assert result.requeue  # with the controller's backoff, not after RESYNC
+    assert h.store.evaluated == {"default"}
+    del h.provider.errors_for_nodepool["broken"]
+    assert (await h.reconcile()).requeue_after == RESYNC
+    assert h.store.evaluated == {"default", "broken"}
