@@ -20,6 +20,7 @@ from karpy.controllers import (
     disruption,
     nodeclaim,
     nodehealth,
+    nodeoverlay,
     nodepool,
     provisioning,
     termination,
@@ -146,6 +147,7 @@ class Operator:
         )
         provisioner = provisioning.register(self._deps)
         self.disruption = disruption.register(self._deps, provisioner)
+        nodeoverlay.register(self._deps, provisioner)
         for register in CONTROLLER_PACKAGES:
             register(self._deps)
         # The provider's own controllers (NodeClass status, interruption, ...) go on the

@@ -161,6 +161,18 @@ def _budget(text: str) -> int:
     return budget
 
 
+def _choice(*allowed: str) -> Callable[[str], str]:
+    """A parser taking exactly one of ``allowed`` (Karpenter's spelling)."""
+
+    def parse(text: str) -> str:
+        value = text.strip()
+        if value not in allowed:
+            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+        return value
+
+    return parse
+
+
 def _text(text: str) -> str:
     return text.strip()
 
@@ -237,6 +249,14 @@ SETTINGS: tuple[Setting, ...] = (
             _positive_duration, "DURATION"),
     Setting("--disruption-poll-period", "DISRUPTION_POLL_PERIOD", "10s",
             "how often disruption looks for nodes to remove", _positive_duration, "DURATION"),
+    Setting("--preference-policy", "PREFERENCE_POLICY", "Respect",
+            "Respect or Ignore: whether the scheduler honours preferred (anti-)affinities "
+            "and ScheduleAnyway topology spreads", _choice("Respect", "Ignore"), "POLICY"),
+    Setting("--min-values-policy", "MIN_VALUES_POLICY", "Strict",
+            "Strict or BestEffort: BestEffort launches when minValues cannot be met, "
+            "lowers it on the NodeClaim and annotates it "
+            "karpenter.sh/nodeclaim-min-values-relaxed", _choice("Strict", "BestEffort"),
+            "POLICY"),
     Setting("--cost-improvement-budget", "COST_IMPROVEMENT_BUDGET", str(IMPROVEMENT_BUDGET),
             "karpy only: work the scheduler may spend after first fit making new NodeClaims "
             "cheaper, in evaluations per pod; 0 turns the cost-improvement stage off",
@@ -314,6 +334,8 @@ def options_from_args(
         cluster_name=values["--cluster-name"],
         feature_gates=values["--feature-gates"],
         improvement_budget=values["--cost-improvement-budget"],
+        preference_policy=values["--preference-policy"],
+        min_values_policy=values["--min-values-policy"],
         **{name: values[flag] for flag, name in _DURATION_FIELDS.items()},
     )
     return Options(

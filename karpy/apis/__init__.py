@@ -9,6 +9,7 @@ Modules, one idea each:
 - ``core``: shapes from Kubernetes' own APIs (ObjectMeta, Taint, Condition);
 - ``conditions``: the status-condition helper (set, transition, Ready in step);
 - ``v1``: NodePool and NodeClaim;
+- ``v1alpha1``: NodeOverlay (feature gate NodeOverlay);
 - ``extension``: what a provider contributes (its NodeClass kinds, labels, converters);
 - ``crdgen``: the CRD generator behind ``karpy crds``; ``convert``: ``karpy convert``.
 """

@@ -7,11 +7,13 @@ from typing import Final
 from karpy.apis.labels import COMPATIBILITY_GROUP, GROUP
 
 __all__ = [
+    "ANNOTATION_CAPACITY_OVERLAY_APPLIED",
     "ANNOTATION_DO_NOT_DISRUPT",
     "ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED",
     "ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP",
     "ANNOTATION_NODEPOOL_HASH",
     "ANNOTATION_NODEPOOL_HASH_VERSION",
+    "ANNOTATION_PRICE_OVERLAY_APPLIED",
     "ANNOTATION_PROVIDER_COMPATIBILITY",
     "FINALIZER_TERMINATION",
     "KARPENTER_NODEPOOL_HASH_VERSION",
@@ -28,6 +30,10 @@ ANNOTATION_NODEPOOL_HASH_VERSION: Final = GROUP + "/nodepool-hash-version"
 ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: Final = GROUP + "/nodeclaim-termination-timestamp"
 #: On a NodeClaim: the scheduler relaxed minValues to launch it.
 ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED: Final = GROUP + "/nodeclaim-min-values-relaxed"
+#: On a NodeClaim: a NodeOverlay priced one of its instance types ("true").
+ANNOTATION_PRICE_OVERLAY_APPLIED: Final = GROUP + "/price-overlay-applied"
+#: On a NodeClaim: a NodeOverlay added capacity to one of its instance types ("true").
+ANNOTATION_CAPACITY_OVERLAY_APPLIED: Final = GROUP + "/capacity-overlay-applied"
 #: Provider-specific compatibility data carried across API versions.
 ANNOTATION_PROVIDER_COMPATIBILITY: Final = COMPATIBILITY_GROUP + "/provider"
 

@@ -31,6 +31,7 @@ from karpy.apis.labels import (
     WELL_KNOWN_LABELS,
 )
 from karpy.apis.v1 import NodeClaim, NodePool
+from karpy.apis.v1alpha1 import NodeOverlay
 
 if TYPE_CHECKING:
     from karpy.apis.convert.types import Converter
@@ -75,7 +76,7 @@ class APIExtension:
 #: Karpenter's own kinds and reserved labels.
 CORE: Final = APIExtension(
     name="karpenter",
-    resources=(NodePool, NodeClaim),
+    resources=(NodePool, NodeClaim, NodeOverlay),
     # Karpenter's v1 CRD rules, in its order: the kubelet's domains, then its own.
     restricted_label_domains={
         "kubernetes.io": KUBERNETES_IO_ALLOWED_LABELS,

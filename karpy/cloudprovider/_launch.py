@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from karpy.apis import NodeClaim
+from karpy.apis.annotations import ANNOTATION_PRICE_OVERLAY_APPLIED
+from karpy.apis.labels import LABEL_INSTANCE_TYPE
 from karpy.cloudprovider._types import OfferingKey
 from karpy.cloudprovider.errors import InsufficientCapacityError
 from karpy.scheduling import InstanceType, Offering, Requirement, Requirements
@@ -62,7 +64,9 @@ def choose_launch(
     """The cheapest available offering, of an instance type compatible with the
     NodeClaim's requirements whose allocatable fits its requests.
 
-    ``refuse`` names offerings the cloud has no capacity for right now. Ties in price go
+    A NodeClaim priced by a NodeOverlay (``karpenter.sh/price-overlay-applied``) ranks
+    its instance types in the order it lists them first (the overlaid prices, cheapest
+    first). ``refuse`` names offerings the cloud has no capacity for right now. Ties in price go
     to the smaller name, zone and capacity type, so the choice is deterministic.
 
     Raises InsufficientCapacityError: carrying the refused offerings when they were all
@@ -71,7 +75,8 @@ def choose_launch(
     """
     reqs = nodeclaim_requirements(nodeclaim)
     requests = nodeclaim_requests(nodeclaim)
-    best: tuple[float, str, str, str] | None = None
+    priority = _overlay_priority(nodeclaim)
+    best: tuple[int, float, str, str, str] | None = None
     choice: LaunchChoice | None = None
     refused: list[OfferingKey] = []
     incompatible = too_small = unavailable = 0
@@ -91,7 +96,8 @@ def choose_launch(
                 refused.append(key)
                 continue
             found = True
-            rank = (offering.price, it.name, offering.zone, offering.capacity_type)
+            rank = (priority.get(it.name, 0), offering.price, it.name, offering.zone,
+                    offering.capacity_type)
             if best is None or rank < best:
                 best, choice = rank, LaunchChoice(it, offering)
         if not found:
@@ -112,6 +118,19 @@ def choose_launch(
         f"({res.describe(requests)}) and {unavailable} have no available offering that "
         "matches"
     )
+
+
+def _overlay_priority(nodeclaim: NodeClaim) -> dict[str, int]:
+    """With ``karpenter.sh/price-overlay-applied: "true"`` the NodeClaim's instance types
+    are listed cheapest first at the NodeOverlay's prices, which the cloud does not
+    know: their order ranks before the cloud's price (Karpenter's providers launch
+    such a NodeClaim prioritized). Otherwise no ranking (empty)."""
+    if nodeclaim.metadata.annotations.get(ANNOTATION_PRICE_OVERLAY_APPLIED) != "true":
+        return {}
+    for r in nodeclaim.spec.requirements:
+        if r.key == LABEL_INSTANCE_TYPE and r.operator == "In":
+            return {name: i for i, name in enumerate(r.values)}
+    return {}
 
 
 def launched_labels(nodeclaim: NodeClaim, choice: LaunchChoice) -> dict[str, str]:

@@ -202,11 +202,16 @@ def _satisfies(labels: Mapping[str, str], requirement: Mapping[str, Any]) -> boo
         return present
     if op == "DoesNotExist":
         return not present
-    if op in ("Gt", "Lt"):
+    if op in ("Gt", "Lt", "Gte", "Lte"):
         if not present or not labels[key].lstrip("-").isdigit():
             return False
         value, bound = int(labels[key]), int(values[0])
-        return value > bound if op == "Gt" else value < bound
+        return {
+            "Gt": value > bound,
+            "Lt": value < bound,
+            "Gte": value >= bound,
+            "Lte": value <= bound,
+        }[op]
     raise ValueError(f"unknown operator {op}")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from typing import Literal
 
 from karpy.scheduling.simulator import IMPROVEMENT_BUDGET
 
@@ -99,6 +100,13 @@ class Settings:
     """Time bound of one single-node consolidation pass."""
     split_consolidation: bool = True
     """Let single-node consolidation replace one node by several cheaper ones (karpy)."""
+    preference_policy: Literal["Respect", "Ignore"] = "Respect"
+    """PREFERENCE_POLICY: Respect tries preferred affinities and ScheduleAnyway spreads
+    and relaxes them when a pod fits nowhere; Ignore drops them up front."""
+    min_values_policy: Literal["Strict", "BestEffort"] = "Strict"
+    """MIN_VALUES_POLICY: Strict refuses a NodeClaim whose instance types do not span a
+    requirement's minValues; BestEffort launches it with minValues lowered to what they
+    span and annotates it ``karpenter.sh/nodeclaim-min-values-relaxed: "true"``."""
     improvement_budget: int = IMPROVEMENT_BUDGET
     """Evaluations per pod the scheduler's cost-improvement stage may spend after first
     fit (karpy; ``SchedulerOptions.improvement_budget``); 0 turns the stage off."""

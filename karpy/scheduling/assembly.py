@@ -22,6 +22,7 @@ from karpy.apis.labels import (
 )
 from karpy.scheduling.capacity import Claim, Node
 from karpy.scheduling.catalog import Catalog
+from karpy.scheduling.instancetype import InstanceType
 from karpy.scheduling.pod import Pod
 from karpy.scheduling.requirements import IN, Requirement, Requirements
 from karpy.scheduling.results import ExistingNodePlan, NodeClaimPlan, PodError, Results
@@ -87,16 +88,22 @@ def _plan(
         min_values = None if type_req is None else type_req.min_values
         type_names = frozenset(it.name for it in types)
         capacity_types = sorted(ct for ct, m in pricing.capacity_types.items() if m & chosen_mask)
+        type_requirement = Requirement(
+            LABEL_INSTANCE_TYPE, False, type_names, None, None, min_values
+        )
         cached = (
             types,
-            Requirement(LABEL_INSTANCE_TYPE, False, type_names, None, None, min_values),
+            type_requirement,
             Requirement.new(LABEL_CAPACITY_TYPE, IN, capacity_types) if capacity_types else None,
+            _relaxed_min_values(reqs.add(type_requirement), types),
         )
         cache[cache_key] = cached
-    types, type_requirement, capacity_requirement = cached
+    types, type_requirement, capacity_requirement, relaxed = cached
     final = reqs.add(type_requirement)
     if capacity_requirement is not None:
         final = final.add(capacity_requirement)
+    for key, min_values in relaxed:
+        final = final.without(key).add(final[key].with_min_values(min_values))
     overhead = None
     for group in template.groups:
         if group.mask & claim.mask:
@@ -127,7 +134,32 @@ def _plan(
         startup_taints=template.pool.startup_taints,
         hostname=claim.hostname,
         narrowed=claim.narrowed,
+        min_values_relaxed=bool(relaxed),
     )
+
+
+def _relaxed_min_values(
+    reqs: Requirements, types: Sequence[InstanceType]
+) -> tuple[tuple[str, int | None], ...]:
+    """The keys whose ``minValues`` the chosen types do not span, with the number of
+    values they do span (Karpenter's MIN_VALUES_POLICY=BestEffort; under Strict
+    the solver only keeps claims that span them, so this is empty).
+
+    A requirement none of the types has a value for loses its ``minValues`` (the CRDs
+    refuse 0)."""
+    relaxed: list[tuple[str, int | None]] = []
+    for requirement in reqs.values():
+        wanted = requirement.min_values
+        if wanted is None:
+            continue
+        values: set[str] = set()
+        for it in types:
+            theirs = it.requirements.get(requirement.key)
+            if theirs is not None and not theirs.complement:
+                values.update(theirs.values)
+        if len(values) < wanted:
+            relaxed.append((requirement.key, len(values) or None))
+    return tuple(relaxed)
 
 
 def _truncate(catalog: Catalog, ordered: list[int], reqs: Requirements, limit: int) -> list[int]:

@@ -40,6 +40,8 @@ class Offering:
     price: float
     available: bool = True
     requirements: Requirements = field(default_factory=Requirements)
+    overlay: str = ""
+    """The NodeOverlay that set ``price`` (empty: the provider's price)."""
 
     def __post_init__(self) -> None:
         base = Requirements(
@@ -79,6 +81,8 @@ class InstanceType:
     offerings: tuple[Offering, ...]
     capacity: Mapping[str, int]
     overhead: Overhead = field(default_factory=Overhead)
+    capacity_overlays: tuple[str, ...] = ()
+    """The NodeOverlays that added extended resources to ``capacity``."""
     allocatable: Mapping[str, int] = field(init=False)
 
     def __post_init__(self) -> None:

@@ -12,7 +12,11 @@ Exists                yes         {}
 DoesNotExist          no          {}
 Gt 3                  yes         {}          >= 4
 Lt 3                  yes         {}          <= 2
+Gte 3                 yes         {}          >= 3
+Lte 3                 yes         {}          <= 3
 ====================  ==========  ==========  ==============
+
+(Gte and Lte are Karpenter's own operators, v1.9; kube-scheduler does not know them.)
 
 so intersection is plain set algebra. Compatibility checks return the reason they fail
 (a string a human can act on) and ``None`` when compatible. Both types are immutable and
@@ -30,22 +34,26 @@ __all__ = [
     "DOES_NOT_EXIST",
     "EXISTS",
     "GT",
+    "GTE",
     "IN",
     "LT",
+    "LTE",
     "NOT_IN",
     "Operator",
     "Requirement",
     "Requirements",
 ]
 
-Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
 IN: Final = "In"
 NOT_IN: Final = "NotIn"
 EXISTS: Final = "Exists"
 DOES_NOT_EXIST: Final = "DoesNotExist"
 GT: Final = "Gt"
 LT: Final = "Lt"
-_OPERATORS: Final = frozenset({IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT, "Gte", "Lte"})
+GTE: Final = "Gte"
+LTE: Final = "Lte"
+_OPERATORS: Final = frozenset({IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT, GTE, LTE})
 
 _EMPTY: frozenset[str] = frozenset()
 
@@ -127,7 +135,8 @@ class Requirement:
         """A requirement from a node-selector operator. Deprecated label keys (the beta
         zone/arch/os/instance-type labels) are normalised to their well-known names.
 
-        Raises ValueError for an unknown operator or a Gt/Lt without one integer value.
+        Raises ValueError for an unknown operator or a Gt/Lt/Gte/Lte without one integer
+        value.
         """
         key = NORMALIZED_LABELS.get(key, key)
         if operator == IN:
@@ -138,7 +147,7 @@ class Requirement:
             return cls(key, True, _EMPTY, None, None, min_values)
         if operator == DOES_NOT_EXIST:
             return cls(key, False, _EMPTY, None, None, min_values)
-        if operator in (GT, LT, "Gte", "Lte"):
+        if operator in (GT, LT, GTE, LTE):
             vals = list(values)
             number = _as_int(vals[0]) if len(vals) == 1 else None
             if number is None:
@@ -148,14 +157,14 @@ class Requirement:
                 )
             if operator == GT:
                 return cls(key, True, _EMPTY, number + 1, None, min_values)
-            if operator == "Gte":
+            if operator == GTE:
                 return cls(key, True, _EMPTY, number, None, min_values)
             if operator == LT:
                 return cls(key, True, _EMPTY, None, number - 1, min_values)
             return cls(key, True, _EMPTY, None, number, min_values)
         raise ValueError(
             f"requirement on {key}: unknown operator {operator!r} "
-            "(use In, NotIn, Exists, DoesNotExist, Gt or Lt)"
+            "(use In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte or Lte)"
         )
 
     @classmethod
@@ -247,18 +256,19 @@ class Requirement:
     # -- conversion ------------------------------------------------------------------
 
     def to_dicts(self) -> list[dict[str, Any]]:
-        """As node-selector requirement dicts (two when both integer bounds are set)."""
+        """As node-selector requirement dicts (two when both integer bounds are set).
+
+        Bounds are written as Gt/Lt, which every consumer knows, unless that would need a
+        negative value (``Gte 0``), which the CRDs refuse: then as Gte/Lte."""
         extra: dict[str, Any] = {} if self.min_values is None else {"minValues": self.min_values}
         if self.gte is not None or self.lte is not None:
             out: list[dict[str, Any]] = []
             if self.gte is not None:
-                out.append(
-                    {"key": self.key, "operator": GT, "values": [str(self.gte - 1)], **extra}
-                )
+                op, bound = (GT, self.gte - 1) if self.gte >= 1 else (GTE, self.gte)
+                out.append({"key": self.key, "operator": op, "values": [str(bound)], **extra})
             if self.lte is not None:
-                out.append(
-                    {"key": self.key, "operator": LT, "values": [str(self.lte + 1)], **extra}
-                )
+                op, bound = (LT, self.lte + 1) if self.lte >= -1 else (LTE, self.lte)
+                out.append({"key": self.key, "operator": op, "values": [str(bound)], **extra})
             return out
         operator = self.operator
         if operator in (IN, NOT_IN):

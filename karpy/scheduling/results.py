@@ -41,6 +41,10 @@ class NodeClaimPlan:
     """The cost-improvement stage narrowed ``requirements`` (to one zone) so that the
     NodeClaim could take a pod moved onto it: it launches in fewer zones, and may list
     fewer instance types, than first fit would have given it for its pods."""
+    min_values_relaxed: bool = False
+    """``minValues`` of some requirement was lowered to what the instance types span
+    (MIN_VALUES_POLICY=BestEffort); the NodeClaim says so in Karpenter's
+    ``karpenter.sh/nodeclaim-min-values-relaxed`` annotation."""
 
     @property
     def price(self) -> float:
@@ -51,6 +55,22 @@ class NodeClaimPlan:
             if price is not None:
                 return price
         return 0.0
+
+    @property
+    def priced_by(self) -> str:
+        """The NodeOverlay that set :attr:`price` (empty: the provider's price)."""
+        best: tuple[float, str] | None = None
+        for instance_type in self.instance_types:
+            for offering in instance_type.offerings:
+                if not offering.available:
+                    continue
+                if not self.requirements.overlaps(offering.requirements):
+                    continue
+                if best is None or offering.price < best[0]:
+                    best = (offering.price, offering.overlay)
+            if best is not None:
+                return best[1]
+        return ""
 
     @property
     def instance_type_names(self) -> list[str]:

@@ -4,7 +4,8 @@ per node, in-flight capacity and nominations.
 :class:`Cluster` is the model; :class:`StateNode` one machine in it (a Node and/or its
 NodeClaim); :mod:`karpy.state.pods` the pod predicates the autoscaler sorts pods by;
 :mod:`karpy.state.kinds` the NodePool/NodeClaim kinds; :class:`UnavailableOfferings`
-the offerings that recently ran out of capacity; :class:`VolumeIndex` the claims,
+the offerings that recently ran out of capacity; :class:`OverlayStore` the NodeOverlays
+in force; :class:`VolumeIndex` the claims,
 volumes and StorageClasses that restrict where pods can run (:class:`VolumeError` when
 they cannot be resolved); :mod:`karpy.state.cost` what the machines cost (their
 offerings priced from the provider's catalogue).
@@ -13,6 +14,7 @@ offerings priced from the provider's catalogue).
 from karpy.state.cluster import Cluster, ReleaseHandler
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 from karpy.state.nodepool import NodePoolEntry
+from karpy.state.overlays import OverlayStore, UnevaluatedNodePoolError
 from karpy.state.statenode import NodePods, StateNode
 from karpy.state.unavailable_offerings import UnavailableOfferings
 from karpy.state.volumes import VolumeError, VolumeIndex
@@ -23,9 +25,11 @@ __all__ = [
     "Cluster",
     "NodePods",
     "NodePoolEntry",
+    "OverlayStore",
     "ReleaseHandler",
     "StateNode",
     "UnavailableOfferings",
+    "UnevaluatedNodePoolError",
     "VolumeError",
     "VolumeIndex",
 ]

@@ -10,11 +10,18 @@ from typing import Final
 
 from karpy.runtime import Kind
 
-__all__ = ["NODE_CLAIM", "NODE_POOL"]
+__all__ = ["NODE_CLAIM", "NODE_OVERLAY", "NODE_POOL"]
 
 NODE_POOL: Final = Kind(
     group="karpenter.sh", version="v1", plural="nodepools", kind="NodePool", namespaced=False
 )
 NODE_CLAIM: Final = Kind(
     group="karpenter.sh", version="v1", plural="nodeclaims", kind="NodeClaim", namespaced=False
+)
+NODE_OVERLAY: Final = Kind(
+    group="karpenter.sh",
+    version="v1alpha1",
+    plural="nodeoverlays",
+    kind="NodeOverlay",
+    namespaced=False,
 )

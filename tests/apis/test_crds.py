@@ -53,16 +53,18 @@ def test_each_provider_set_holds_the_core_kinds_and_only_its_own_nodeclass() -> 
     nodeclasses = {}
     for provider in crdgen.providers():
         names = set(crdgen.generate(provider=provider))
-        assert {"karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml"} <= names
-        (nodeclasses[provider],) = names - {
+        core = {
             "karpenter.sh_nodepools.yaml",
             "karpenter.sh_nodeclaims.yaml",
+            "karpenter.sh_nodeoverlays.yaml",
         }
+        assert core <= names
+        (nodeclasses[provider],) = names - core
     assert nodeclasses["aws"] == "karpenter.k8s.aws_ec2nodeclasses.yaml"
     assert nodeclasses["azure"] == "karpenter.azure.com_aksnodeclasses.yaml"
     assert nodeclasses["kwok"] == "karpenter.kwok.sh_kwoknodeclasses.yaml"
     kinds = {cls.crd.kind for ext in load_extensions() for cls in ext.resources}
-    assert {"NodePool", "NodeClaim"} <= kinds
+    assert {"NodePool", "NodeClaim", "NodeOverlay"} <= kinds
 
 
 def label_messages(provider: str) -> list[str]:
@@ -115,7 +117,7 @@ def test_karpy_crds_provider_writes_one_set_or_names_the_installed_ones(tmp_path
     assert stream.returncode == 0, stream.stderr
     docs = [d for d in yaml.safe_load_all(stream.stdout) if d]
     assert sorted(d["spec"]["names"]["kind"] for d in docs) == [
-        "AKSNodeClass", "NodeClaim", "NodePool",
+        "AKSNodeClass", "NodeClaim", "NodeOverlay", "NodePool",
     ]  # fmt: skip
     bad = karpy("crds", "--provider", "gce")
     assert bad.returncode == 2
@@ -255,3 +257,18 @@ def test_karpy_crds_check_covers_the_docs(tmp_path: Path) -> None:
         [sys.executable, "-m", "karpy.cli", *args, "--check"], capture_output=True, text=True
     )
     assert check.returncode == 1 and str(docs) in check.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [
+        ("karpenter.sh_nodepools.yaml", "spec.template.spec.requirements"),
+        ("karpenter.sh_nodeclaims.yaml", "spec.requirements"),
+        ("karpenter.sh_nodeoverlays.yaml", "spec.requirements"),
+    ],
+)
+def test_requirements_accept_gte_and_lte_with_karpenters_rule(name: str, path: str) -> None:
+    requirements = at(schema_of(name), path)
+    assert at(requirements, "[].operator")["enum"][-2:] == ["Gte", "Lte"]
+    rules = [r["rule"] for r in requirements["x-kubernetes-validations"]]
+    assert any("x.operator == 'Gte' || x.operator == 'Lte'" in r for r in rules)

@@ -68,6 +68,7 @@ def requirement(req: dict[str, Any], where: str = "spec.template.spec") -> Calla
 POOL = "nodepool-minimal.yaml"
 FULL = "nodepool-full.yaml"
 CLAIM = "nodeclaim.yaml"
+OVERLAY = "nodeoverlay.yaml"
 EC2 = "ec2nodeclass-alias.yaml"
 EC2_CUSTOM = "ec2nodeclass-custom.yaml"
 AKS = "aksnodeclass.yaml"
@@ -217,6 +218,55 @@ CASES = [
         requirement({"key": "a", "operator": "Gt", "values": ["1", "2"]}),
         REQ,
         "must have a single positive integer value",
+    ),
+    Case(
+        "requirement-gte-two-values",
+        POOL,
+        requirement({"key": "a", "operator": "Gte", "values": ["1", "2"]}),
+        REQ,
+        "requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer",
+    ),
+    Case(
+        "nodeclaim-requirement-lte-two-values",
+        CLAIM,
+        requirement({"key": "a", "operator": "Lte", "values": ["1", "2"]}, where="spec"),
+        "spec.requirements",
+        "must have a single positive integer value",
+    ),
+    Case(
+        "overlay-price-and-adjustment",
+        OVERLAY,
+        lambda doc: doc["spec"].update(price="1", priceAdjustment="-10%"),
+        "spec",
+        "cannot set both 'price' and 'priceAdjustment'",
+    ),
+    Case(
+        "overlay-capacity-cpu",
+        OVERLAY,
+        setting("spec.capacity", {"cpu": "2"}),
+        "spec.capacity",
+        "invalid resource restricted",
+    ),
+    Case(
+        "overlay-notin-without-values",
+        OVERLAY,
+        requirement({"key": "a", "operator": "NotIn"}, where="spec"),
+        "spec.requirements",
+        "requirements with operator 'NotIn' must have a value defined",
+    ),
+    Case(
+        "overlay-hostname",
+        OVERLAY,
+        requirement({"key": "kubernetes.io/hostname", "operator": "Exists"}, where="spec"),
+        "spec.requirements[0].key",
+        'label "kubernetes.io/hostname" is restricted',
+    ),
+    Case(
+        "overlay-weight-zero",
+        OVERLAY,
+        setting("spec.weight", 0),
+        "spec.weight",
+        "greater than or equal to 1",
     ),
     Case(
         "requirement-min-values-over-50",
@@ -554,6 +604,21 @@ def test_a_valid_manifest_passes_the_same_dry_run(cluster: Any) -> None:
     for name in {c.example for c in CASES}:
         doc = copy.deepcopy(load_example(name))
         doc["metadata"]["name"] = unique_name("valid")
+        cluster.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(doc))
+
+
+@pytest.mark.cluster
+def test_gte_and_lte_requirements_are_accepted(cluster: Any) -> None:
+    """Karpenter v1.9's operators pass the NodePool, NodeClaim and NodeOverlay CRDs."""
+    bounds = [{"key": "karpenter.kwok.sh/instance-cpu", "operator": "Gte", "values": ["0"]},
+              {"key": "karpenter.kwok.sh/instance-cpu", "operator": "Lte", "values": ["8"]}]
+    for name, where in ((POOL, "spec.template.spec"), (CLAIM, "spec"), (OVERLAY, "spec")):
+        doc = copy.deepcopy(load_example(name))
+        doc["metadata"]["name"] = unique_name("gte")
+        node: Any = doc
+        for part in where.split("."):
+            node = node[part]
+        node["requirements"] = copy.deepcopy(bounds)
         cluster.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(doc))
 
 

@@ -90,9 +90,20 @@ def test_values_have_every_karpenter_key_and_the_readme_documents_them() -> None
     missing = [k for k in KARPENTER_KEYS if not has_path(tree, k)]
     assert not missing, f"charts/karpy/values.yaml lacks Karpenter's keys {missing}"
     readme = (CHART / "README.md").read_text()
-    for key in ("logOutputPaths", "preferencePolicy", "capacityBuffer", "ignoreDRARequests"):
+    for key in ("logOutputPaths", "capacityBuffer", "ignoreDRARequests"):
         line = next(line for line in readme.splitlines() if key in line)
         assert "ignored" in line, f"README.md does not say {key} is ignored"
+    # karpy run reads these since issue 27: the chart passes them on
+    line = next(line for line in readme.splitlines() if "preferencePolicy" in line)
+    assert "PREFERENCE_POLICY" in line and "MIN_VALUES_POLICY" in line
+
+
+def test_scheduling_policies_become_karpenters_variables() -> None:
+    env = {e["name"]: e.get("value") for e in one(
+        render("--set", "settings.clusterName=c", "--set", "settings.minValuesPolicy=BestEffort"),
+        "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["PREFERENCE_POLICY"] == "Respect"
+    assert env["MIN_VALUES_POLICY"] == "BestEffort"
 
 
 def test_aws_seed_install_renders_karpenters_objects_with_its_values() -> None:

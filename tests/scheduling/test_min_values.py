@@ -73,3 +73,34 @@ def test_best_effort_still_packs_tightly() -> None:
     results = Simulator([pool], options=options).solve(pods(4, cpu="1900m", memory="1Gi"))
     assert not results.errors
     assert [len(c.pods) for c in results.new_nodeclaims] == [2, 2]
+
+
+def test_gte_and_lte_on_a_nodepool_select_the_types_within_the_bounds() -> None:
+    """Karpenter v1.9's Gte/Lte: both bounds inclusive."""
+    types = [
+        itype(name, cpu, 8, labels={CPU_LABEL: str(cpu)})
+        for name, cpu in (("c2", 2), ("c3", 3), ("c4", 4), ("c5", 5))
+    ]
+    pool = nodepool(types=types, requirements=[expr(CPU_LABEL, "Gte", "3"),
+                                               expr(CPU_LABEL, "Lte", "4")])
+    results = Simulator([pool]).solve(pods(1, cpu="500m", memory="1Gi"))
+    assert not results.errors
+    [claim] = results.new_nodeclaims
+    assert sorted(claim.instance_type_names) == ["c3", "c4"]
+    assert {(r["operator"], r["values"][0]) for r in claim.node_selector_requirements()
+            if r["key"] == CPU_LABEL} == {("Gt", "2"), ("Lt", "5")}
+
+
+def test_best_effort_lowers_min_values_to_what_the_types_span() -> None:
+    pool = nodepool(
+        types=_types(), requirements=[{**expr(INSTANCE_TYPE, "Exists"), "minValues": 3}]
+    )
+    big = pods(1, cpu="2500m", memory="1Gi")  # fits "medium" and "large" only
+    strict = Simulator([pool]).solve(big)
+    assert strict.errors and not strict.new_nodeclaims
+    options = SchedulerOptions(min_values_policy="BestEffort")
+    [claim] = Simulator([pool], options=options).solve(big).new_nodeclaims
+    assert claim.min_values_relaxed
+    assert claim.requirements[INSTANCE_TYPE].min_values == 2
+    relaxed = Simulator([pool], options=options).solve(pods(1, cpu="500m", memory="1Gi"))
+    assert not relaxed.new_nodeclaims[0].min_values_relaxed

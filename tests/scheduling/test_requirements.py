@@ -202,3 +202,25 @@ def test_values_are_immutable_hashable_and_picklable() -> None:
     assert pickle.loads(pickle.dumps(a)) == a
     with pytest.raises(AttributeError):
         a["a"].key = "z"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("operator", "value", "inside", "outside"),
+    [("Gte", "4", ["4", "16"], ["3", "x"]), ("Lte", "4", ["0", "4"], ["5", "x"])],
+)
+def test_gte_and_lte_include_their_bound(
+    operator: str, value: str, inside: list[str], outside: list[str]
+) -> None:
+    requirement = Requirement.new("k", operator, [value])
+    assert all(requirement.has(v) for v in inside)
+    assert not any(requirement.has(v) for v in outside)
+
+
+def test_bounds_the_crds_refuse_as_gt_or_lt_are_written_as_gte_or_lte() -> None:
+    # Gte 0 would be "Gt -1", which the CRDs' rule (a single positive integer) refuses.
+    assert Requirement.new("k", "Gte", ["0"]).to_dicts() == [
+        {"key": "k", "operator": "Gte", "values": ["0"]}
+    ]
+    assert Requirement.new("k", "Lte", ["3"]).to_dicts() == [
+        {"key": "k", "operator": "Lt", "values": ["4"]}
+    ]

@@ -10,9 +10,11 @@ import pytest
 from karpy.cloudprovider.fake import default_instance_types
 from karpy.runtime import freeze
 from karpy.scheduling import Pod, Simulator
+from karpy.scheduling.overlay import Overlay, PoolTypes, apply_overlays
+from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.state import Cluster
 from karpy.state import testing as t
-from karpy.tools.explain import PodExplanation, PoolInput, PoolVerdict, explain_pod
+from karpy.tools.explain import PodExplanation, PoolInput, PoolVerdict, explain_pod, render_pod
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -225,3 +227,22 @@ def test_the_json_form_is_stable(output: str) -> None:
     assert set(data["nodepools"][0]) == {"nodepool", "fits", "reasons", "scheduler",
                                          "instanceTypes", "price"}
     assert data["nodepools"][0]["reasons"][0]["code"] == "requirement"
+
+
+def test_the_overlay_that_priced_the_type_is_named() -> None:
+    cluster = cluster_with(t.nodepool("default"))
+    raw = t.pod("web")
+    cluster.update_pod(freeze(raw))
+    discount = Overlay(
+        name="negotiated",
+        requirements=Requirements([Requirement.new(
+            "node.kubernetes.io/instance-type", "In", ["default-instance-type"])]),
+        price="0.001",
+    )
+    types = apply_overlays([discount], PoolTypes("default", {}, default_instance_types()))
+    pools = [PoolInput(e, types) for e in cluster.nodepools()]
+    answer = explain_pod("default/web", freeze(raw), cluster=cluster, pools=pools)
+    assert verdict(answer, "default").priced_by == "negotiated"
+    assert verdict(answer, "default").instance_types[0] == "default-instance-type"
+    assert "priced by NodeOverlay negotiated" in answer.summary
+    assert "priced by NodeOverlay negotiated" in render_pod(answer)

@@ -84,7 +84,8 @@ NODECLAIM_CONDITION_TYPES: Final = (
     CONDITION_DISRUPTION_REASON,
 )
 
-Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+#: Karpenter's operators: the core node-selector ones plus Gte and Lte (Karpenter v1.9).
+Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
 
 
 class NodeSelectorRequirementWithMinValues(KubeModel):
@@ -99,7 +100,8 @@ class NodeSelectorRequirementWithMinValues(KubeModel):
     )
     operator: Operator = Field(
         description=(
-            "How the key relates to the values: In, NotIn, Exists, DoesNotExist, Gt or Lt."
+            "How the key relates to the values: In, NotIn, Exists, DoesNotExist, Gt, Lt, "
+            "Gte or Lte."
         ),
         json_schema_extra={"x-karpy-required": True},
     )
@@ -109,7 +111,7 @@ class NodeSelectorRequirementWithMinValues(KubeModel):
         default_factory=list,
         description=(
             "The values. In and NotIn need at least one, Exists and DoesNotExist none, "
-            "Gt and Lt exactly one integer."
+            "Gt, Lt, Gte and Lte exactly one integer."
         ),
     )
     min_values: int | None = Field(
@@ -131,9 +133,10 @@ def requirement_rules() -> dict[str, object]:
             "requirements with operator 'In' must have a value defined",
         ),
         Rule(
-            "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt') ? "
-            "(x.values.size() == 1 && int(x.values[0]) >= 0) : true)",
-            "requirements operator 'Gt' or 'Lt' must have a single positive integer value",
+            "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || "
+            "x.operator == 'Lte') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)",
+            "requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive "
+            "integer value",
         ),
         Rule(
             "self.all(x, (x.operator == 'In' && has(x.minValues)) ? "

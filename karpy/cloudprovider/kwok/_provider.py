@@ -37,7 +37,12 @@ from karpy.apis import NodeClaim, NodePool
 from karpy.apis.duration import parse_duration
 from karpy.apis.labels import LABEL_HOSTNAME, nodeclass_label_key
 from karpy.apis.taints import UNREGISTERED_NO_EXECUTE_TAINT
-from karpy.cloudprovider._launch import LaunchChoice, choose_launch, launched_nodeclaim
+from karpy.cloudprovider._launch import (
+    LaunchChoice,
+    choose_launch,
+    launched_nodeclaim,
+    nodeclaim_requests,
+)
 from karpy.cloudprovider._launch import launched_labels as resolve_labels
 from karpy.cloudprovider._nodeclass import node_class_readiness
 from karpy.cloudprovider._registry import ProviderContext
@@ -159,7 +164,9 @@ class KwokCloudProvider:
                     reason="ServiceUnavailable",
                 )
             raise ConnectionResetError("kwok: injected fault: connection reset by the cloud")
-        choice = choose_launch(nodeclaim, self._instance_types, refuse=self.faults.refuses)
+        choice = choose_launch(
+            nodeclaim, self._with_unreported(nodeclaim), refuse=self.faults.refuses
+        )
         node = self._node_for(nodeclaim, choice)
         name = node["metadata"]["name"]
         provider_id = node["spec"]["providerID"]
@@ -191,6 +198,30 @@ class KwokCloudProvider:
             _injected(FAULT_CREATE_SLOW, name)
             await asyncio.sleep(self.options.create_slow_duration.total_seconds())
         return launched
+
+    def _with_unreported(self, nodeclaim: NodeClaim) -> Sequence[InstanceType]:
+        """The catalogue, each type also offering the requested resources no type of
+        the catalogue reports (extended resources a NodeOverlay's ``capacity`` adds), as
+        Karpenter's kwok provider does: its nodes advertise what the NodeClaim requests,
+        standing in for the device plugin a real node would run."""
+        requests = nodeclaim_requests(nodeclaim)
+        reported = self._reported_resources()
+        extra = {name: amount for name, amount in requests.items() if name not in reported}
+        if not extra:
+            return self._instance_types
+        return [
+            InstanceType(
+                name=it.name, requirements=it.requirements, offerings=it.offerings,
+                capacity={**it.capacity, **extra}, overhead=it.overhead,
+            )
+            for it in self._instance_types
+        ]
+
+    def _reported_resources(self) -> frozenset[str]:
+        names: set[str] = set()
+        for it in self._instance_types:
+            names.update(it.capacity)
+        return frozenset(names)
 
     async def _register_later(
         self, provider_id: str, node: Mapping[str, Any], delay: timedelta

@@ -75,6 +75,8 @@ def register(deps: Deps) -> None:
     manager.singleton(cluster_state.name, cluster_state, period=PERIOD)
     # Its own instance-type cache: the provisioner's is not shared through Deps, and
     # a provider's get_instance_types is cached on its side anyway.
-    catalogue = InstanceTypeCache(deps.cloud_provider, deps.unavailable_offerings, deps.clock)
+    catalogue = InstanceTypeCache(
+        deps.cloud_provider, deps.unavailable_offerings, deps.clock, overlays=deps.overlays
+    )
     cost = CostMetrics(cluster=deps.cluster, store=costs, instance_types=catalogue.get)
     manager.singleton(cost.name, cost, period=PERIOD)

@@ -39,6 +39,7 @@ __all__ = [
     "NodePoolHash",
     "NodePoolReadiness",
     "NodePoolValidation",
+    "kind_of",
     "register",
     "status_resources",
     "validation_errors",

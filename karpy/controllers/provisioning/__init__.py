@@ -33,6 +33,7 @@ def register(deps: Deps) -> Provisioner:
         clock=deps.clock,
         settings=deps.settings,
         metrics=deps.metrics,
+        overlays=deps.overlays,
     )
     deps.manager.singleton(provisioner.name, provisioner, period=_PERIOD)
     deps.cluster.add_release_handler(provisioner.release)

@@ -1,11 +1,13 @@
-"""Each NodePool's instance types, fetched once per NodePool generation and filtered
-through the offerings that recently ran out of capacity.
+"""Each NodePool's instance types, fetched once per NodePool generation, with the
+NodeOverlays in force applied and filtered through the offerings that recently ran out
+of capacity.
 
 ``CloudProvider.get_instance_types`` may be slow (a cloud API, a large catalogue), and
 its answer depends only on the NodePool's spec (and its NodeClass), so it is cached per
 NodePool uid and generation and refreshed after ``refresh`` seconds to pick up price
-and availability changes. Offerings in :class:`UnavailableOfferings` are marked
-unavailable on a copy, rebuilt only when that set changes.
+and availability changes. Overlays (:class:`OverlayStore`, kept by the nodeoverlay
+controller) and offerings in :class:`UnavailableOfferings` are applied to a copy, rebuilt
+only when either changes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from dataclasses import dataclass
 
 from karpy.cloudprovider import CloudProvider, InstanceType, Offering, OfferingKey
 from karpy.runtime import Clock
-from karpy.state import NodePoolEntry, UnavailableOfferings
+from karpy.scheduling.overlay import PoolTypes, apply_overlays
+from karpy.state import NodePoolEntry, OverlayStore, UnavailableOfferings
 
 __all__ = ["InstanceTypeCache"]
 
@@ -30,6 +33,7 @@ class _Entry:
     raw: Sequence[InstanceType]
     filtered: Sequence[InstanceType]
     unavailable_seq: int
+    overlays_seq: int
 
 
 class InstanceTypeCache:
@@ -42,9 +46,11 @@ class InstanceTypeCache:
         clock: Clock,
         *,
         refresh: float = 300.0,
+        overlays: OverlayStore | None = None,
     ) -> None:
         self._provider = cloud_provider
         self._unavailable = unavailable
+        self._overlays = overlays or OverlayStore()
         self._clock = clock
         self.refresh = refresh
         self._entries: dict[str, _Entry] = {}
@@ -52,24 +58,51 @@ class InstanceTypeCache:
         """How many times the provider was asked (for tests and metrics)."""
 
     async def get(self, nodepool: NodePoolEntry) -> Sequence[InstanceType]:
-        """The instance types ``nodepool`` may launch, with offerings that recently
-        failed marked unavailable. Raises what the provider raises."""
+        """The instance types ``nodepool`` may launch, with the NodeOverlays in force
+        applied and offerings that recently failed marked unavailable. Raises what the
+        provider raises, and :class:`UnevaluatedNodePoolError` while the overlays must
+        be judged first."""
         if nodepool.model is None:
             return ()
+        self._overlays.check(nodepool.name)
+        return (await self._entry(nodepool)).filtered
+
+    async def raw(self, nodepool: NodePoolEntry) -> Sequence[InstanceType]:
+        """The provider's instance types for ``nodepool``, before NodeOverlays and
+        unavailable offerings (what overlays are judged against)."""
+        if nodepool.model is None:
+            return ()
+        return (await self._entry(nodepool)).raw
+
+    async def _entry(self, nodepool: NodePoolEntry) -> _Entry:
+        model = nodepool.model
+        assert model is not None  # the callers return () for an invalid NodePool
         now = self._clock.monotonic()
         key = (nodepool.uid, nodepool.generation)
         entry = self._entries.get(nodepool.name)
         unavailable = self._unavailable.snapshot()
         seq = self._unavailable.seq
+        overlays_seq = self._overlays.seq
         if entry is None or entry.key != key or now - entry.fetched_at >= self.refresh:
-            raw = tuple(await self._provider.get_instance_types(nodepool.model))
+            raw = tuple(await self._provider.get_instance_types(model))
             self.fetches += 1
-            entry = _Entry(key, now, raw, _filter(raw, unavailable), seq)
+            entry = _Entry(key, now, raw, (), seq, overlays_seq)
+            entry.filtered = _filter(self._overlaid(nodepool, raw), unavailable)
             self._entries[nodepool.name] = entry
-        elif entry.unavailable_seq != seq:
-            entry.filtered = _filter(entry.raw, unavailable)
+        elif entry.unavailable_seq != seq or entry.overlays_seq != overlays_seq:
+            entry.filtered = _filter(self._overlaid(nodepool, entry.raw), unavailable)
             entry.unavailable_seq = seq
-        return entry.filtered
+            entry.overlays_seq = overlays_seq
+        return entry
+
+    def _overlaid(
+        self, nodepool: NodePoolEntry, raw: Sequence[InstanceType]
+    ) -> Sequence[InstanceType]:
+        overlays = self._overlays.applied
+        if not overlays or nodepool.model is None:
+            return raw
+        labels = nodepool.model.spec.template.metadata.labels
+        return apply_overlays(overlays, PoolTypes(nodepool.name, labels, raw))
 
     def forget(self, name: str) -> None:
         """Drop the cached types of NodePool ``name``."""
@@ -91,7 +124,7 @@ def _filter(
             Offering(
                 zone=o.zone, capacity_type=o.capacity_type, price=o.price,
                 available=o.available and (it.name, o.zone, o.capacity_type) not in keys,
-                requirements=o.requirements,
+                requirements=o.requirements, overlay=o.overlay,
             )
             for o in it.offerings
         )
@@ -99,6 +132,7 @@ def _filter(
             InstanceType(
                 name=it.name, requirements=it.requirements, offerings=offerings,
                 capacity=it.capacity, overhead=it.overhead,
+                capacity_overlays=it.capacity_overlays,
             )
         )
     return tuple(out)

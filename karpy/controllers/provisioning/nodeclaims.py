@@ -3,7 +3,10 @@
 It follows Karpenter's NodeClaimTemplate.ToNodeClaim: named ``<nodepool>-<5 random>``
 (``generateName``), owned by the NodePool, labelled with the template's labels, the
 NodePool and NodeClass labels and any custom label the requirements pin to one value,
-annotated with the template's annotations and the NodePool hash, and with the template's
+annotated with the template's annotations, the NodePool hash and whether minValues was
+relaxed (``karpenter.sh/nodeclaim-min-values-relaxed``) and whether a NodeOverlay priced
+or added capacity to one of its instance types (``karpenter.sh/price-overlay-applied``,
+``karpenter.sh/capacity-overlay-applied``), and with the template's
 spec whose requirements are narrowed to the planned instance types (cheapest first, at
 most 600, keeping minValues), capacity types and zones, and whose resource requests are
 the pods' plus DaemonSet overhead.
@@ -21,8 +24,11 @@ from typing import Any
 
 from karpy.apis import NodePool
 from karpy.apis.annotations import (
+    ANNOTATION_CAPACITY_OVERLAY_APPLIED,
+    ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED,
     ANNOTATION_NODEPOOL_HASH,
     ANNOTATION_NODEPOOL_HASH_VERSION,
+    ANNOTATION_PRICE_OVERLAY_APPLIED,
     FINALIZER_TERMINATION,
     NODEPOOL_HASH_VERSION,
 )
@@ -53,7 +59,14 @@ def nodeclaim_manifest(
         **template.metadata.annotations,
         ANNOTATION_NODEPOOL_HASH: nodepool_hash or nodepool.hash(),
         ANNOTATION_NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION,
+        # Karpenter writes it on every NodeClaim its scheduler makes, true or false.
+        ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED: str(plan.min_values_relaxed).lower(),
     }
+    # As Karpenter: set (to "true") only when an overlay touched one of the types.
+    if any(o.overlay for it in plan.instance_types for o in it.offerings):
+        annotations[ANNOTATION_PRICE_OVERLAY_APPLIED] = "true"
+    if any(it.capacity_overlays for it in plan.instance_types):
+        annotations[ANNOTATION_CAPACITY_OVERLAY_APPLIED] = "true"
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodeClaim",

@@ -41,7 +41,14 @@ from karpy.runtime import Client, Clock, EventRecorder, Result, freeze
 from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
 from karpy.scheduling import resources as res
 from karpy.scheduling.simulator import SchedulerOptions, Simulator
-from karpy.state import NODE_CLAIM, Cluster, NodePoolEntry, UnavailableOfferings, VolumeError
+from karpy.state import (
+    NODE_CLAIM,
+    Cluster,
+    NodePoolEntry,
+    OverlayStore,
+    UnavailableOfferings,
+    VolumeError,
+)
 
 __all__ = ["PROVISIONED_REASON", "Provisioner"]
 
@@ -77,6 +84,7 @@ class Provisioner:
         settings: Settings,
         metrics: KarpenterMetrics,
         options: SchedulerOptions | None = None,
+        overlays: OverlayStore | None = None,
     ) -> None:
         self.client = client
         self.cluster = cluster
@@ -84,12 +92,16 @@ class Provisioner:
         self.settings = settings
         self.metrics = metrics
         self.options = options or SchedulerOptions(
-            improvement_budget=settings.improvement_budget
+            preference_policy=settings.preference_policy,
+            min_values_policy=settings.min_values_policy,
+            improvement_budget=settings.improvement_budget,
         )
         self.batcher = Batcher(
             clock, idle=settings.batch_idle_duration, maximum=settings.batch_max_duration
         )
-        self.instance_types = InstanceTypeCache(cloud_provider, unavailable_offerings, clock)
+        self.instance_types = InstanceTypeCache(
+            cloud_provider, unavailable_offerings, clock, overlays=overlays
+        )
         self.events = PodEvents(recorder, clock)
         self._last_round = float("-inf")
         self._batch_waiting = False
@@ -365,7 +377,7 @@ class Provisioner:
         )
         self.metrics.nodeclaims_created.add(
             1, {"reason": reason, "nodepool": entry.name,
-                "min_values_relaxed": "false"},
+                "min_values_relaxed": str(plan.min_values_relaxed).lower()},
         )
         for pod in plan.pods:
             self.events.nominated(pod, nodeclaim=name)

@@ -94,10 +94,12 @@ class PoolVerdict:
     instance_types: tuple[str, ...] = ()
     """When it fits: the instance types a NodeClaim would allow, cheapest first."""
     price: float | None = None
+    priced_by: str = ""
+    """The NodeOverlay that set ``price`` (empty: the provider's price)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The ``-o json`` form."""
-        return {
+        out = {
             "nodepool": self.nodepool,
             "fits": self.fits,
             "reasons": [r.to_dict() for r in self.reasons],
@@ -105,6 +107,9 @@ class PoolVerdict:
             "instanceTypes": list(self.instance_types),
             "price": self.price,
         }
+        if self.priced_by:
+            out["pricedBy"] = self.priced_by
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,10 +360,15 @@ def _decision(
         types = plan.instance_type_names
         shown = ", ".join(types[:5]) + (f" and {len(types) - 5} other(s)" if len(types) > 5
                                         else "")
-        return ({"action": "new-nodeclaim", "nodepool": plan.nodepool,
-                 "instanceTypes": types, "price": plan.price},
+        decision: dict[str, Any] = {"action": "new-nodeclaim", "nodepool": plan.nodepool,
+                                    "instanceTypes": types, "price": plan.price}
+        priced = ""
+        if plan.priced_by:
+            decision["pricedBy"] = plan.priced_by
+            priced = f", priced by NodeOverlay {plan.priced_by}"
+        return (decision,
                 f"pod {key} needs a new node: karpy would create a nodeclaim in nodepool "
-                f"{plan.nodepool} ({shown}; ${plan.price:.4f}/h)", "")
+                f"{plan.nodepool} ({shown}; ${plan.price:.4f}/h{priced})", "")
     reason = results.error_for(key) or "no NodePool can host it"
     return ({"action": "none"}, f"pod {key} cannot be scheduled by any NodePool",
             f"Failed to schedule pod, {reason}")
@@ -378,7 +388,7 @@ def _verdict(
     if results.new_nodeclaims:
         plan = results.new_nodeclaims[0]
         return PoolVerdict(name, True, instance_types=tuple(plan.instance_type_names),
-                           price=plan.price)
+                           price=plan.price, priced_by=plan.priced_by)
     text = results.error_for(pod.key) or ""
     prefix = f'nodepool "{name}": '
     if text.startswith(prefix):

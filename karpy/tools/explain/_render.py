@@ -25,6 +25,8 @@ def render_pod(answer: PodExplanation) -> str:
             if more > 0:
                 types += f" and {more} other(s)"
             price = f", ${verdict.price:.4f}/h" if verdict.price is not None else ""
+            if verdict.priced_by:
+                price += f" priced by NodeOverlay {verdict.priced_by}"
             lines.append(f"  {verdict.nodepool}: can host it ({types}{price})")
             continue
         lines.append(f"  {verdict.nodepool}: cannot host it")

@@ -44,7 +44,8 @@ def _claims_table(title: str, rows: tuple[ClaimRow, ...]) -> Table:
     for row in rows:
         table.add_row(escape(row.nodepool), escape(_types(row)), ",".join(row.zones),
                       ",".join(row.capacity_types), str(row.pods), _requests(row.requests),
-                      f"{row.price:.4f}")
+                      f"{row.price:.4f}" + (f" ({escape(row.priced_by)})" if row.priced_by
+                                            else ""))
     return table
 
 
@@ -54,6 +55,10 @@ def render(report: Report, console: Console) -> None:
     if report.what_if:
         header += f" · what-if: {escape(', '.join(report.what_if))}"
     console.print(header)
+    if report.overlays is not None:
+        console.print(f"NodeOverlays applied: {escape(', '.join(report.overlays) or 'none')}")
+        for name, why in sorted(report.overlays_not_applied.items()):
+            console.print(f"[yellow]NodeOverlay {escape(name)} not applied: {escape(why)}[/]")
     if not report.synced:
         console.print("[yellow]NodeClaims are still launching: karpy would wait for them "
                       "before provisioning.[/]")

@@ -52,6 +52,11 @@ class Report:
     """The files whose objects replaced the cluster's (``-f``)."""
     baseline: Report | None = field(default=None, repr=False)
     """The same simulation without the ``-f`` changes."""
+    overlays: tuple[str, ...] | None = None
+    """The NodeOverlays applied to the catalogue, in precedence order (None: overlays
+    were off: the NodeOverlay gate is off and no ``-f`` file brought one)."""
+    overlays_not_applied: Mapping[str, str] = field(default_factory=dict)
+    """NodeOverlays judged but not applied: name -> why (a conflict, a rule)."""
 
     @property
     def plan_price(self) -> float:
@@ -100,6 +105,9 @@ class Report:
             "totals": self.totals_json(),
             "whatIf": None,
         }
+        if self.overlays is not None:
+            out["nodeOverlays"] = {"applied": list(self.overlays),
+                                   "notApplied": dict(sorted(self.overlays_not_applied.items()))}
         if self.baseline is not None:
             out["whatIf"] = {"files": list(self.what_if),
                              "difference": compare(self.baseline, self).to_json()}

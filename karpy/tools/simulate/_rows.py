@@ -38,9 +38,16 @@ class ClaimRow:
     """$/h of the cheapest offering it can launch."""
     cheapest: tuple[str, str, str]
     """(instance type, zone, capacity type) of that offering."""
+    priced_by: str = ""
+    """The NodeOverlay that set that offering's price (empty: the provider's price)."""
 
     def to_json(self) -> dict[str, Any]:
-        """The ``-o json`` form."""
+        """The ``-o json`` form (``cheapestOffering.pricedBy`` only when an overlay
+        set the price)."""
+        offering = {"instanceType": self.cheapest[0], "zone": self.cheapest[1],
+                    "capacityType": self.cheapest[2]}
+        if self.priced_by:
+            offering["pricedBy"] = self.priced_by
         return {
             "nodepool": self.nodepool,
             "instanceTypes": {"count": len(self.instance_types),
@@ -50,8 +57,7 @@ class ClaimRow:
             "pods": self.pods,
             "requests": dict(self.requests),
             "pricePerHour": round(self.price, 6),
-            "cheapestOffering": {"instanceType": self.cheapest[0], "zone": self.cheapest[1],
-                                 "capacityType": self.cheapest[2]},
+            "cheapestOffering": offering,
         }
 
 

@@ -31,14 +31,15 @@ def claim_row(plan: NodeClaimPlan) -> ClaimRow:
     """A planned NodeClaim as a row: the offerings it can launch and the cheapest."""
     zones: set[str] = set()
     capacity: set[str] = set()
-    best: tuple[float, str, str, str] | None = None
+    best: tuple[float, str, str, str, str] | None = None
     for it in plan.instance_types:
         for offering in it.offerings:
             if not offering.available or not plan.requirements.overlaps(offering.requirements):
                 continue
             zones.add(offering.zone)
             capacity.add(offering.capacity_type)
-            key = (offering.price, it.name, offering.zone, offering.capacity_type)
+            key = (offering.price, it.name, offering.zone, offering.capacity_type,
+                   offering.overlay)
             if best is None or key < best:
                 best = key
     return ClaimRow(
@@ -50,6 +51,7 @@ def claim_row(plan: NodeClaimPlan) -> ClaimRow:
         requests=plan.resource_requests(),
         price=plan.price,
         cheapest=(best[1], best[2], best[3]) if best is not None else ("", "", ""),
+        priced_by=best[4] if best is not None else "",
     )
 
 
@@ -163,6 +165,10 @@ async def simulate(view: ClusterView) -> Report:
         commands=tuple(_command_row(c) for c in decision.commands) if decision else (),
         nodes=nodes,
         current_price=current,
+        overlays=(None if view.overlays is None
+                  else tuple(o.name for o in view.overlays.applied)),
+        overlays_not_applied=({} if view.overlays is None
+                              else {**view.overlays.problems, **view.overlays.conflicts}),
     )
 
 

@@ -8,8 +8,9 @@ from functools import cache
 from karpy.apis.extension import load_extensions
 from karpy.runtime import Kind, kinds
 from karpy.state import NODE_CLAIM, NODE_POOL
+from karpy.state.kinds import NODE_OVERLAY
 
-__all__ = ["CORE_KINDS", "node_class_kinds", "view_kinds"]
+__all__ = ["CORE_KINDS", "OPTIONAL_KINDS", "node_class_kinds", "view_kinds"]
 
 CORE_KINDS: tuple[Kind, ...] = (
     kinds.NAMESPACE,
@@ -25,6 +26,9 @@ CORE_KINDS: tuple[Kind, ...] = (
 )
 """The core kinds: what :meth:`karpy.state.Cluster.attach` follows, and the
 PodDisruptionBudgets disruption reads."""
+
+OPTIONAL_KINDS: tuple[Kind, ...] = (NODE_OVERLAY,)
+"""Core kinds a cluster may not serve (NodeOverlay's CRD is needed only with its gate)."""
 
 
 @cache
@@ -43,4 +47,4 @@ def node_class_kinds() -> tuple[Kind, ...]:
 
 def view_kinds() -> tuple[Kind, ...]:
     """Every kind a view reads and a snapshot holds, in the order a snapshot lists them."""
-    return (*CORE_KINDS, *node_class_kinds())
+    return (*CORE_KINDS, *OPTIONAL_KINDS, *node_class_kinds())

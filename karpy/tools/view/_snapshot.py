@@ -23,7 +23,7 @@ import yaml
 
 from karpy.runtime import Client, Kind, errors, thaw
 from karpy.state import NODE_POOL
-from karpy.tools.view._kinds import node_class_kinds, view_kinds
+from karpy.tools.view._kinds import OPTIONAL_KINDS, node_class_kinds, view_kinds
 
 __all__ = ["Snapshot", "SnapshotError", "take_snapshot"]
 
@@ -234,11 +234,14 @@ async def take_snapshot(client: Client, *, source: str = "<cluster>") -> Snapsho
     """List every kind a view reads from a live cluster (reads only).
 
     A provider's NodeClass kind whose CRD is not installed is skipped, and so is one the
-    credentials may not list when no NodePool refers to it; any other kind the
+    credentials may not list when no NodePool refers to it; NodeOverlays likewise when
+    their CRD is not installed or may not be listed; any other kind the
     credentials may not list raises :class:`SnapshotError` naming the missing permission.
     """
     optional = set(node_class_kinds())
     referenced: set[tuple[str, str]] = set()
+    # NodeOverlays are read where the CRD is served and may be listed (its gate may be off).
+    optional |= set(OPTIONAL_KINDS)
     documents: list[dict[str, Any]] = []
     for kind in view_kinds():
         try:
@@ -248,7 +251,9 @@ async def take_snapshot(client: Client, *, source: str = "<cluster>") -> Snapsho
                 continue
             raise
         except errors.Forbidden as exc:
-            if kind in optional and (kind.group, kind.kind) not in referenced:
+            if kind in OPTIONAL_KINDS or (
+                kind in optional and (kind.group, kind.kind) not in referenced
+            ):
                 continue  # another provider's NodeClass, which no NodePool uses
             resource = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
             raise SnapshotError(

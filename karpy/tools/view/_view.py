@@ -10,6 +10,8 @@ cloud provider for its catalogue, and builds the real
 very code the controllers run. Their Events go to a :class:`CapturingRecorder`;
 disruption's 15 s validation is replaced by an immediate yes (a view does not wait for
 the cluster to change, and re-checking unchanged state gives the same answer).
+NodeOverlays (with their gate on, or brought by what-if objects) are judged as the
+nodeoverlay controller judges them and applied to the provisioner's catalogue.
 """
 
 from __future__ import annotations
@@ -36,14 +38,16 @@ from karpy.controllers.disruption import (
 from karpy.controllers.disruption._events import DisruptionEvents
 from karpy.controllers.disruption._method import Method
 from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.nodeoverlay import Verdict, judge
 from karpy.controllers.nodepool import NodePoolReadiness, NodePoolValidation
 from karpy.controllers.provisioning import Provisioner
 from karpy.controllers.settings import Settings
-from karpy.runtime import Cache, Client, Clock, Object, Request, SystemClock, kinds
+from karpy.runtime import Cache, Client, Clock, Object, Request, SystemClock, errors, kinds
 from karpy.runtime.indexes import INDEX_NODE_NAME, index_by_node_name
 from karpy.runtime.kinds import Kind
 from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
-from karpy.state import NODE_POOL, Cluster, UnavailableOfferings
+from karpy.state import NODE_POOL, Cluster, OverlayStore, UnavailableOfferings
+from karpy.state.kinds import NODE_OVERLAY
 from karpy.state.statenode import StateNode
 from karpy.tools.view._landing import land
 from karpy.tools.view._readonly import ReadOnlyClient, Reads
@@ -128,6 +132,8 @@ class ClusterView:
     """The Events the controllers recorded while the view was asked things."""
     settings: Settings
     clock: Clock
+    overlays: Verdict | None = None
+    """The NodeOverlays judged and applied to the catalogue (None: overlays are off)."""
 
     @property
     def live(self) -> bool:
@@ -314,17 +320,44 @@ async def open_view(
             cluster.attach(cache)
             cache.informer(kinds.POD, indexers={INDEX_NODE_NAME: index_by_node_name})
             cache.informer(kinds.POD_DISRUPTION_BUDGET)
+            overlays = await _overlays(base, static, what_if, settings)
+            store = OverlayStore()
             async with _running(cache, sync_timeout):
-                yield _build(source, client, cache, cluster, cloud, name, settings, clock)
+                view = _build(source, client, cache, cluster, cloud, name, settings, clock,
+                              store)
+                if overlays is not None:
+                    view.overlays = await judge(overlays, cluster,
+                                                view.provisioner.instance_types)
+                    store.update(view.overlays.applied, view.overlays.evaluated)
+                yield view
         finally:
             await close_provider(cloud)
     finally:
         await base.close()
 
 
+async def _overlays(
+    base: ReadOnlyClient, static: SnapshotClient | None, what_if: Snapshot | None,
+    settings: Settings,
+) -> list[Object] | None:
+    """The NodeOverlays the view applies: the source's when the NodeOverlay gate is on,
+    and always when the what-if objects bring some (``karpy simulate -f overlay.yaml``
+    asks what they would change). None: overlays are off."""
+    if not settings.feature_gates.node_overlay and (
+        what_if is None or not what_if.of(NODE_OVERLAY)
+    ):
+        return None
+    if static is not None:
+        return list(static.objects(NODE_OVERLAY))
+    try:
+        return list(await base.list(NODE_OVERLAY))
+    except (errors.NotFound, errors.Forbidden):  # no CRD, or not ours to read
+        return []
+
+
 def _build(
     source: Snapshot | LiveCluster, client: ReadOnlyClient, cache: Cache, cluster: Cluster,
-    cloud: CloudProvider, name: str, settings: Settings, clock: Clock,
+    cloud: CloudProvider, name: str, settings: Settings, clock: Clock, overlays: OverlayStore,
 ) -> ClusterView:
     metrics = KarpenterMetrics(NoOpMeter("karpy.tools"))
     recorder = CapturingRecorder(client, clock=clock)
@@ -334,6 +367,7 @@ def _build(
             clock=clock, ttl=settings.insufficient_capacity_ttl
         ),
         recorder=recorder, clock=clock, settings=settings, metrics=metrics,
+        overlays=overlays,
     )
     events = DisruptionEvents(recorder, clock)
     queue = OrchestrationQueue(
