@@ -17,11 +17,13 @@ from karpy.cloudprovider.registry import (
     register_provider_controllers,
 )
 from karpy.controllers import (
+    capacitybuffer,
     disruption,
     nodeclaim,
     nodehealth,
     nodepool,
     provisioning,
+    static,
     termination,
 )
 from karpy.controllers import metrics as metrics_controllers
@@ -146,6 +148,8 @@ class Operator:
         )
         provisioner = provisioning.register(self._deps)
         self.disruption = disruption.register(self._deps, provisioner)
+        static.register(self._deps, provisioner)
+        capacitybuffer.register(self._deps, provisioner)
         for register in CONTROLLER_PACKAGES:
             register(self._deps)
         # The provider's own controllers (NodeClass status, interruption, ...) go on the

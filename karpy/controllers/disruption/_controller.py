@@ -52,6 +52,7 @@ from karpy.controllers.disruption._multinode import MultiNodeConsolidation, with
 from karpy.controllers.disruption._pdb import PdbLimits
 from karpy.controllers.disruption._queue import OrchestrationQueue
 from karpy.controllers.disruption._singlenode import SingleNodeConsolidation
+from karpy.controllers.disruption._staticdrift import StaticDrift
 from karpy.controllers.disruption._whatif import WhatIf, consolidate
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning import Provisioner
@@ -112,7 +113,8 @@ class DisruptionController:
         self._settings = settings
         self._metrics = metrics
         self.methods: tuple[Method, ...] = (
-            Emptiness(), Drift(), MultiNodeConsolidation(), SingleNodeConsolidation(),
+            Emptiness(), StaticDrift(cluster), Drift(), MultiNodeConsolidation(),
+            SingleNodeConsolidation(),
         )
 
     # -- the loop ------------------------------------------------------------------------
@@ -202,6 +204,7 @@ class DisruptionController:
             pending=tuple(self._provisioner.pending_pods()),
             deleting=tuple(self._provisioner.moving_pods()),
             namespaces=dict(self._cluster.namespaces()),
+            buffer=tuple(self._provisioner.buffer_pods()),
         )
 
     def candidates(

@@ -85,6 +85,9 @@ class WhatIf:
     pending: tuple[Pod, ...] = ()
     deleting: tuple[Pod, ...] = ()
     namespaces: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
+    buffer: tuple[Pod, ...] = ()
+    """CapacityBuffer virtual pods: headroom that must still fit after a move, like the
+    candidates' own pods, so consolidation never takes it away."""
 
     def simulate(self, candidates: Sequence[Candidate]) -> Simulation:
         """Remove ``candidates`` and place their pods (and the rest) again."""
@@ -92,10 +95,12 @@ class WhatIf:
         nodes = [n for n in self.nodes if n.name not in gone]
         moving = [pod for c in candidates for pod in c.pods]
         results = self.simulator.solve(
-            [*self.pending, *moving, *self.deleting], nodes=nodes, namespaces=self.namespaces
+            [*self.pending, *moving, *self.deleting, *self.buffer], nodes=nodes,
+            namespaces=self.namespaces,
         )
         pending = {p.key for p in self.pending}
-        from_deleting = {p.key for p in self.deleting}
+        # Headroom may sit on a node still initializing; only real pods may not move there.
+        from_deleting = {p.key for p in (*self.deleting, *self.buffer)}
         errors = [
             f"{e.pod.key}: {e.reason}" for e in results.errors if e.pod.key not in pending
         ]
@@ -114,6 +119,22 @@ class WhatIf:
             if any(p.key not in pending for p in plan.pods)
         )
         return Simulation(results=results, errors=tuple(errors), new_nodeclaims=needed)
+
+    def keeps_buffer_without(self, candidates: Sequence[Candidate]) -> bool:
+        """Whether every CapacityBuffer pod still fits the machines left once
+        ``candidates`` are gone, with nothing new bought (True without buffers)."""
+        if not self.buffer:
+            return True
+        gone = {c.name for c in candidates}
+        nodes = [n for n in self.nodes if n.name not in gone]
+        results = self.simulator.solve(
+            [*self.pending, *self.deleting, *self.buffer], nodes=nodes,
+            namespaces=self.namespaces,
+        )
+        buffer = {p.key for p in self.buffer}
+        return not any(e.pod.key in buffer for e in results.errors) and not any(
+            p.key in buffer for plan in results.new_nodeclaims for p in plan.pods
+        )
 
 
 def _price(instance_type: InstanceType, requirements: Requirements) -> float | None:
