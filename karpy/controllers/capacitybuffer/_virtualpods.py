@@ -99,7 +99,15 @@ class VirtualPods:
         self._placements: dict[str, Placement] = {}
 
     def update(self, buffer: str, pods: Sequence[Pod]) -> None:
-        """Set the virtual pods of ``buffer``; an empty sequence removes them."""
+        """Set the virtual pods of ``buffer``; an empty sequence removes them. The last
+        placement is kept while the pods stay the same (a resync changes nothing)."""
+        before = self._by_buffer.get(buffer, ())
+        if [p.key for p in before] == [p.key for p in pods] and (
+            [p.signature for p in before] == [p.signature for p in pods]
+            and [p.requests for p in before] == [p.requests for p in pods]
+        ):
+            self._by_buffer[buffer] = tuple(pods)
+            return
         self.remove(buffer)
         if pods:
             self._by_buffer[buffer] = tuple(pods)

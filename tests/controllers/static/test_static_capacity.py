@@ -55,7 +55,8 @@ class Rig:
                             node_name=name, registered=True, initialized=True)  # fmt: skip
         claim["metadata"]["finalizers"] = ["karpenter.sh/termination"]
         self.client.add(NODE_CLAIM, claim)
-        self.cluster.update_nodeclaim(freeze(self.client.peek(NODE_CLAIM, claim["metadata"]["name"])))
+        stored = self.client.peek(NODE_CLAIM, claim["metadata"]["name"])
+        self.cluster.update_nodeclaim(freeze(stored))
         self.cluster.update_node(freeze(t.node(name, provider_id=provider_id, nodepool=pool)))
         for i in range(pods):
             self.cluster.update_pod(freeze(t.pod(f"{name}-pod-{i}", node_name=name, cpu="100m")))
