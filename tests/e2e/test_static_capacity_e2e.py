@@ -1,23 +1,41 @@
-"""End to end: static NodePools (Karpenter's StaticCapacity gate) on the local cluster.
+"""End to end: static NodePools and CapacityBuffers (Karpenter's StaticCapacity and
+CapacityBuffer gates) on the local cluster, one karpy per test.
 
 Issue 27: a NodePool with ``replicas: 3`` gets 3 nodes with no pod asking for them;
 ``kubectl scale nodepool --replicas 5`` (the CRD's scale subresource) gives 5, and back
 to 2 removes 3; a change of its template replaces the drifted nodes one at a time under
 a budget of one node, never more than one node beyond the replicas.
+
+A CapacityBuffer of two chunks keeps room for two more pods free on a consolidating
+NodePool: before any pod, while real pods arrive (and take the room: more is bought),
+and after they leave, when consolidation removes what is left but never the headroom.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any
 
 import pytest
 from harness import karpy_operator
-from kube import clean_up, connect, eventually, nodepool, pool_objects, ready_node_class
+from kube import (
+    clean_up,
+    connect,
+    deployment,
+    eventually,
+    nodepool,
+    pool_objects,
+    ready_node_class,
+    running_pods,
+)
 
+from karpy.controllers.capacitybuffer import CAPACITY_BUFFER, POD_TEMPLATE
 from karpy.controllers.settings import FeatureGates, Settings
-from karpy.runtime import Client, kinds
+from karpy.runtime import Client, errors, kinds
+from karpy.scheduling import resources as res
+from karpy.scheduling.pod import pod_requests
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -27,7 +45,7 @@ SELECT = "karpy-e2e"
 SETTINGS = Settings(
     batch_idle_duration=0.5, batch_max_duration=3.0, eviction_retry=1.0,
     disruption_validation_delay=3.0, disruption_poll_period=2.0,
-    feature_gates=FeatureGates(static_capacity=True),
+    feature_gates=FeatureGates(static_capacity=True, capacity_buffer=True),
 )  # fmt: skip
 
 
@@ -122,3 +140,96 @@ async def test_a_static_nodepool_keeps_scales_and_rolls_its_replicas(
                 assert node["metadata"]["labels"].get("rollout") == "v2"
         finally:
             assert await clean_up(client, namespace, "none", [pool], timeout=120) == []
+
+
+CHUNK = {"cpu": "500m", "memory": "256Mi"}
+
+
+async def headroom(client: Client, pool: str) -> int:
+    """How many CHUNK-sized pods the pool's Ready, not deleting nodes could still take."""
+    chunk = res.parse_resource_list(CHUNK)
+    pods = await client.list(kinds.POD)
+    total = 0
+    for node in await pool_objects(client, kinds.NODE, [pool]):
+        if node["metadata"].get("deletionTimestamp") or not _ready(node):
+            continue
+        free = dict(res.parse_resource_list(node["status"]["allocatable"]))
+        for pod in pods:
+            if (pod["spec"].get("nodeName") == node["metadata"]["name"]
+                    and pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")):
+                for name, amount in pod_requests(pod["spec"]).items():
+                    free[name] = free.get(name, 0) - amount
+        total += min(free.get(name, 0) // amount for name, amount in chunk.items())
+    return total
+
+
+async def test_a_capacity_buffer_keeps_its_headroom_through_arrivals_and_consolidation(
+    cluster: Any, namespace: str, kwok_crd: None
+) -> None:
+    pool, app = "buffer-pool", "buffer-web"
+    spec = nodepool(pool, node_class=NODE_CLASS, labels={SELECT: pool}, requirements=[
+        {"key": "karpenter.kwok.sh/instance-family", "operator": "In", "values": ["c"]},
+        {"key": "karpenter.kwok.sh/instance-cpu", "operator": "Lt", "values": ["5"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+    ])  # fmt: skip
+    spec["spec"]["disruption"] = {"consolidationPolicy": "WhenEmptyOrUnderutilized",
+                                  "consolidateAfter": "5s", "budgets": [{"nodes": "100%"}]}
+    template = {"metadata": {"name": "chunk", "namespace": namespace}, "template": {
+        "metadata": {"labels": {"app": "buffer-chunk"}},
+        "spec": {"nodeSelector": {SELECT: pool}, "containers": [{
+            "name": "pause", "image": "registry.k8s.io/pause:3.9",
+            "resources": {"requests": dict(CHUNK)}}]}}}  # fmt: skip
+    buffer = {"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+              "metadata": {"name": "headroom", "namespace": namespace},
+              "spec": {"podTemplateRef": {"name": "chunk"}, "replicas": 2}}
+    async with connect(cluster) as client, karpy_operator(cluster, settings=SETTINGS) as op:
+        await ready_node_class(client, NODE_CLASS)
+        await client.create(NODE_POOL, spec)
+        try:
+            await client.create(POD_TEMPLATE, template, namespace=namespace)
+            await client.create(CAPACITY_BUFFER, buffer, namespace=namespace)
+
+            # 1. Headroom before any pod: a node with room for two chunks, nothing on it.
+            async def status(reason: str) -> dict[str, Any] | None:
+                got = await client.get(CAPACITY_BUFFER, "headroom", namespace=namespace)
+                conds = {c["type"]: c for c in got.get("status", {}).get("conditions") or ()}
+                ok = (conds.get("ReadyForProvisioning", {}).get("status") == "True"
+                      and conds.get("Provisioning", {}).get("reason") == reason)
+                return dict(got) if ok else None
+
+            got = await eventually(lambda: status("FitsExistingCapacity"), timeout=90,
+                                   what="the buffer Provisioning=True on its new node")
+            assert got["status"]["replicas"] == 2
+            assert await headroom(client, pool) >= 2
+            assert not [p for p in await client.list(kinds.POD, namespace=namespace)]
+
+            # 2. Real pods arrive and take the room: it is bought again.
+            await client.create(kinds.DEPLOYMENT, deployment(
+                app, node_selector={SELECT: pool}, replicas=4, cpu="500m"),
+                namespace=namespace)  # fmt: skip
+            await eventually(lambda: running_pods(client, namespace, app, 4), timeout=120,
+                             what="4 pods Running")
+
+            async def room() -> bool:
+                return await headroom(client, pool) >= 2
+
+            await eventually(room, timeout=90, what="room for 2 chunks beside the 4 pods")
+
+            # 3. The pods leave; consolidation removes what is spare but not the headroom.
+            await client.patch(kinds.DEPLOYMENT, app, {"spec": {"replicas": 0}},
+                               namespace=namespace)  # fmt: skip
+            worst = 99
+            deadline = time.monotonic() + 45
+            while time.monotonic() < deadline:
+                worst = min(worst, await headroom(client, pool))
+                await asyncio.sleep(0.5)
+            assert worst >= 2, f"headroom fell to {worst} chunk(s) during consolidation"
+            removed = [r for r in op.messages("disrupting node(s)")
+                       if r.get("reason") in ("Empty", "Underutilized")]
+            assert removed, "consolidation never ran: the spare capacity was kept too"
+            assert await pool_objects(client, kinds.NODE, [pool]), "the headroom node went"
+        finally:
+            for kind, name in ((CAPACITY_BUFFER, "headroom"), (POD_TEMPLATE, "chunk")):
+                with contextlib.suppress(errors.NotFound):
+                    await client.delete(kind, name, namespace=namespace)
+            assert await clean_up(client, namespace, app, [pool], timeout=120) == []

@@ -251,9 +251,14 @@ class Provisioner:
         types), heaviest first; skipped pools are logged once per reason."""
         templates = []
         for entry in self.cluster.nodepools():
-            if entry.replicas is not None:
-                continue  # static: its nodes are karpy.controllers.static's, not pods'
             reason = self._unusable(entry)
+            if entry.replicas is not None:
+                # Static: its nodes are karpy.controllers.static's, never pods'. Without
+                # the gate nothing acts on spec.replicas: say so rather than stay silent.
+                if self.settings.feature_gates.static_capacity:
+                    continue
+                reason = ("ignoring nodepool, spec.replicas is set but the StaticCapacity "
+                          "feature gate is off")
             if reason is None:
                 try:
                     instance_types = await self.instance_types.get(entry)

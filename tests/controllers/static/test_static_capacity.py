@@ -11,7 +11,7 @@ from typing import Any, cast
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning import Provisioner
-from karpy.controllers.settings import Settings
+from karpy.controllers.settings import FeatureGates, Settings
 from karpy.controllers.static import StaticDeprovisioning, StaticProvisioning
 from karpy.runtime import EventRecorder, Request, freeze
 from karpy.runtime.telemetry import Metrics
@@ -26,14 +26,15 @@ class Recorder:
 
 
 class Rig:
-    def __init__(self) -> None:
+    def __init__(self, gates: FeatureGates | None = None) -> None:
         self.clock = FakeClock()
         self.cluster = Cluster(clock=self.clock)
         self.client = FakeClient()
         self.provisioner = Provisioner(
             client=self.client, cluster=self.cluster, cloud_provider=FakeCloudProvider(),
             unavailable_offerings=UnavailableOfferings(clock=self.clock),
-            recorder=cast(EventRecorder, Recorder()), clock=self.clock, settings=Settings(),
+            recorder=cast(EventRecorder, Recorder()), clock=self.clock,
+            settings=Settings(feature_gates=gates or FeatureGates(static_capacity=True)),
             metrics=KarpenterMetrics(Metrics().meter("karpenter")),
         )  # fmt: skip
         self.up = StaticProvisioning(cluster=self.cluster, provisioner=self.provisioner)
@@ -138,3 +139,12 @@ def test_the_provisioner_does_not_plan_pods_onto_a_static_pool() -> None:
     results = run(rig.provisioner.schedule())
     assert results is None or not results.new_nodeclaims
     assert rig.claims() == []
+
+
+def test_without_the_gate_a_static_pool_is_named_in_the_log(caplog: Any) -> None:
+    rig = Rig(FeatureGates(static_capacity=False))
+    rig.pool(replicas=2)
+    rig.cluster.update_pod(freeze(t.pod("web", cpu="1")))
+    with caplog.at_level("INFO", logger="controller"):
+        run(rig.provisioner.schedule())
+    assert any("StaticCapacity feature gate is off" in r.getMessage() for r in caplog.records)
