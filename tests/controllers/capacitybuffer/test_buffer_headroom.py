@@ -121,3 +121,39 @@ def test_consolidation_keeps_the_node_that_holds_the_headroom() -> None:
     assert not buffered.keeps_buffer_without([spare])
     outcome = consolidate(buffered, [spare])
     assert isinstance(outcome, str) or outcome.decision is not Decision.DELETE
+
+
+def test_emptiness_keeps_the_empty_node_that_holds_the_headroom() -> None:
+    from karpy.controllers.disruption import Budgets
+    from karpy.controllers.disruption._emptiness import Emptiness
+    from karpy.controllers.disruption._method import Context
+    from karpy.runtime.testing import FakeClock
+
+    scene = Scene()
+    scene.pool()
+    scene.machine("busy", "m-4x")
+    scene.machine("spare", "m-4x")
+    scene.pod("a", "busy", cpu="3")
+    spare = candidate(scene, "spare")
+
+    async def validate(command: Any, method: Any) -> Any:
+        return command
+
+    def evaluate(whatif: Any) -> list[Any]:
+        context = Context(
+            whatif=whatif, candidates=[spare],
+            budgets=Budgets(reason="Empty", allowed={"default": 10},
+                            remaining={"default": 10}),
+            events=cast(Any, None), clock=FakeClock(), settings=Settings(), validate=validate,
+        )  # fmt: skip
+        return list(asyncio.run(Emptiness().compute(context)))
+
+    [command] = evaluate(scene.whatif())
+    assert [c.name for c in command.candidates] == ["spare"]
+    whatif = scene.whatif()
+    chunk = {**CHUNK, "spec": {**CHUNK["spec"], "volumes": []}}
+    buffered = type(whatif)(
+        simulator=whatif.simulator, nodes=whatif.nodes, pending=whatif.pending,
+        buffer=build_virtual_pods("team", "headroom", "u", chunk, 2),
+    )
+    assert evaluate(buffered) == []
