@@ -6,8 +6,8 @@ A pass (Karpenter's disruption.Controller.Reconcile):
 2. take the disruption marks (taint, ``DisruptionReason``) off every machine that is
    not part of a running command and not being deleted — what a crash mid-command
    leaves behind;
-3. try the methods in Karpenter's order — Emptiness, Drift, multi-node, then
-   single-node consolidation — and start the commands of the first that has any.
+3. try the methods in Karpenter's order — Emptiness, StaticDrift, Drift, multi-node,
+   then single-node consolidation — and start the commands of the first that has any.
 
 Each method sees fresh candidates (:func:`~._candidates.build_candidate`; blocked
 nodes get a DisruptionBlocked event), the budgets for its reason, and a what-if view
