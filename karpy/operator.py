@@ -17,12 +17,14 @@ from karpy.cloudprovider.registry import (
     register_provider_controllers,
 )
 from karpy.controllers import (
+    capacitybuffer,
     disruption,
     nodeclaim,
     nodehealth,
     nodeoverlay,
     nodepool,
     provisioning,
+    static,
     termination,
 )
 from karpy.controllers import metrics as metrics_controllers
@@ -148,6 +150,8 @@ class Operator:
         provisioner = provisioning.register(self._deps)
         self.disruption = disruption.register(self._deps, provisioner)
         nodeoverlay.register(self._deps, provisioner)
+        static.register(self._deps, provisioner)
+        capacitybuffer.register(self._deps, provisioner)
         for register in CONTROLLER_PACKAGES:
             register(self._deps)
         # The provider's own controllers (NodeClass status, interruption, ...) go on the

@@ -21,6 +21,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Final
 
 from karpy.apis import labels as _labels
+from karpy.apis.autoscaling import CapacityBuffer
 from karpy.apis.core import Resource
 from karpy.apis.labels import (
     GROUP,
@@ -76,7 +77,7 @@ class APIExtension:
 #: Karpenter's own kinds and reserved labels.
 CORE: Final = APIExtension(
     name="karpenter",
-    resources=(NodePool, NodeClaim, NodeOverlay),
+    resources=(NodePool, NodeClaim, NodeOverlay, CapacityBuffer),
     # Karpenter's v1 CRD rules, in its order: the kubelet's domains, then its own.
     restricted_label_domains={
         "kubernetes.io": KUBERNETES_IO_ALLOWED_LABELS,

@@ -21,13 +21,18 @@ class FeatureGates:
     """Karpenter's feature gates (``FEATURE_GATES="SpotToSpotConsolidation=true,..."``),
     with Karpenter's defaults."""
 
-    spot_to_spot_consolidation: bool = False
-    """Consolidate a spot node into a cheaper spot node (needs 15 cheaper types)."""
+    # Every gate Karpenter v1.14 knows, in the order of its default FEATURE_GATES string
+    # (pkg/operator/options), so that string is accepted unchanged.
     node_repair: bool = False
     """Replace nodes whose conditions match the provider's repair policies."""
     reserved_capacity: bool = True
+    spot_to_spot_consolidation: bool = False
+    """Consolidate a spot node into a cheaper spot node (needs 15 cheaper types)."""
     node_overlay: bool = False
     static_capacity: bool = False
+    """NodePools with ``spec.replicas`` keep exactly that many nodes (Karpenter v1.8)."""
+    capacity_buffer: bool = False
+    """Headroom from ``autoscaling.x-k8s.io`` CapacityBuffers (Karpenter v1.14)."""
 
     @classmethod
     def parse(cls, text: str) -> FeatureGates:

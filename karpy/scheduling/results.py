@@ -84,7 +84,10 @@ class NodeClaimPlan:
         out = []
         for requirement in self.requirements.requirements():
             dicts = requirement.to_dicts()
-            if requirement.key == LABEL_INSTANCE_TYPE and requirement.operator == "In":
+            # A plan without instance types (a static NodePool's) keeps the pool's own
+            # instance-type requirement: the provider chooses, as in Karpenter.
+            if (requirement.key == LABEL_INSTANCE_TYPE and requirement.operator == "In"
+                    and self.instance_types):
                 dicts[0]["values"] = self.instance_type_names
             out.extend(dicts)
         return out

@@ -217,6 +217,12 @@ class Cluster:
         return True
 
     @property
+    def listed(self) -> bool:
+        """True once every informer has listed: the model holds every object (NodeClaims
+        may still be launching; the model counts them by name all the same)."""
+        return all(informer.has_synced for informer in self._informers)
+
+    @property
     def synced(self) -> bool:
         """True when the informers have listed and every NodeClaim that is not being
         deleted has launched.

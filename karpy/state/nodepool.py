@@ -52,6 +52,12 @@ class NodePoolEntry:
         return int((self.raw.get("spec") or {}).get("weight") or 0)
 
     @property
+    def replicas(self) -> int | None:
+        """spec.replicas: set on a static NodePool (StaticCapacity), None otherwise."""
+        replicas = (self.raw.get("spec") or {}).get("replicas")
+        return None if replicas is None else int(replicas)
+
+    @property
     def ready(self) -> bool:
         """status.conditions Ready=True (its NodeClass is ready and it validated)."""
         return _condition_true(self.raw, "Ready")

@@ -66,6 +66,7 @@ def requirement(req: dict[str, Any], where: str = "spec.template.spec") -> Calla
 
 
 POOL = "nodepool-minimal.yaml"
+STATIC = "nodepool-static.yaml"
 FULL = "nodepool-full.yaml"
 CLAIM = "nodeclaim.yaml"
 OVERLAY = "nodeoverlay.yaml"
@@ -99,6 +100,13 @@ CASES = [
         "spec.weight",
         "less than or equal to 100",
     ),
+    # Static NodePools (Karpenter v1.8's rules)
+    Case("static-with-weight", STATIC, setting("spec.weight", 10), "spec",
+         "'weight' is not supported on static NodePools"),
+    Case("static-with-cpu-limit", STATIC, setting("spec.limits", {"nodes": "6", "cpu": "8"}),
+         "spec", "only 'limits.nodes' is supported on static NodePools"),
+    Case("static-negative-replicas", STATIC, setting("spec.replicas", -1), "spec.replicas",
+         "greater than or equal to 0"),
     Case(
         "v1beta1-consolidation-policy",
         POOL,
@@ -653,6 +661,33 @@ def test_nodeclassref_group_and_kind_cannot_change(created: Created, cluster: An
     assert "spec.template.spec.nodeClassRef:" in err.value.stderr
     assert "nodeClassRef.group is immutable" in err.value.stderr
     assert "nodeClassRef.kind is immutable" in err.value.stderr
+
+
+@pytest.mark.cluster
+def test_a_nodepool_cannot_turn_static_or_dynamic(created: Created, cluster: Any) -> None:
+    doc = load_example(STATIC)
+    created.create(doc)
+    del doc["spec"]["replicas"]
+    with pytest.raises(KubectlError) as err:
+        cluster.kubectl("replace", "-f", "-", input=json.dumps(doc))
+    assert "Cannot transition NodePool between static (replicas set) and dynamic" in (
+        err.value.stderr)
+
+
+@pytest.mark.cluster
+def test_a_capacity_buffer_names_one_chunk_shape(cluster: Any) -> None:
+    doc = {"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+           "metadata": {"name": unique_name("invalid"), "namespace": "default"},
+           "spec": {"podTemplateRef": {"name": "chunk"}, "replicas": 1,
+                    "scalableRef": {"kind": "Deployment", "name": "web"}}}
+    with pytest.raises(KubectlError) as err:
+        cluster.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(doc))
+    assert "You must define either PodTemplateRef or ScalableRef, but not both" in (
+        err.value.stderr)
+    del doc["spec"]["scalableRef"], doc["spec"]["replicas"]
+    with pytest.raises(KubectlError) as err:
+        cluster.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(doc))
+    assert "If podTemplateRef is set, replicas or limits must also be set" in err.value.stderr
 
 
 @pytest.mark.cluster

@@ -123,6 +123,17 @@ def test_good_settings_get_past_the_checks_to_the_cluster(tmp_path: Path) -> Non
     assert "kubeconfig" in last and "Traceback" not in done.stderr
 
 
+def test_karpenters_default_feature_gates_get_past_the_checks(tmp_path: Path) -> None:
+    # A Deployment moved from Karpenter v1.14 carries its default FEATURE_GATES string
+    # (CapacityBuffer among them); `karpy run` must not stop on it.
+    gates = ("NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,"
+             "NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false")  # fmt: skip
+    done = karpy_run(env={"FEATURE_GATES": gates}, home=tmp_path)
+    assert done.returncode == 1, done.stderr
+    (last,) = [ln for ln in done.stderr.splitlines() if ln.startswith("karpy run:")]
+    assert "kubeconfig" in last and "FEATURE_GATES" not in done.stderr
+
+
 def test_the_settings_table_of_docs_install_is_fresh() -> None:
     from karpy.cli.run import settings_markdown
 

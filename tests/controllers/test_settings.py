@@ -31,3 +31,25 @@ def test_parse_karpenter_form() -> None:
 def test_bad_gates_name_the_gate(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         FeatureGates.parse(text)
+
+
+#: Karpenter v1.14's default FEATURE_GATES (kubernetes-sigs/karpenter
+#: pkg/operator/options/options.go at 2266468104f36373ed002241afaee2d3bbc26078): a
+#: cluster moving from Karpenter carries it in its Deployment's environment.
+KARPENTER_DEFAULT_GATES = (
+    "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,"
+    "NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"
+)
+
+
+def test_karpenters_default_string_is_accepted_with_its_values() -> None:
+    gates = FeatureGates.parse(KARPENTER_DEFAULT_GATES)
+    assert gates == FeatureGates()
+    assert ",".join(f"{k}={str(v).lower()}" for k, v in gates.as_mapping().items()) == (
+        KARPENTER_DEFAULT_GATES
+    )
+
+
+def test_static_capacity_and_capacity_buffer_gates() -> None:
+    gates = FeatureGates.parse("StaticCapacity=true,CapacityBuffer=true")
+    assert gates.static_capacity and gates.capacity_buffer

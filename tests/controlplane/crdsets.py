@@ -40,10 +40,13 @@ def default_manifests() -> list[Path]:
     if not CRDS.is_dir():
         return []
     own = sorted(set_dir(DEFAULT).glob("*.yaml"))
+    # Kinds every set shares (NodePool, NodeClaim, CapacityBuffer) come from the default.
+    shared = {p.name for p in own}
     nodeclasses = sorted(
         p
         for p in CRDS.glob("*/*.yaml")
         if p.parent.name != DEFAULT and not p.name.startswith(_CORE_PREFIX)
+        and p.name not in shared
     )
     return own + nodeclasses
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Final, Literal
 
 from croniter import croniter
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from karpy.apis.conditions import ConditionSet, utc_now
 from karpy.apis.core import Condition, ConditionList, LabelValue, ObjectMeta, Resource
@@ -262,6 +262,26 @@ class NodeClaimTemplate(KubeModel):
 class NodePoolSpec(KubeModel):
     """What nodes a NodePool may launch and how they are disrupted."""
 
+    # Karpenter v1.8's rules for static NodePools (spec.replicas), word for word.
+    model_config = ConfigDict(
+        json_schema_extra=validations(
+            Rule(
+                "has(self.replicas) == has(oldSelf.replicas)",
+                "Cannot transition NodePool between static (replicas set) and dynamic "
+                "(replicas unset) provisioning modes",
+            ),
+            Rule(
+                "!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || "
+                "(size(self.limits) == 1 && 'nodes' in self.limits))",
+                "only 'limits.nodes' is supported on static NodePools",
+            ),
+            Rule(
+                "!has(self.replicas) || !has(self.weight)",
+                "'weight' is not supported on static NodePools",
+            ),
+        )
+    )
+
     template: NodeClaimTemplate = Field(description="The template of the NodeClaims launched.")
     disruption: Disruption = Field(
         default_factory=Disruption,
@@ -284,6 +304,27 @@ class NodePoolSpec(KubeModel):
         ),
         json_schema_extra={"format": "int32"},
     )
+    replicas: int | None = Field(
+        None,
+        ge=0,
+        description=(
+            "Makes the NodePool static (Karpenter's StaticCapacity feature gate, alpha): "
+            "it keeps exactly this many nodes whether or not pods need them. "
+            "consolidationPolicy and consolidateAfter are ignored, only limits.nodes is "
+            "allowed and weight is not; `kubectl scale nodepool` sets it."
+        ),
+        json_schema_extra={"format": "int64"},
+    )
+
+    @model_validator(mode="after")
+    def _static_rules(self) -> NodePoolSpec:
+        # The CRD's rules above, for manifests read without an API server (simulate).
+        if self.replicas is not None:
+            if set(self.limits) - {"nodes"}:
+                raise ValueError("only 'limits.nodes' is supported on static NodePools")
+            if self.weight is not None:
+                raise ValueError("'weight' is not supported on static NodePools")
+        return self
 
 
 class NodePoolStatus(KubeModel):
@@ -320,6 +361,7 @@ class NodePool(Resource):
         categories=("karpenter",),
         required=("spec",),
         restricted_labels=(LABEL_NODEPOOL,),
+        scale=(".spec.replicas", ".status.nodes"),
         printer_columns=(
             PrinterColumn("NodeClass", ".spec.template.spec.nodeClassRef.name"),
             PrinterColumn("Nodes", ".status.nodes"),

@@ -152,6 +152,12 @@ class Candidate:
         return self.pool.entry.name
 
     @property
+    def static(self) -> bool:
+        """Owned by a static NodePool (``spec.replicas``): never consolidated, and
+        replaced one for one when drifted (Karpenter's OwnedByStaticNodePool)."""
+        return self.pool.entry.replicas is not None
+
+    @property
     def empty(self) -> bool:
         """No pod's eviction costs anything (Karpenter's IsEmpty): no pod would need a
         new home, or only pods whose eviction cost clamps to zero (a

@@ -43,6 +43,8 @@ def settling_machines(
 def consolidatable_reason(candidate: Candidate, *, empty_only: bool) -> bool | str:
     """Karpenter's consolidation ShouldDisrupt: True, or why not (an Unconsolidatable
     message), or False when the node simply is not ready for it yet."""
+    if candidate.static:
+        return False  # a static NodePool keeps its replicas; it is never consolidated
     model = candidate.pool.entry.model
     assert model is not None
     disruption = model.spec.disruption

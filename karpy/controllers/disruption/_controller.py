@@ -6,8 +6,8 @@ A pass (Karpenter's disruption.Controller.Reconcile):
 2. take the disruption marks (taint, ``DisruptionReason``) off every machine that is
    not part of a running command and not being deleted — what a crash mid-command
    leaves behind;
-3. try the methods in Karpenter's order — Emptiness, Drift, multi-node, then
-   single-node consolidation — and start the commands of the first that has any.
+3. try the methods in Karpenter's order — Emptiness, StaticDrift, Drift, multi-node,
+   then single-node consolidation — and start the commands of the first that has any.
 
 Each method sees fresh candidates (:func:`~._candidates.build_candidate`; blocked
 nodes get a DisruptionBlocked event), the budgets for its reason, and a what-if view
@@ -53,6 +53,7 @@ from karpy.controllers.disruption._multinode import MultiNodeConsolidation
 from karpy.controllers.disruption._pdb import PdbLimits
 from karpy.controllers.disruption._queue import OrchestrationQueue
 from karpy.controllers.disruption._singlenode import SingleNodeConsolidation
+from karpy.controllers.disruption._staticdrift import StaticDrift
 from karpy.controllers.disruption._whatif import WhatIf, consolidate
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning import Provisioner
@@ -113,7 +114,8 @@ class DisruptionController:
         self._settings = settings
         self._metrics = metrics
         self.methods: tuple[Method, ...] = (
-            Emptiness(), Drift(), MultiNodeConsolidation(), SingleNodeConsolidation(),
+            Emptiness(), StaticDrift(cluster), Drift(), MultiNodeConsolidation(),
+            SingleNodeConsolidation(),
         )
 
     # -- the loop ------------------------------------------------------------------------
@@ -204,6 +206,7 @@ class DisruptionController:
             deleting=tuple(self._provisioner.moving_pods()),
             namespaces=dict(self._cluster.namespaces()),
             settling=settling_machines(self._cluster.nodes(), self._cluster.nodepool),
+            buffer=tuple(self._provisioner.buffer_pods()),
         )
 
     def candidates(

@@ -29,7 +29,9 @@ class Drift:
     consolidation_type = ""
 
     def should_disrupt(self, candidate: Candidate) -> bool | str:
-        """The NodeClaim is Drifted."""
+        """The NodeClaim is Drifted (a static NodePool's node is StaticDrift's)."""
+        if candidate.static:
+            return False
         for cond in (candidate.nodeclaim.get("status") or {}).get("conditions") or ():
             if cond.get("type") == CONDITION_DRIFTED:
                 return bool(cond.get("status") == "True")

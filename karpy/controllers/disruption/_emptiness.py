@@ -36,7 +36,12 @@ class Emptiness:
     async def compute(self, context: Context) -> Sequence[Command]:
         """One command deleting every empty candidate the budgets allow."""
         ordered = sorted(context.candidates, key=lambda c: (-c.savings_ratio, c.name))
-        empty = [c for c in ordered if c.empty and context.budgets.take(c.nodepool)]
+        empty: list[Candidate] = []
+        for c in ordered:
+            # A node with no pods may still be what keeps a CapacityBuffer's headroom.
+            if (c.empty and context.whatif.keeps_buffer_without([*empty, c])
+                    and context.budgets.take(c.nodepool)):
+                empty.append(c)
         if not empty:
             return []
         command = Command(reason=self.reason, consolidation_type=self.consolidation_type,

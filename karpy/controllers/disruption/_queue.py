@@ -116,13 +116,18 @@ class OrchestrationQueue:
             raise CommandFailedError("candidate is being disrupted")
         log.info("disrupting node(s)", extra=command.log_values())
         command.created = self._clock.monotonic()
+        provider_ids = [c.provider_id for c in command.candidates]
         try:
             await self._mark(command)
+            # Pending disruption in the model before a replacement exists (Karpenter's
+            # order): a static NodePool's controllers must never see the replacement
+            # beside an unmarked candidate and take it for one node too many.
+            self._cluster.mark_for_deletion(*provider_ids)
             await self._create_replacements(command)
         except Exception:
+            self._cluster.unmark_for_deletion(*provider_ids)
             await self._unmark(command)
             raise
-        self._cluster.mark_for_deletion(*(c.provider_id for c in command.candidates))
         if command.results is not None:
             ttl = self._settings.pod_nomination_ttl
             for placement in command.results.existing_nodes:

@@ -113,6 +113,9 @@ class WhatIf:
     namespaces: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
     settling: frozenset[str] = frozenset()
     """Machines under their NodePool's consolidateAfter (see the module docstring)."""
+    buffer: tuple[Pod, ...] = ()
+    """CapacityBuffer virtual pods: headroom that must still fit after a move, like the
+    candidates' own pods, so consolidation never takes it away."""
     _protected: dict[str, tuple[Any, ...]] = dataclasses.field(
         default_factory=dict, repr=False, compare=False
     )
@@ -123,17 +126,19 @@ class WhatIf:
         """Remove ``candidates`` and place their pods (and the rest) again; a
         ``consolidation`` simulation keeps the candidates' pods off settling machines."""
         gone = {c.name for c in candidates}
-        all_nodes, pending_pods, deleting_pods = self._view(consolidation)
+        all_nodes, pending_pods, deleting_pods, buffer_pods = self._view(consolidation)
         nodes = [n for n in all_nodes if n.name not in gone]
         moving = [pod for c in candidates for pod in c.pods if pod.key not in c.staying]
         if all_nodes is not self.nodes and any(c.starting for c in candidates):
             starting = {k for c in candidates for k in c.starting}
             moving = [_tolerating((p,))[0] if p.key in starting else p for p in moving]
         results = self.simulator.solve(
-            [*pending_pods, *moving, *deleting_pods], nodes=nodes, namespaces=self.namespaces
+            [*pending_pods, *moving, *deleting_pods, *buffer_pods], nodes=nodes,
+            namespaces=self.namespaces,
         )
         pending = {p.key for p in self.pending}
-        from_deleting = {p.key for p in self.deleting}
+        # Headroom may sit on a node still initializing; only real pods may not move there.
+        from_deleting = {p.key for p in (*self.deleting, *self.buffer)}
         errors = [
             f"{e.pod.key}: {e.reason}" for e in results.errors if e.pod.key not in pending
         ]
@@ -153,13 +158,31 @@ class WhatIf:
         )
         return Simulation(results=results, errors=tuple(errors), new_nodeclaims=needed)
 
+    def keeps_buffer_without(self, candidates: Sequence[Candidate]) -> bool:
+        """Whether every CapacityBuffer pod still fits the machines left once
+        ``candidates`` are gone, with nothing new bought (True without buffers)."""
+        if not self.buffer:
+            return True
+        gone = {c.name for c in candidates}
+        nodes = [n for n in self.nodes if n.name not in gone]
+        results = self.simulator.solve(
+            [*self.pending, *self.deleting, *self.buffer], nodes=nodes,
+            namespaces=self.namespaces,
+        )
+        buffer = {p.key for p in self.buffer}
+        return not any(e.pod.key in buffer for e in results.errors) and not any(
+            p.key in buffer for plan in results.new_nodeclaims for p in plan.pods
+        )
+
     def _view(
         self, consolidation: bool
-    ) -> tuple[tuple[ExistingNode, ...], tuple[Pod, ...], tuple[Pod, ...]]:
-        """(nodes, pending, deleting) as one kind of simulation sees them; the protected
-        view is built once per pass."""
+    ) -> tuple[tuple[ExistingNode, ...], tuple[Pod, ...], tuple[Pod, ...], tuple[Pod, ...]]:
+        """(nodes, pending, deleting, buffer) as one kind of simulation sees them; the
+        protected view is built once per pass. Only the candidates' pods are kept off
+        settling machines: pending pods, deleting machines' pods and CapacityBuffer
+        headroom may go there."""
         if not consolidation or not self.settling:
-            return self.nodes, self.pending, self.deleting
+            return self.nodes, self.pending, self.deleting, self.buffer
         view = self._protected.get("view")
         if view is None:
             nodes = tuple(
@@ -168,9 +191,13 @@ class WhatIf:
                 for n in self.nodes
             )
             view = self._protected["view"] = (
-                nodes, _tolerating(self.pending), _tolerating(self.deleting)
+                nodes, _tolerating(self.pending), _tolerating(self.deleting),
+                _tolerating(self.buffer),
             )
-        return cast(tuple[tuple[ExistingNode, ...], tuple[Pod, ...], tuple[Pod, ...]], view)
+        return cast(
+            tuple[tuple[ExistingNode, ...], tuple[Pod, ...], tuple[Pod, ...], tuple[Pod, ...]],
+            view,
+        )
 
 
 def _tolerating(pods: Sequence[Pod]) -> tuple[Pod, ...]:

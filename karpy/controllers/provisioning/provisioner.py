@@ -36,6 +36,7 @@ from karpy.controllers.provisioning.events import PodEvents
 from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
 from karpy.controllers.provisioning.nodeclaims import instance_type_names, nodeclaim_manifest
 from karpy.controllers.provisioning.pretty import truncated_list
+from karpy.controllers.provisioning.virtualpods import VirtualPodSource
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, EventRecorder, Result, freeze
 from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
@@ -110,6 +111,9 @@ class Provisioner:
         # NodePool name -> (the parsed NodePool, its hash): hashing the template costs
         # ~1 ms, once per NodePool version rather than once per NodeClaim.
         self._hashes: dict[str, tuple[NodePool, str]] = {}
+        self.virtual_pods: VirtualPodSource | None = None
+        """CapacityBuffer headroom, scheduled with the pending pods in every round
+        (set by :mod:`karpy.controllers.capacitybuffer` behind its feature gate)."""
 
     # -- triggering ----------------------------------------------------------------------
 
@@ -158,7 +162,17 @@ class Provisioner:
         return True
 
     def _has_work(self) -> bool:
-        return bool(self.cluster.provisionable_pods() or self.cluster.reschedulable_pods())
+        return bool(self.cluster.provisionable_pods() or self.cluster.reschedulable_pods()
+                    or self.buffer_pods())
+
+    def buffer_pods(self) -> list[Pod]:
+        """The virtual pods of the CapacityBuffers (none without the feature gate)."""
+        return list(self.virtual_pods.pods()) if self.virtual_pods is not None else []
+
+    def _real(self, pods: Sequence[Pod]) -> list[Pod]:
+        """``pods`` without the virtual ones (never nominated, no events)."""
+        source = self.virtual_pods
+        return list(pods) if source is None else [p for p in pods if not source.is_virtual(p.key)]
 
     async def provision(self) -> int:
         """One round: schedule and create the NodeClaims. Returns how many failed."""
@@ -181,7 +195,7 @@ class Provisioner:
         nodes = self.cluster.existing_nodes()
         pending = self.pending_pods()
         deleting = self.moving_pods()
-        pods = pending + deleting
+        pods = pending + deleting + self.buffer_pods()
         if not pods:
             return None
         log.debug(
@@ -196,6 +210,8 @@ class Provisioner:
             templates, daemonsets=self.cluster.daemonset_pods(), options=self.options
         )
         results = simulator.solve(pods, nodes=nodes, namespaces=self.cluster.namespaces())
+        if self.virtual_pods is not None:
+            self.virtual_pods.observe(results)
         elapsed = time.perf_counter() - started
         self.metrics.scheduling_duration.record(elapsed, {"controller": self.name})
         if results.new_nodeclaims:
@@ -248,6 +264,13 @@ class Provisioner:
         templates = []
         for entry in self.cluster.nodepools():
             reason = self._unusable(entry)
+            if entry.replicas is not None:
+                # Static: its nodes are karpy.controllers.static's, never pods'. Without
+                # the gate nothing acts on spec.replicas: say so rather than stay silent.
+                if self.settings.feature_gates.static_capacity:
+                    continue
+                reason = ("ignoring nodepool, spec.replicas is set but the StaticCapacity "
+                          "feature gate is off")
             if reason is None:
                 try:
                     instance_types = await self.instance_types.get(entry)
@@ -282,6 +305,8 @@ class Provisioner:
     def _record(self, results: Results) -> None:
         """Events and log lines for the decision; nominations onto existing capacity."""
         for error in results.errors:
+            if not self._real([error.pod]):
+                continue
             if self.events.failed_to_schedule(error.pod, error.reason):
                 log.error(
                     "could not schedule pod",
@@ -290,11 +315,12 @@ class Provisioner:
                 )
         ttl = self.settings.pod_nomination_ttl
         for placement in results.existing_nodes:
-            self.cluster.nominate(placement.pods, placement.node, ttl=ttl)
+            real = self._real(placement.pods)
+            self.cluster.nominate(real, placement.node, ttl=ttl)
             state = self.cluster.node_by_name(placement.node)
             claim = state.nodeclaim_name if state is not None else placement.node
             node = state.node_name if state is not None else ""
-            for pod in placement.pods:
+            for pod in real:
                 self.events.nominated(pod, nodeclaim=claim, node=node)
         new_pods = sum(len(plan.pods) for plan in results.new_nodeclaims)
         if new_pods == 0:
@@ -365,7 +391,8 @@ class Provisioner:
         # Into the model now, not when the watch delivers it: the next round must see
         # this capacity (and the pods nominated to it) even if the watch lags.
         self.cluster.nodeclaim_created(freeze(created))
-        self.cluster.nominate(plan.pods, name, ttl=self.settings.pod_nomination_ttl)
+        real = self._real(plan.pods)
+        self.cluster.nominate(real, name, ttl=self.settings.pod_nomination_ttl)
         log.info(
             "created nodeclaim",
             extra={
@@ -379,7 +406,7 @@ class Provisioner:
             1, {"reason": reason, "nodepool": entry.name,
                 "min_values_relaxed": str(plan.min_values_relaxed).lower()},
         )
-        for pod in plan.pods:
+        for pod in real:
             self.events.nominated(pod, nodeclaim=name)
         return name
 
