@@ -35,7 +35,9 @@ server shares this process, gaps in moto are filled *at the server*, never in ka
 8. **ClientToken idempotency**: moto ignores CreateFleet's ``ClientToken``. The patch
    answers a repeated token with the first call's answer (launching nothing), and a
    token reused with different parameters with ``IdempotentParameterMismatch``, as EC2
-   does.
+   does. ``FleetFaults.lose_answer_next`` makes the next calls launch and then answer
+   ``RequestTimeout`` (an answer lost on the way back), which botocore retries with the
+   same token.
 9. **Placement groups**: moto implements none. The patch adds ``CreatePlacementGroup``
    and ``DescribePlacementGroups`` (by name or ID, ``state`` filter; an unknown name or
    ID is ``InvalidPlacementGroup.Unknown``, as EC2 answers), and a fleet whose template
@@ -233,6 +235,8 @@ class FleetFaults:
     tokens: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     #: calls answered from ``tokens`` (a repeated ClientToken)
     replayed: int = 0
+    #: calls still to launch and then fail with RequestTimeout (their answer lost)
+    lose_answer_next: int = 0
     #: placement group name -> its description (gap 9)
     placement_groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: seconds CreateFleet waits, after launching its instances, before it answers (a
@@ -240,6 +244,8 @@ class FleetFaults:
     answer_delay: float = 0.0
     #: answers that launched instances and were then held back by ``answer_delay``
     held: int = 0
+    #: the instances those held answers launched, in order
+    held_instances: list[str] = field(default_factory=list)
     _local: threading.local = field(default_factory=threading.local)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -367,10 +373,18 @@ class FleetFaults:
             if token:
                 with faults._lock:
                     faults.tokens[token] = (params, payload)
+                    lost = faults.lose_answer_next > 0
+                    faults.lose_answer_next -= int(lost)
+                if lost:
+                    raise EC2ClientError("RequestTimeout", "The request timed out.")
             delay = faults.answer_delay
             if delay > 0 and payload.get("Instances"):
                 with faults._lock:
                     faults.held += 1
+                    faults.held_instances += [
+                        str(i) for launched in payload["Instances"]
+                        for i in launched.get("InstanceIds") or []
+                    ]
                 time.sleep(delay)  # this request's server thread only
             return result
 
