@@ -12,7 +12,7 @@ away). EBS status checks are ignored, as in Karpenter (a volume's failure may be
 pod's volume, not the node's).
 
 Each (instance, category) is acted on through the interruption controller's handler
-(:class:`karpy_aws._interruption.InterruptionHandler`), with the category's kind as the
+(:class:`karpy_aws._interruption_handler.InterruptionHandler`), with the category's kind as the
 message kind (``instance_status``, ``system_status``, ``event_status``): an
 ``InstanceUnhealthy`` event on the NodeClaim and its Node, and the NodeClaim deleted
 so that termination drains the node and provisioning replaces it. A failed instance or
@@ -40,7 +40,7 @@ from botocore.exceptions import ClientError
 from opentelemetry.metrics import Meter
 
 from karpy.runtime import Client, EventRecorder, Result
-from karpy_aws._interruption import InterruptionHandler
+from karpy_aws._interruption_handler import InterruptionHandler
 from karpy_aws._interruption_messages import EVENT_STATUS, INSTANCE_STATUS, SYSTEM_STATUS
 
 if TYPE_CHECKING:
@@ -160,9 +160,7 @@ class InstanceStatusController:
         if self._disabled:
             return Result(requeue_after=INSTANCE_STATUS_INTERVAL)
         try:
-            statuses = await unhealthy_instances(
-                self._provider.clients.ec2, now=datetime.now(UTC)
-            )
+            statuses = await unhealthy_instances(self._provider.clients.ec2, now=datetime.now(UTC))
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "UnauthorizedOperation":
                 raise

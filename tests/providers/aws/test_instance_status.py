@@ -107,9 +107,7 @@ async def test_impaired_instances_and_scheduled_events_replace_their_nodeclaims(
         gone["metadata"].get("annotations") or {}
     )
     assert deleting(young) is None, "failing for 30 s only: under the 2-minute threshold"
-    reasons = {
-        (e["involvedObject"]["name"], e["reason"]) for e in client.objects(EVENT)
-    }
+    reasons = {(e["involvedObject"]["name"], e["reason"]) for e in client.objects(EVENT)}
     for nc in (broken, retiring):
         assert (nc.metadata.name, "InstanceUnhealthy") in reasons
         assert (nc.metadata.name, "TerminatingOnInterruption") in reasons
