@@ -10,10 +10,14 @@ request in order. A request left without an instance (partial fulfilment) gets t
 answer's errors and no instance, so the caller reads it as a capacity error; an
 exception from the call goes to every request of the batch.
 
-Each merged call carries a ``ClientToken`` derived from its content and the NodeClaims
-in it, so botocore's retry of a call whose answer was lost (a timeout, a 5xx) makes
-EC2 return the first call's instances instead of launching more; so does a later
-retry of the same NodeClaim with the same request.
+No ``ClientToken`` is set here, as in Karpenter AWS: the SDK fills CreateFleet's
+idempotency token with a fresh UUID for each call and sends that same token on each of
+its own retries, so a retry of a call whose answer was lost (a timeout, a 5xx) gets the
+first attempt's instances back instead of launching more. A *later* launch of the same
+NodeClaim must not reuse a token: the instance a token names may be an orphan that
+garbage collection has terminated (a process killed between CreateFleet and the
+NodeClaim status write), and replaying it would give the NodeClaim a dead instance
+that never registers. Such a launch asks anew; the orphan is garbage collection's.
 
 Batches run in tasks the batcher owns (named ``create-fleet-batch``); ``aclose``
 cancels the ones still waiting. A caller cancelled while its batch is in flight loses
@@ -25,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -57,12 +60,6 @@ class _Batch:
     names: list[str] = field(default_factory=list)
     waiters: list[asyncio.Future[Mapping[str, Any]]] = field(default_factory=list)
     joined: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-def client_token(request: Mapping[str, Any], names: list[str]) -> str:
-    """The idempotency token of a merged request (EC2 allows 64 ASCII characters)."""
-    body = json.dumps(request, sort_keys=True, default=str) + "\n" + "\n".join(sorted(names))
-    return "karpy-" + hashlib.sha256(body.encode()).hexdigest()[:40]
 
 
 class CreateFleetBatcher:
@@ -132,9 +129,9 @@ class CreateFleetBatcher:
             **request["TargetCapacitySpecification"],
             "TotalTargetCapacity": len(batch.waiters),
         }
-        request["ClientToken"] = client_token(request, batch.names)
         self.calls += 1
         self.requests += len(batch.waiters)
+        log.debug("creating fleet", extra={"nodeclaims": batch.names})
         try:
             answer = await self._create_fleet(**request)
         except Exception as exc:

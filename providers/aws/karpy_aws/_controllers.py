@@ -5,7 +5,9 @@ on karpy.runtime only:
 * ``launchtemplate.garbagecollection`` — every 5 minutes, deletes this cluster's launch
   templates no launch has used for 10 minutes (Karpenter AWS's template cache TTL);
 * ``interruption`` — the SQS interruption queue (:mod:`karpy_aws._interruption`), only
-  when the ``interruptionQueue`` setting names one.
+  when the ``interruptionQueue`` setting names one;
+* ``interruption.instancestatus`` — every minute, DescribeInstanceStatus health checks
+  (:mod:`karpy_aws._instancestatus`), always, as in Karpenter.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from karpy.runtime import Manager, Result
+from karpy_aws._instancestatus import INSTANCE_STATUS_INTERVAL, InstanceStatusController
 from karpy_aws._interruption import InterruptionController
 from karpy_aws._kinds import EC2_NODE_CLASS_KIND
 from karpy_aws._launchtemplates import LaunchTemplates
@@ -50,6 +53,13 @@ def register_controllers(provider: AWSCloudProvider, manager: Manager) -> None:
         LaunchTemplateGC(provider.launch_templates),
         period=GC_PERIOD,
     )
+    instance_status = InstanceStatusController(
+        provider,
+        manager.client,
+        manager.event_recorder("karpenter"),
+        meter=manager.meter("karpenter"),
+    )
+    manager.singleton(instance_status.name, instance_status, period=INSTANCE_STATUS_INTERVAL)
     if provider.settings.interruption_queue:
         manager.add(
             InterruptionController(

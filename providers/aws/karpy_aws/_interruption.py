@@ -23,27 +23,19 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.metrics import Meter
 
-from karpy.apis import labels as wk
-from karpy.cloudprovider import OfferingKey
 from karpy.runtime import Client, EventRecorder
-from karpy.runtime import errors as kerrors
 from karpy.runtime.ratelimit import Backoff
+from karpy_aws._interruption_handler import InterruptionHandler
 from karpy_aws._interruption_messages import (
-    INSTANCE_STOPPED,
-    INSTANCE_TERMINATED,
     NO_OP,
-    REBALANCE_RECOMMENDATION,
-    SCHEDULED_CHANGE,
-    SPOT_INTERRUPTED,
     InterruptionMessage,
     MalformedMessageError,
     parse_message,
 )
-from karpy_aws._kinds import NODE_CLAIM_KIND, NODE_KIND
 
 if TYPE_CHECKING:
     from karpy_aws._provider import AWSCloudProvider
@@ -51,18 +43,6 @@ if TYPE_CHECKING:
 __all__ = ["InterruptionController"]
 
 log = logging.getLogger("karpy.aws.interruption")
-
-_EVENTS: Final = {
-    SPOT_INTERRUPTED: ("SpotInterrupted", "Spot interruption warning was triggered"),
-    REBALANCE_RECOMMENDATION: (
-        "SpotRebalanceRecommendation",
-        "Spot rebalance recommendation was triggered",
-    ),
-    INSTANCE_STOPPED: ("InstanceStopping", "Instance is stopping"),
-    INSTANCE_TERMINATED: ("InstanceTerminating", "Instance is terminating"),
-    SCHEDULED_CHANGE: ("InstanceUnhealthy", "An unhealthy warning was triggered for the instance"),
-}
-
 
 class InterruptionController:
     """Polls the queue named by the ``interruptionQueue`` setting (see module doc)."""
@@ -80,8 +60,7 @@ class InterruptionController:
         max_messages: int = 10,
     ) -> None:
         self._provider = provider
-        self._client = client
-        self._recorder = recorder
+        self._handler = InterruptionHandler(provider, client, recorder)
         self._wait = wait_seconds
         self._max = max_messages
         self._queue_url: str | None = None
@@ -168,62 +147,5 @@ class InterruptionController:
             self._deleted.add(1)
 
     async def _act(self, message: InterruptionMessage) -> None:
-        wanted = set(message.instance_ids)
-        claims = [
-            c
-            for c in await self._client.list(NODE_CLAIM_KIND)
-            if str((c.get("status") or {}).get("providerID", "")).rsplit("/", 1)[-1] in wanted
-        ]
-        reason, text = _EVENTS[message.kind]
-        for claim in claims:
-            name = claim["metadata"]["name"]
-            node = await self._node(claim)
-            log.info(
-                "initiating delete from interruption message",
-                extra={"messageKind": message.kind, "NodeClaim": name},
-            )
-            self._event(claim, reason, text)
-            if node is not None:
-                self._event(node, reason, text)
-            if message.kind == REBALANCE_RECOMMENDATION:
-                continue
-            if message.kind == SPOT_INTERRUPTED:
-                labels = claim["metadata"].get("labels") or {}
-                if labels.get(wk.LABEL_INSTANCE_TYPE) and labels.get(wk.LABEL_ZONE):
-                    self._provider.unavailable.mark(
-                        OfferingKey(
-                            labels[wk.LABEL_INSTANCE_TYPE],
-                            labels[wk.LABEL_ZONE],
-                            wk.CAPACITY_TYPE_SPOT,
-                        ),
-                        reason="SpotInterruption",
-                    )
-            try:
-                await self._client.delete(NODE_CLAIM_KIND, name)
-            except kerrors.NotFound:
-                continue
-            self._event(
-                claim,
-                "TerminatingOnInterruption",
-                "Interruption triggered termination for the NodeClaim",
-            )
-            if node is not None:
-                self._event(
-                    node,
-                    "TerminatingOnInterruption",
-                    "Interruption triggered termination for the Node",
-                )
+        await self._handler.act(message.kind, message.instance_ids)
 
-    async def _node(self, claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        node_name = (claim.get("status") or {}).get("nodeName")
-        if not node_name:
-            return None
-        try:
-            return await self._client.get(NODE_KIND, node_name)
-        except kerrors.NotFound:
-            return None
-
-    def _event(self, obj: Mapping[str, Any], reason: str, message: str) -> None:
-        if self._recorder is None:
-            return
-        self._recorder.warning(obj, reason, message)

@@ -31,12 +31,15 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 __all__ = [
+    "EVENT_STATUS",
+    "INSTANCE_STATUS",
     "INSTANCE_STOPPED",
     "INSTANCE_TERMINATED",
     "NO_OP",
     "REBALANCE_RECOMMENDATION",
     "SCHEDULED_CHANGE",
     "SPOT_INTERRUPTED",
+    "SYSTEM_STATUS",
     "InterruptionMessage",
     "MalformedMessageError",
     "parse_message",
@@ -48,6 +51,10 @@ SCHEDULED_CHANGE: Final = "scheduled_change"
 INSTANCE_STOPPED: Final = "instance_stopped"
 INSTANCE_TERMINATED: Final = "instance_terminated"
 NO_OP: Final = "no_op"
+#: kinds of the DescribeInstanceStatus health checks (karpy_aws._instancestatus)
+INSTANCE_STATUS: Final = "instance_status"
+SYSTEM_STATUS: Final = "system_status"
+EVENT_STATUS: Final = "event_status"
 
 
 class MalformedMessageError(ValueError):

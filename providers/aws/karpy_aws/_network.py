@@ -4,7 +4,10 @@
 A template always lists its interfaces, so the security groups travel on them (EC2
 refuses a template with both top-level ``SecurityGroupIds`` and interfaces), and so do
 ``associatePublicIPAddress`` (``false`` keeps a public subnet from giving the node a
-public address) and ``ipPrefixCount`` (``Ipv4PrefixCount``):
+public address) and ``ipPrefixCount`` (``Ipv4PrefixCount``; in an IPv6 cluster
+``Ipv6PrefixCount``, and each interface also asks for a primary IPv6 address,
+``PrimaryIpv6`` with ``Ipv6AddressCount: 1``, as Karpenter does, so that pods get
+addresses from the prefix and the node one of its own):
 
 * the EC2NodeClass lists ``networkInterfaces``: exactly those, ``efa-only`` ones
   without prefixes or a public address (EC2 refuses both on them);
@@ -25,7 +28,7 @@ __all__ = ["network_interfaces"]
 
 
 def _interface(
-    node_class: EC2NodeClass, groups: Sequence[str], *, efa_only: bool = False
+    node_class: EC2NodeClass, groups: Sequence[str], *, ipv6: bool, efa_only: bool = False
 ) -> dict[str, Any]:
     spec = node_class.spec
     interface: dict[str, Any] = {"Groups": list(groups)}
@@ -33,13 +36,20 @@ def _interface(
         if spec.associate_public_ip_address is not None:
             interface["AssociatePublicIpAddress"] = spec.associate_public_ip_address
         if spec.ip_prefix_count is not None:
-            interface["Ipv4PrefixCount"] = spec.ip_prefix_count
+            interface["Ipv6PrefixCount" if ipv6 else "Ipv4PrefixCount"] = spec.ip_prefix_count
+        if ipv6:
+            interface["PrimaryIpv6"] = True
+            interface["Ipv6AddressCount"] = 1
     return interface
 
 
-def network_interfaces(node_class: EC2NodeClass, *, efa_count: int = 0) -> list[dict[str, Any]]:
+def network_interfaces(
+    node_class: EC2NodeClass, *, efa_count: int = 0, ip_family: str = ""
+) -> list[dict[str, Any]]:
     """``LaunchTemplateData.NetworkInterfaces`` for ``node_class``; ``efa_count`` is the
-    number of EFA interfaces to attach (0 unless the NodeClaim requests EFA)."""
+    number of EFA interfaces to attach (0 unless the NodeClaim requests EFA);
+    ``ip_family`` is the cluster's (``ipv6`` or anything else for IPv4)."""
+    ipv6 = ip_family == "ipv6"
     groups = [g.id for g in node_class.status.security_groups]
     if node_class.spec.network_interfaces:
         out = []
@@ -50,7 +60,7 @@ def network_interfaces(node_class: EC2NodeClass, *, efa_count: int = 0) -> list[
                     "NetworkCardIndex": nic.network_card_index,
                     "DeviceIndex": nic.device_index,
                     "InterfaceType": nic.interface_type,
-                    **_interface(node_class, groups, efa_only=efa_only),
+                    **_interface(node_class, groups, ipv6=ipv6, efa_only=efa_only),
                 }
             )
         return out
@@ -60,8 +70,8 @@ def network_interfaces(node_class: EC2NodeClass, *, efa_count: int = 0) -> list[
                 "NetworkCardIndex": card,
                 "DeviceIndex": 0 if card == 0 else 1,
                 "InterfaceType": "efa",
-                **_interface(node_class, groups),
+                **_interface(node_class, groups, ipv6=ipv6),
             }
             for card in range(efa_count)
         ]
-    return [{"DeviceIndex": 0, **_interface(node_class, groups)}]
+    return [{"DeviceIndex": 0, **_interface(node_class, groups, ipv6=ipv6)}]

@@ -403,7 +403,9 @@ class AWSCloudProvider:
             "ImageId": template.image_id,
             "UserData": encoded,
             # the security groups travel on the interfaces (EC2 refuses both)
-            "NetworkInterfaces": network_interfaces(node_class, efa_count=template.efa_count),
+            "NetworkInterfaces": network_interfaces(
+                node_class, efa_count=template.efa_count, ip_family=facts.ip_family
+            ),
             "MetadataOptions": {
                 "HttpEndpoint": meta.http_endpoint,
                 "HttpProtocolIpv6": meta.http_protocol_ipv6,

@@ -65,6 +65,7 @@ def fleet_faults(aws_account: Account) -> Iterator[FleetFaults]:
     aws_account.faults.no_capacity.clear()
     aws_account.faults.full_subnets.clear()
     aws_account.faults.throttle_next = 0
+    aws_account.faults.lose_answer_next = 0
 
 
 @pytest.fixture(scope="session")

@@ -35,12 +35,22 @@ server shares this process, gaps in moto are filled *at the server*, never in ka
 8. **ClientToken idempotency**: moto ignores CreateFleet's ``ClientToken``. The patch
    answers a repeated token with the first call's answer (launching nothing), and a
    token reused with different parameters with ``IdempotentParameterMismatch``, as EC2
-   does.
+   does. ``FleetFaults.lose_answer_next`` makes the next calls launch and then answer
+   ``RequestTimeout`` (an answer lost on the way back), which botocore retries with the
+   same token.
 9. **Placement groups**: moto implements none. The patch adds ``CreatePlacementGroup``
    and ``DescribePlacementGroups`` (by name or ID, ``state`` filter; an unknown name or
    ID is ``InvalidPlacementGroup.Unknown``, as EC2 answers), and a fleet whose template
    names a ``Placement.GroupId`` that does not exist is refused the same way.
-10. **IAM**: moto accepts every call. :func:`moto_server` enforces Karpenter's controller
+10. **Instance status checks**: moto's DescribeInstanceStatus reports every instance
+    ``ok`` and ignores its filters (an ``instance-status.status=impaired`` filter
+    returns healthy instances). :class:`InstanceHealth` patches it: instances it marks
+    have their instance or system reachability check ``failed`` (``impaired``, with
+    ``ImpairedSince``) or carry scheduled events, and the filters Karpenter AWS uses
+    (``instance-status.status``, ``system-status.status``, ``event.code``, plus
+    ``availability-zone`` and ``instance-state-name``) select as EC2's do; any other
+    filter name is refused (``InvalidParameterValue``).
+11. **IAM**: moto accepts every call. :func:`moto_server` enforces Karpenter's controller
     policy on every request karpy sends (iam_check.py): what the policy refuses is
     refused as AWS would, and the test fails naming the statements considered.
 """
@@ -66,6 +76,7 @@ from moto.ec2.exceptions import EC2ClientError
 from moto.ec2.models.fleets import FleetsBackend
 from moto.ec2.responses import EC2Response
 from moto.ec2.responses.fleets import Fleets
+from moto.ec2.responses.instances import InstanceResponse
 from moto.server import ThreadedMotoServer
 from moto.ssm.models import Parameter, ssm_backends
 
@@ -76,6 +87,7 @@ __all__ = [
     "SERVICE_CIDR",
     "Account",
     "FleetFaults",
+    "InstanceHealth",
     "PricingServer",
     "moto_server",
     "seed_account",
@@ -233,6 +245,8 @@ class FleetFaults:
     tokens: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     #: calls answered from ``tokens`` (a repeated ClientToken)
     replayed: int = 0
+    #: calls still to launch and then fail with RequestTimeout (their answer lost)
+    lose_answer_next: int = 0
     #: placement group name -> its description (gap 9)
     placement_groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: seconds CreateFleet waits, after launching its instances, before it answers (a
@@ -240,6 +254,8 @@ class FleetFaults:
     answer_delay: float = 0.0
     #: answers that launched instances and were then held back by ``answer_delay``
     held: int = 0
+    #: the instances those held answers launched, in order
+    held_instances: list[str] = field(default_factory=list)
     _local: threading.local = field(default_factory=threading.local)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -367,10 +383,18 @@ class FleetFaults:
             if token:
                 with faults._lock:
                     faults.tokens[token] = (params, payload)
+                    lost = faults.lose_answer_next > 0
+                    faults.lose_answer_next -= int(lost)
+                if lost:
+                    raise EC2ClientError("RequestTimeout", "The request timed out.")
             delay = faults.answer_delay
             if delay > 0 and payload.get("Instances"):
                 with faults._lock:
                     faults.held += 1
+                    faults.held_instances += [
+                        str(i) for launched in payload["Instances"]
+                        for i in launched.get("InstanceIds") or []
+                    ]
                 time.sleep(delay)  # this request's server thread only
             return result
 
@@ -542,3 +566,94 @@ class PricingServer:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+_STATUS_FILTERS = frozenset(
+    {
+        "instance-status.status",
+        "system-status.status",
+        "event.code",
+        "availability-zone",
+        "instance-state-name",
+    }
+)
+
+
+@dataclass
+class InstanceHealth:
+    """Failed status checks and scheduled events reported by moto's
+    DescribeInstanceStatus (gap 10 above)."""
+
+    #: instance ID -> {"instance" or "system": when its reachability check started failing}
+    impaired: dict[str, dict[str, datetime.datetime]] = field(default_factory=dict)
+    #: instance ID -> scheduled event codes (``system-reboot``, ``instance-retirement``, ...)
+    events: dict[str, list[str]] = field(default_factory=dict)
+
+    def _check(self, instance_id: str, which: str) -> dict[str, Any]:
+        since = self.impaired.get(instance_id, {}).get(which)
+        if since is None:
+            return {"Status": "ok", "Details": [{"Name": "reachability", "Status": "passed"}]}
+        return {
+            "Status": "impaired",
+            "Details": [{"Name": "reachability", "Status": "failed", "ImpairedSince": since}],
+        }
+
+    def _status(self, instance: Any) -> dict[str, Any]:
+        status: dict[str, Any] = {
+            "InstanceId": instance.id,
+            "AvailabilityZone": instance.placement,
+            "InstanceState": {"Code": instance._state.code, "Name": instance._state.name},
+            "InstanceStatus": self._check(instance.id, "instance"),
+            "SystemStatus": self._check(instance.id, "system"),
+        }
+        now = datetime.datetime.now(datetime.UTC)
+        events = [
+            {
+                "Code": code,
+                "Description": f"The instance is scheduled for {code}",
+                "NotBefore": now + datetime.timedelta(days=7),
+            }
+            for code in self.events.get(instance.id, [])
+        ]
+        if events:
+            status["Events"] = events
+        return status
+
+    @contextmanager
+    def installed(self) -> Iterator[InstanceHealth]:
+        """Patch moto's DescribeInstanceStatus while the context is open."""
+        original = InstanceResponse.describe_instance_status
+        health = self
+
+        def describe(self_: Any) -> Any:
+            filters = self_._filters_from_querystring()
+            for name in filters:
+                if name not in _STATUS_FILTERS:
+                    raise EC2ClientError(
+                        "InvalidParameterValue", f"The filter '{name}' is invalid"
+                    )
+            instances = self_.ec2_backend.describe_instance_status(
+                self_._get_param("InstanceIds", []),
+                self_._get_bool_param("IncludeAllInstances", False),
+                None,
+            )
+            statuses = [health._status(i) for i in instances]
+            fields = {
+                "instance-status.status": lambda s: [s["InstanceStatus"]["Status"]],
+                "system-status.status": lambda s: [s["SystemStatus"]["Status"]],
+                "event.code": lambda s: [e["Code"] for e in s.get("Events", [])],
+                "availability-zone": lambda s: [s["AvailabilityZone"]],
+                "instance-state-name": lambda s: [s["InstanceState"]["Name"]],
+            }
+            # names are ANDed, the values of one name ORed, as EC2 does
+            statuses = [
+                s for s in statuses
+                if all(set(fields[n](s)) & set(values) for n, values in filters.items())
+            ]
+            return ActionResult({"InstanceStatuses": statuses})
+
+        InstanceResponse.describe_instance_status = describe  # type: ignore[method-assign]
+        try:
+            yield self
+        finally:
+            InstanceResponse.describe_instance_status = original  # type: ignore[method-assign]

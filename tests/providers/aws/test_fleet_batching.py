@@ -64,21 +64,43 @@ async def test_a_burst_of_identical_nodeclaims_is_one_create_fleet(
             await aws_provider.delete(nc)
 
 
-async def test_a_retried_launch_with_the_same_request_does_not_double_the_instance(
+async def test_a_create_fleet_whose_answer_was_lost_is_retried_without_a_second_instance(
     aws_provider: AWSCloudProvider, fleet_faults: FleetFaults
 ) -> None:
-    """The first answer is lost after EC2 launched (a timeout): the retry carries the
-    same ClientToken and EC2 answers with the first launch's instance."""
+    """EC2 launched but its answer was lost (RequestTimeout): the SDK's retry carries the
+    call's ClientToken and EC2 answers with the first attempt's instance."""
     pool = make_nodepool(REF, name="retry")
     claim = make_nodeclaim(pool, requests={"cpu": "1"}, requirements=[ON_DEMAND])
-    first = await aws_provider.create(claim)
+    await aws_provider.get_instance_types(pool)
+    before = fleet_faults.calls
+    fleet_faults.lose_answer_next = 1
+    launched = await aws_provider.create(claim)
     try:
-        again = await aws_provider.create(claim)
-        assert again.status.provider_id == first.status.provider_id
-        assert len(_live_instances(aws_provider, claim.metadata.name or "")) == 1
-        assert fleet_faults.replayed >= 1
+        assert fleet_faults.lose_answer_next == 0, "the answer was not lost"
+        assert fleet_faults.calls - before == 2 and fleet_faults.replayed >= 1
+        (instance,) = _live_instances(aws_provider, claim.metadata.name or "")
+        assert instance["InstanceId"] == instance_id(launched.status.provider_id or "")
     finally:
-        await aws_provider.delete(first)
+        await aws_provider.delete(launched)
+
+
+async def test_a_later_launch_of_the_same_nodeclaim_never_gets_a_collected_instance_back(
+    aws_provider: AWSCloudProvider, fleet_faults: FleetFaults
+) -> None:
+    """A process killed between CreateFleet and the status write leaves an orphan, which
+    garbage collection terminates; the restarted launch of the same NodeClaim with the
+    same request must get a live instance, not the orphan again (issue 24)."""
+    pool = make_nodepool(REF, name="relaunch")
+    claim = make_nodeclaim(pool, requests={"cpu": "1"}, requirements=[ON_DEMAND])
+    orphan = await aws_provider.create(claim)  # its answer "never reached the status"
+    await aws_provider.delete(orphan)  # garbage collection's doing
+    again = await aws_provider.create(claim)
+    try:
+        assert again.status.provider_id != orphan.status.provider_id
+        (instance,) = _live_instances(aws_provider, claim.metadata.name or "")
+        assert instance["InstanceId"] == instance_id(again.status.provider_id or "")
+    finally:
+        await aws_provider.delete(again)
 
 
 async def test_an_instance_of_a_type_not_asked_for_is_terminated_not_leaked(
@@ -134,7 +156,9 @@ async def test_the_batcher_splits_a_partial_answer_and_shares_exceptions() -> No
     )
     (call,) = calls
     assert call["TargetCapacitySpecification"]["TotalTargetCapacity"] == 3
-    assert call["ClientToken"].startswith("karpy-") and len(call["ClientToken"]) <= 64
+    # the SDK gives each call its own token; one made from the request would replay an
+    # earlier launch's (possibly collected) instances to a later one
+    assert "ClientToken" not in call
     assert [s["Instances"][0]["InstanceIds"] for s in shares[:2]] == [["i-1"], ["i-2"]]
     assert shares[2]["Instances"] == []
     assert shares[2]["Errors"][0]["ErrorCode"] == "InsufficientInstanceCapacity"

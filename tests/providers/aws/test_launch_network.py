@@ -4,6 +4,7 @@ refuses what EC2 refuses: see moto_harness.py, gap 7)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -390,3 +391,25 @@ def test_changing_what_now_reaches_the_template_drifts_the_nodes(change: dict[st
     }
     assert not hash_drifted(claim, before)
     assert hash_drifted(claim, after)
+
+
+async def test_an_ipv6_cluster_gets_ipv6_prefixes_and_a_primary_ipv6_address(
+    aws_settings: AWSSettings, aws_clients: AWSClients, launchers: list[Launcher]
+) -> None:
+    """In an IPv6 cluster ``ipPrefixCount`` is the interfaces' ``Ipv6PrefixCount`` (pods'
+    addresses come from IPv6 prefixes) and each asks for a primary IPv6 address, as
+    Karpenter builds them; an IPv4 prefix there would leave pods without addresses."""
+    ipv6 = dataclasses.replace(aws_settings, cluster_cidr="fd00:10:96::/112")
+    launcher = await launcher_for(ipv6, aws_clients, "ipv6", ipPrefixCount=2)
+    launchers.append(launcher)
+    launched = await launcher.provider.create(
+        make_nodeclaim(launcher.pool, requirements=[ON_DEMAND, only("m5.large")])
+    )
+    try:
+        (data,) = launcher.template_data(launcher.requests[0])
+        (primary,) = data["NetworkInterfaces"]
+        assert primary["Ipv6PrefixCount"] == 2
+        assert "Ipv4PrefixCount" not in primary
+        assert (primary["PrimaryIpv6"], primary["Ipv6AddressCount"]) == (True, 1)
+    finally:
+        await launcher.provider.delete(launched)

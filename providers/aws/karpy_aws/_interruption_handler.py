@@ -1,0 +1,156 @@
+"""What karpy does about an EC2 warning for some instances, shared by the interruption
+controllers (the SQS queue's, :mod:`karpy_aws._interruption`, and the instance status
+checks', :mod:`karpy_aws._instancestatus`), as Karpenter AWS's ``InterruptionHandler``
+(pkg/controllers/interruption/utils.go).
+
+For each NodeClaim whose instance the warning names: the kind's event on the NodeClaim
+and its Node; then, unless the kind is a rebalance recommendation or the NodeClaim is
+already terminating, its deletion (``TerminatingOnInterruption``, log ``initiating
+delete from interruption message``). A spot interruption marks the spot offering
+unavailable first; a failed instance or system status check sets
+``karpenter.sh/nodeclaim-termination-timestamp`` to now first, so termination skips the
+graceful drain a broken instance cannot do.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from karpy.apis import labels as wk
+from karpy.apis.annotations import ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
+from karpy.cloudprovider import OfferingKey
+from karpy.runtime import Client, EventRecorder
+from karpy.runtime import errors as kerrors
+from karpy_aws._interruption_messages import (
+    EVENT_STATUS,
+    INSTANCE_STATUS,
+    INSTANCE_STOPPED,
+    INSTANCE_TERMINATED,
+    REBALANCE_RECOMMENDATION,
+    SCHEDULED_CHANGE,
+    SPOT_INTERRUPTED,
+    SYSTEM_STATUS,
+)
+from karpy_aws._kinds import NODE_CLAIM_KIND, NODE_KIND
+
+if TYPE_CHECKING:
+    from karpy_aws._provider import AWSCloudProvider
+
+__all__ = ["FORCEFUL", "InterruptionHandler"]
+
+log = logging.getLogger("karpy.aws.interruption")
+
+_UNHEALTHY: Final = ("InstanceUnhealthy", "An unhealthy warning was triggered for the instance")
+_EVENTS: Final = {
+    SPOT_INTERRUPTED: ("SpotInterrupted", "Spot interruption warning was triggered"),
+    REBALANCE_RECOMMENDATION: (
+        "SpotRebalanceRecommendation",
+        "Spot rebalance recommendation was triggered",
+    ),
+    INSTANCE_STOPPED: ("InstanceStopping", "Instance is stopping"),
+    INSTANCE_TERMINATED: ("InstanceTerminating", "Instance is terminating"),
+    SCHEDULED_CHANGE: _UNHEALTHY,
+    INSTANCE_STATUS: _UNHEALTHY,
+    SYSTEM_STATUS: _UNHEALTHY,
+    EVENT_STATUS: _UNHEALTHY,
+}
+#: kinds whose NodeClaims terminate without a graceful drain (the instance is broken)
+FORCEFUL: Final = frozenset({INSTANCE_STATUS, SYSTEM_STATUS})
+
+
+class InterruptionHandler:
+    """What the interruption controllers (the SQS queue's and the instance status
+    checks') do about a warning for some instances: the events, and the deletion of
+    their NodeClaims (Karpenter AWS's ``InterruptionHandler``)."""
+
+    def __init__(
+        self, provider: AWSCloudProvider, client: Client, recorder: EventRecorder | None
+    ) -> None:
+        self._provider = provider
+        self._client = client
+        self._recorder = recorder
+
+    async def act(self, kind: str, instance_ids: Iterable[str]) -> list[str]:
+        """Act on a warning of ``kind`` for ``instance_ids``; return the names of the
+        NodeClaims found for them (acted on unless the kind is a recommendation)."""
+        wanted = set(instance_ids)
+        claims = [
+            c
+            for c in await self._client.list(NODE_CLAIM_KIND)
+            if str((c.get("status") or {}).get("providerID", "")).rsplit("/", 1)[-1] in wanted
+        ]
+        reason, text = _EVENTS[kind]
+        for claim in claims:
+            name = claim["metadata"]["name"]
+            node = await self._node(claim)
+            self._event(claim, reason, text)
+            if node is not None:
+                self._event(node, reason, text)
+            if kind == REBALANCE_RECOMMENDATION:
+                continue
+            if kind == SPOT_INTERRUPTED:
+                labels = claim["metadata"].get("labels") or {}
+                if labels.get(wk.LABEL_INSTANCE_TYPE) and labels.get(wk.LABEL_ZONE):
+                    self._provider.unavailable.mark(
+                        OfferingKey(
+                            labels[wk.LABEL_INSTANCE_TYPE],
+                            labels[wk.LABEL_ZONE],
+                            wk.CAPACITY_TYPE_SPOT,
+                        ),
+                        reason="SpotInterruption",
+                    )
+            if claim["metadata"].get("deletionTimestamp"):
+                continue  # already terminating (a warning repeated, or a second one)
+            try:
+                if kind in FORCEFUL:
+                    await self._skip_graceful_drain(claim)
+                await self._client.delete(NODE_CLAIM_KIND, name)
+            except kerrors.NotFound:
+                continue
+            log.info(
+                "initiating delete from interruption message",
+                extra={"messageKind": kind, "NodeClaim": name},
+            )
+            self._event(
+                claim,
+                "TerminatingOnInterruption",
+                "Interruption triggered termination for the NodeClaim",
+            )
+            if node is not None:
+                self._event(
+                    node,
+                    "TerminatingOnInterruption",
+                    "Interruption triggered termination for the Node",
+                )
+        return [c["metadata"]["name"] for c in claims]
+
+    async def _skip_graceful_drain(self, claim: Mapping[str, Any]) -> None:
+        """A broken instance cannot drain gracefully: the termination timestamp set to
+        now makes termination skip PDB-respecting eviction and volume detachment waits,
+        as Karpenter does for failed status checks."""
+        annotations = claim["metadata"].get("annotations") or {}
+        if ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP in annotations:
+            return
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        await self._client.patch(
+            NODE_CLAIM_KIND,
+            claim["metadata"]["name"],
+            {"metadata": {"annotations": {ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: now}}},
+        )
+
+    async def _node(self, claim: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        node_name = (claim.get("status") or {}).get("nodeName")
+        if not node_name:
+            return None
+        try:
+            return await self._client.get(NODE_KIND, node_name)
+        except kerrors.NotFound:
+            return None
+
+    def _event(self, obj: Mapping[str, Any], reason: str, message: str) -> None:
+        if self._recorder is None:
+            return
+        self._recorder.warning(obj, reason, message)
