@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import boto3
+import pytest
+from botocore.exceptions import ClientError
 from karpy_aws import AWSCloudProvider
 
 from karpy.apis import labels as wk
@@ -88,3 +91,26 @@ async def test_an_overlaid_spot_nodeclaim_launches_capacity_optimized_prioritize
     ranked = [name for _, name in priorities(request)]
     assert ranked == sorted(ranked, key=LISTED.index)
     assert launched == "m5.xlarge"
+
+
+def test_the_moto_harness_refuses_an_allocation_strategy_ec2_does_not_know(
+    aws_provider: AWSCloudProvider,
+) -> None:
+    ec2 = boto3.client(
+        "ec2",
+        region_name=aws_provider.settings.region,
+        endpoint_url=aws_provider.settings.endpoint_url,
+    )
+    with pytest.raises(ClientError) as info:
+        ec2.create_fleet(
+            Type="instant",
+            LaunchTemplateConfigs=[
+                {"LaunchTemplateSpecification": {"LaunchTemplateName": "absent", "Version": "1"}}
+            ],
+            TargetCapacitySpecification={
+                "TotalTargetCapacity": 1,
+                "DefaultTargetCapacityType": "on-demand",
+            },
+            OnDemandOptions={"AllocationStrategy": "cheapest-first"},
+        )
+    assert info.value.response["Error"]["Code"] == "InvalidParameterValue"
