@@ -38,7 +38,10 @@ from typing import Any, NamedTuple
 
 from karpy.apis import NodeClaim
 from karpy.apis import labels as wk
-from karpy.apis.annotations import ANNOTATION_PRICE_OVERLAY_APPLIED
+from karpy.apis.annotations import (
+    ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED,
+    ANNOTATION_PRICE_OVERLAY_APPLIED,
+)
 from karpy.cloudprovider import (
     CreateError,
     InstanceType,
@@ -70,6 +73,7 @@ __all__ = [
     "PlanCache",
     "TemplateKey",
     "UnexpectedInstanceTypeError",
+    "fleet_context",
     "fleet_outcome",
     "fleet_request",
     "plan_fleet",
@@ -379,6 +383,15 @@ def allocation(plan: FleetPlan) -> str:
     if plan.prioritized:
         return "capacity-optimized-prioritized" if spot else "prioritized"
     return "price-capacity-optimized" if spot else "lowest-price"
+
+
+def fleet_context(nodeclaim: NodeClaim, node_class: EC2NodeClass) -> str | None:
+    """The fleet's ``Context`` (the EC2NodeClass's ``context``), left out for a NodeClaim
+    whose minValues were relaxed (``karpenter.sh/nodeclaim-min-values-relaxed: "true"``,
+    MIN_VALUES_POLICY=BestEffort), as Karpenter AWS leaves it out."""
+    if nodeclaim.metadata.annotations.get(ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED) == "true":
+        return None
+    return node_class.spec.context
 
 
 def override_priorities(plan: FleetPlan) -> list[float]:
