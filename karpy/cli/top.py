@@ -3,9 +3,11 @@
 The picture is :mod:`karpy.tools.top`'s (a pure function of the cluster model); this
 module feeds it from watches (:mod:`karpy.tools.watch`) and redraws when an event
 arrives, at most every ``--interval`` seconds, and otherwise only every
-:data:`AGE_TICK` seconds so the ages move on. It never polls the API server and never
-writes to it. Keys (when stdin is a terminal): ``s`` next sort key, ``/`` type a
-filter (Enter applies, Esc cancels), ``c`` clear the filter, ``q`` quit.
+:data:`AGE_TICK` seconds so the ages move on. It never writes to the API server and
+polls it only for the NodeOverlays the running karpy put in force (once a minute,
+:mod:`karpy.tools.overlays_in_force`), whose prices the nodes are shown at.
+Keys (when stdin is a terminal): ``s`` next sort key, ``/`` type a filter (Enter
+applies, Esc cancels), ``c`` clear the filter, ``q`` quit.
 """
 
 from __future__ import annotations
@@ -38,9 +40,11 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="live view of the nodes by NodePool: requests, pods, age, $/h",
         description="Show the cluster's nodes grouped by NodePool with their instance type, "
         "zone, capacity type, CPU and memory requested vs allocatable, pods, age and $/h "
-        "(the offering's price in the provider's catalogue), NodeClaims in flight and "
+        "(the offering's price in the provider's catalogue, as the NodeOverlays in force "
+        "change it), NodeClaims in flight and "
         "pending pods. Read-only: it needs get/list/watch on nodes, pods, nodeclaims and "
-        "nodepools. Keys: s sort, / filter, c clear filter, q quit.",
+        "nodepools (and list on nodeoverlays, when served). Keys: s sort, / filter, "
+        "c clear filter, q quit.",
     )
     cmd.add_argument("--kubeconfig", help="kubeconfig path (default: in-cluster or $KUBECONFIG)")
     cmd.add_argument(
@@ -166,8 +170,9 @@ async def _main(args: argparse.Namespace) -> int:
     from karpy.cloudprovider.registry import CLOUD_PROVIDER_ENV, build_provider, close_provider
     from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
     from karpy.runtime import Client, SystemClock
-    from karpy.state import UnavailableOfferings
+    from karpy.state import OverlayStore, UnavailableOfferings
     from karpy.state.cost import PriceBook, load_price_book
+    from karpy.tools.overlays_in_force import InForceOverlays
     from karpy.tools.top import Filter, render, view_of
     from karpy.tools.view import ReadOnlyClient
     from karpy.tools.watch import watched_cluster
@@ -194,7 +199,11 @@ async def _main(args: argparse.Namespace) -> int:
             ),
         )
         clock = SystemClock()
-        catalogue = InstanceTypeCache(provider, UnavailableOfferings(clock=clock), clock)
+        store = OverlayStore()
+        catalogue = InstanceTypeCache(
+            provider, UnavailableOfferings(clock=clock), clock, overlays=store
+        )
+        overlays = InForceOverlays(client, store, clock)
         keys = _Keys(sort=args.sort, filter_text=args.filter)
         try:
             async with watched_cluster(client, changed=keys.changed.set) as cluster:
@@ -203,6 +212,7 @@ async def _main(args: argparse.Namespace) -> int:
                 async def frame(max_rows: int | None = None) -> RenderableType:
                     problem = keys.error
                     try:
+                        await overlays.refresh(cluster, catalogue)
                         books[0] = await load_price_book(cluster.nodepools(), catalogue.get)
                     except CloudProviderError as err:
                         if args.once:

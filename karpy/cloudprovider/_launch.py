@@ -75,7 +75,7 @@ def choose_launch(
     """
     reqs = nodeclaim_requirements(nodeclaim)
     requests = nodeclaim_requests(nodeclaim)
-    priority = _overlay_priority(nodeclaim)
+    priority = overlay_order(nodeclaim)
     best: tuple[int, float, str, str, str] | None = None
     choice: LaunchChoice | None = None
     refused: list[OfferingKey] = []
@@ -120,12 +120,14 @@ def choose_launch(
     )
 
 
-def _overlay_priority(nodeclaim: NodeClaim) -> dict[str, int]:
-    """With ``karpenter.sh/price-overlay-applied: "true"`` the NodeClaim's instance types
-    are listed cheapest first at the NodeOverlay's prices, which the cloud does not
-    know: their order ranks before the cloud's price (Karpenter's providers launch
-    such a NodeClaim prioritized). Otherwise no ranking (empty)."""
-    if nodeclaim.metadata.annotations.get(ANNOTATION_PRICE_OVERLAY_APPLIED) != "true":
+def overlay_order(nodeclaim: NodeClaim) -> dict[str, int]:
+    """The launch rank of each instance type the NodeClaim lists, when a NodeOverlay
+    priced it (``karpenter.sh/price-overlay-applied`` set; Karpenter's providers test the
+    key's presence): the core lists them cheapest first at the overlay's prices, which
+    the cloud does not know, so their order ranks before the cloud's price (Karpenter's
+    providers launch such a NodeClaim prioritized). Empty otherwise, or when the
+    NodeClaim lists no instance types."""
+    if ANNOTATION_PRICE_OVERLAY_APPLIED not in nodeclaim.metadata.annotations:
         return {}
     for r in nodeclaim.spec.requirements:
         if r.key == LABEL_INSTANCE_TYPE and r.operator == "In":

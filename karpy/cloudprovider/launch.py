@@ -5,7 +5,8 @@ for a NodeClaim, and describe the launched NodeClaim the way Karpenter's provide
 NodeClaim's requirements and requests (raising
 :class:`~karpy.cloudprovider.InsufficientCapacityError` when none does);
 :func:`launched_nodeclaim` builds the NodeClaim ``create`` returns, with
-:func:`launched_labels` for its labels. A provider adds only what is specific to its
+:func:`launched_labels` for its labels; :func:`overlay_order` ranks the types of a
+NodeClaim a NodeOverlay priced. A provider adds only what is specific to its
 cloud (see docs/providers.md and examples/provider-plugin).
 """
 
@@ -17,6 +18,7 @@ from karpy.cloudprovider._launch import (
     nodeclaim_requests,
     nodeclaim_requirements,
     offering_key,
+    overlay_order,
 )
 
 __all__ = [
@@ -27,4 +29,5 @@ __all__ = [
     "nodeclaim_requests",
     "nodeclaim_requirements",
     "offering_key",
+    "overlay_order",
 ]

@@ -14,7 +14,11 @@ Karpenter AWS does (pkg/providers/instance/instance.go):
    instance type's pod capacity, written into the template's user data, and a NodeClaim
    requesting ``vpc.amazonaws.com/efa`` gets one EFA interface per network card of the
    type, so types with different values need different templates;
-4. ``lowest-price`` for on-demand, ``price-capacity-optimized`` for spot;
+4. ``lowest-price`` for on-demand, ``price-capacity-optimized`` for spot; a NodeClaim a
+   NodeOverlay priced (``karpenter.sh/price-overlay-applied``) is launched
+   ``prioritized`` (on-demand) or ``capacity-optimized-prioritized`` (spot), its
+   overrides ranked by ``Priority`` in the order the NodeClaim lists its instance types
+   (the overlaid prices, cheapest first, which EC2 does not know), as Karpenter AWS does;
 5. the fleet's per-override errors with an insufficient-capacity code mark those
    offerings unavailable in the provider's cache (``InsufficientFreeAddressesInSubnet``
    marks the subnet instead, so the zone's other subnets are tried next); no instance
@@ -34,6 +38,10 @@ from typing import Any, NamedTuple
 
 from karpy.apis import NodeClaim
 from karpy.apis import labels as wk
+from karpy.apis.annotations import (
+    ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED,
+    ANNOTATION_PRICE_OVERLAY_APPLIED,
+)
 from karpy.cloudprovider import (
     CreateError,
     InstanceType,
@@ -41,7 +49,11 @@ from karpy.cloudprovider import (
     Offering,
     OfferingKey,
 )
-from karpy.cloudprovider.launch import nodeclaim_requests, nodeclaim_requirements
+from karpy.cloudprovider.launch import (
+    nodeclaim_requests,
+    nodeclaim_requirements,
+    overlay_order,
+)
 from karpy.scheduling import Requirement, Requirements
 from karpy.scheduling import resources as res
 from karpy_aws._errors import (
@@ -61,6 +73,7 @@ __all__ = [
     "PlanCache",
     "TemplateKey",
     "UnexpectedInstanceTypeError",
+    "fleet_context",
     "fleet_outcome",
     "fleet_request",
     "plan_fleet",
@@ -122,6 +135,9 @@ class FleetPlan:
 
     capacity_type: str
     overrides: tuple[Override, ...]
+    #: a NodeOverlay priced the NodeClaim: the overrides are in launch order and EC2 is
+    #: asked to follow it (see :func:`allocation`)
+    prioritized: bool = False
 
     def templates(self) -> list[TemplateKey]:
         """The distinct launch templates, in first-use order (one config each)."""
@@ -200,7 +216,9 @@ def plan_fleet(
             full.append(subnet.id)
             continue
         subnets.setdefault(subnet.zone, subnet.id)
-    candidates: list[tuple[float, str, str, Override]] = []
+    prioritized = ANNOTATION_PRICE_OVERLAY_APPLIED in nodeclaim.metadata.annotations
+    order = overlay_order(nodeclaim)
+    candidates: list[tuple[int, float, str, str, Override]] = []
     refused: list[OfferingKey] = []
     amis = _parsed_amis(node_class.status.amis)
     for it in compatible:
@@ -222,11 +240,12 @@ def plan_fleet(
                 refused.append(key)
                 continue
             override = Override(it, o, subnets[o.zone], image, efa)
-            candidates.append((o.price, it.name, o.zone, override))
-    candidates.sort(key=lambda c: c[:3])
+            rank = order.get(it.name, len(order))
+            candidates.append((rank, o.price, it.name, o.zone, override))
+    candidates.sort(key=lambda c: c[:4])
     chosen_types: list[str] = []
     overrides: list[Override] = []
-    for _, name, _, override in candidates:
+    for _, _, name, _, override in candidates:
         if name not in chosen_types:
             if len(chosen_types) == MAX_INSTANCE_TYPES:
                 continue
@@ -248,7 +267,9 @@ def plan_fleet(
             "offering in a zone of the NodeClass's subnets and a matching AMI"
             + (f" (subnets out of free addresses: {', '.join(full)})" if full else "")
         )
-    return FleetPlan(capacity_type=capacity_type, overrides=tuple(overrides))
+    return FleetPlan(
+        capacity_type=capacity_type, overrides=tuple(overrides), prioritized=prioritized
+    )
 
 
 class PlanCache:
@@ -281,6 +302,8 @@ class PlanCache:
         key: tuple[object, ...] = (
             nodeclaim_requirements(nodeclaim),
             tuple(sorted(nodeclaim_requests(nodeclaim).items())),
+            ANNOTATION_PRICE_OVERLAY_APPLIED in nodeclaim.metadata.annotations,
+            tuple(overlay_order(nodeclaim)),
             unavailable.generation,
             tuple((s.id, s.zone) for s in status.subnets),
             tuple((a.id, repr([r.to_dict() for r in a.requirements])) for a in status.amis),
@@ -306,6 +329,7 @@ def fleet_request(
     when it merges requests); ``templates`` maps each template key to its name;
     ``context`` is the EC2NodeClass's ``context`` (EC2 Fleet's reserved ``Context``)."""
     configs = []
+    priorities = override_priorities(plan)
     for template in plan.templates():
         configs.append(
             {
@@ -319,9 +343,9 @@ def fleet_request(
                         "SubnetId": o.subnet_id,
                         "ImageId": o.image_id,
                         "AvailabilityZone": o.offering.zone,
-                        "Priority": float(o.offering.price),
+                        "Priority": priority,
                     }
-                    for o in plan.overrides
+                    for o, priority in zip(plan.overrides, priorities, strict=True)
                     if o.template == template
                 ],
             }
@@ -342,11 +366,41 @@ def fleet_request(
     }
     if context:
         request["Context"] = context
+    strategy = allocation(plan)
     if plan.capacity_type == wk.CAPACITY_TYPE_SPOT:
-        request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+        request["SpotOptions"] = {"AllocationStrategy": strategy}
     else:
-        request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+        request["OnDemandOptions"] = {"AllocationStrategy": strategy}
     return request
+
+
+def allocation(plan: FleetPlan) -> str:
+    """The fleet's allocation strategy, as Karpenter AWS's CreateFleetInputBuilder picks
+    it: by price (``lowest-price`` on-demand, ``price-capacity-optimized`` spot) unless a
+    NodeOverlay priced the NodeClaim, whose prices EC2 does not know: then by the
+    overrides' ``Priority`` (``prioritized``, ``capacity-optimized-prioritized``)."""
+    spot = plan.capacity_type == wk.CAPACITY_TYPE_SPOT
+    if plan.prioritized:
+        return "capacity-optimized-prioritized" if spot else "prioritized"
+    return "price-capacity-optimized" if spot else "lowest-price"
+
+
+def fleet_context(nodeclaim: NodeClaim, node_class: EC2NodeClass) -> str | None:
+    """The fleet's ``Context`` (the EC2NodeClass's ``context``), left out for a NodeClaim
+    whose minValues were relaxed (``karpenter.sh/nodeclaim-min-values-relaxed: "true"``,
+    MIN_VALUES_POLICY=BestEffort), as Karpenter AWS leaves it out."""
+    if nodeclaim.metadata.annotations.get(ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED) == "true":
+        return None
+    return node_class.spec.context
+
+
+def override_priorities(plan: FleetPlan) -> list[float]:
+    """Each override's ``Priority`` (lower launches first): its cloud price (which EC2's
+    price strategies ignore), or, when the plan is prioritized, its rank in the plan's
+    order: the NodeClaim's listed instance types, then the cloud's price."""
+    if plan.prioritized:
+        return [float(i) for i in range(len(plan.overrides))]
+    return [float(o.offering.price) for o in plan.overrides]
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,7 @@ from karpy_aws._fleet import (
     PlanCache,
     TemplateKey,
     UnexpectedInstanceTypeError,
+    fleet_context,
     fleet_outcome,
     fleet_request,
 )
@@ -486,7 +487,9 @@ class AWSCloudProvider:
             templates = await self._templates(plan, node_class, nodeclaim)
             try:
                 response = await self.fleets.create_fleet(
-                    fleet_request(plan, templates, tags, context=node_class.spec.context),
+                    fleet_request(
+                        plan, templates, tags, context=fleet_context(nodeclaim, node_class)
+                    ),
                     nodeclaim=nodeclaim.metadata.name or "",
                 )
                 break

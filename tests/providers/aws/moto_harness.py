@@ -50,7 +50,13 @@ server shares this process, gaps in moto are filled *at the server*, never in ka
     (``instance-status.status``, ``system-status.status``, ``event.code``, plus
     ``availability-zone`` and ``instance-state-name``) select as EC2's do; any other
     filter name is refused (``InvalidParameterValue``).
-11. **IAM**: moto accepts every call. :func:`moto_server` enforces Karpenter's controller
+11. **Allocation strategies**: moto accepts any ``AllocationStrategy`` and always
+    launches the first override. The patch refuses values EC2 does not know
+    (``InvalidParameterValue``) and, for ``prioritized`` (on-demand) and
+    ``capacity-optimized-prioritized`` (spot), launches the override with the lowest
+    ``Priority`` (unset ranks last), as EC2 does. Price strategies keep moto's first
+    override (karpy lists them cheapest first).
+12. **IAM**: moto accepts every call. :func:`moto_server` enforces Karpenter's controller
     policy on every request karpy sends (iam_check.py): what the policy refuses is
     refused as AWS would, and the test fails naming the statements considered.
 """
@@ -270,7 +276,11 @@ class FleetFaults:
         faults = self
 
         def backend(self_: Any, *args: Any, **kwargs: Any) -> Any:
-            configs = kwargs["launch_template_configs"]
+            configs = kwargs["launch_template_configs"] = _by_allocation_strategy(
+                kwargs.get("on_demand_options") or {},
+                kwargs.get("spot_options") or {},
+                kwargs["launch_template_configs"],
+            )
             for config in configs:
                 spec = config.get("LaunchTemplateSpecification", {})
                 template = (
@@ -445,6 +455,45 @@ class FleetFaults:
             Fleets.create_fleet = original_response  # type: ignore[method-assign]
             del EC2Response.create_placement_group  # type: ignore[attr-defined]
             del EC2Response.describe_placement_groups  # type: ignore[attr-defined]
+
+
+_ON_DEMAND_STRATEGIES = {"lowest-price", "prioritized"}
+_SPOT_STRATEGIES = {
+    "lowest-price",
+    "diversified",
+    "capacity-optimized",
+    "capacity-optimized-prioritized",
+    "price-capacity-optimized",
+}
+
+
+def _by_allocation_strategy(
+    on_demand: dict[str, Any], spot: dict[str, Any], configs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``configs`` refused when a strategy is one EC2 does not know, or ordered so that
+    moto's first override is the one a prioritized strategy launches (gap 11)."""
+    prioritized = False
+    for options, known in ((on_demand, _ON_DEMAND_STRATEGIES), (spot, _SPOT_STRATEGIES)):
+        strategy = options.get("AllocationStrategy")
+        if strategy is not None and strategy not in known:
+            raise EC2ClientError(
+                "InvalidParameterValue",
+                f"The allocation strategy '{strategy}' is not valid.",
+            )
+        prioritized = prioritized or strategy in ("prioritized", "capacity-optimized-prioritized")
+    if not prioritized:
+        return configs
+
+    def priority(override: dict[str, Any]) -> float:
+        value = override.get("Priority")
+        return float("inf") if value is None else float(value)
+
+    ranked = [
+        {**c, "Overrides": sorted(c.get("Overrides", []), key=priority)} for c in configs
+    ]
+    return sorted(
+        ranked, key=lambda c: min(map(priority, c["Overrides"]), default=float("inf"))
+    )
 
 
 def _refuse_invalid_interfaces(

@@ -212,3 +212,21 @@ async def test_delete_cleans_up_a_leftover_nic(azure: AzureCloudProvider, arm: A
     with pytest.raises(NodeClaimNotFoundError):
         await azure.delete(launched)
     assert name not in arm.state.nics
+
+
+async def test_a_price_overlaid_nodeclaim_launches_its_listed_first_size(
+    azure: AzureCloudProvider, arm: ArmServer
+) -> None:
+    """Karpenter-Azure applies the NodePool's overlays to the sizes it ranks, so it
+    launches the cheapest at the overlaid price: the size the core listed first."""
+    listed = pin(LABEL_INSTANCE_TYPE, "Standard_D4s_v3", "Standard_D2s_v3")
+    on_demand = pin(LABEL_CAPACITY_TYPE, "on-demand")
+    plain = await azure.create(claim(listed, on_demand))
+    assert plain.metadata.labels[LABEL_INSTANCE_TYPE] == "Standard_D2s_v3"  # ARM's cheapest
+    await azure.delete(plain)
+    asked = claim(listed, on_demand)
+    asked.metadata.annotations["karpenter.sh/price-overlay-applied"] = "true"
+    launched = await azure.create(asked)
+    vm = arm.bodies("PUT", "virtualMachines/aks-" + (launched.metadata.name or ""))[0]
+    assert vm["properties"]["hardwareProfile"]["vmSize"] == "Standard_D4s_v3"
+    await azure.delete(launched)
