@@ -8,6 +8,7 @@
 #
 #   scripts/image.sh                 builds (or finds cached) and tags $KARPY_IMAGE
 #   KARPY_IMAGE=registry.example.com/karpy:0.1.0 scripts/image.sh
+#   KARPY_IMAGE_REBUILD=1 scripts/image.sh   builds again although cached (to compare)
 #
 # Cached: the image is tagged with a digest of everything it is built from, and a run
 # whose inputs are unchanged only re-tags it (seconds). Wheels and .debs are kept in
@@ -69,7 +70,7 @@ report() {
   log "$image ($built): $((size / 1000000)) MB"
   echo "$image"
 }
-if "${podman[@]}" image exists "$built"; then
+if [ -z "${KARPY_IMAGE_REBUILD:-}" ] && "${podman[@]}" image exists "$built"; then
   log "inputs unchanged: cached"
   report
   exit 0
@@ -130,10 +131,13 @@ EOF
 cat > "$work/group" <<EOF
 nonroot:x:${user##*:}:
 EOF
+# What must import in the image: the compiled wheels need libraries from Debian
+# (numpy's and scipy's need libstdc++6), which pip check does not see.
+smoke="import uvloop, numpy, scipy.optimize, aiohttp, cryptography, karpy.cli, karpy_aws, karpy_azure"
 # Commands in the chroot see none of this machine's environment (PIP_* settings above all).
 clean_env="env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1"
 mmdebstrap --quiet --variant=essential --mode=root --format=tar \
-  --include=python3,python3-venv,ca-certificates \
+  --include=python3,python3-venv,ca-certificates,libstdc++6 \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/lintian/*' \
@@ -148,6 +152,7 @@ mmdebstrap --quiet --variant=essential --mode=root --format=tar \
   --customize-hook="chroot \"\$1\" $clean_env $venv/bin/pip install -q --no-index --find-links /tmp/wheels --require-hashes --no-deps -r /tmp/wheels/$lock" \
   --customize-hook="chroot \"\$1\" sh -c '$clean_env $venv/bin/pip install -q --no-index --no-deps /tmp/wheels/own/*.whl'" \
   --customize-hook="chroot \"\$1\" $clean_env $venv/bin/pip check" \
+  --customize-hook="chroot \"\$1\" $clean_env PYTHONDONTWRITEBYTECODE=1 $venv/bin/python -c '$smoke'" \
   --customize-hook="chroot \"\$1\" $clean_env $venv/bin/python -m pip uninstall -q -y pip setuptools" \
   --customize-hook="chroot \"\$1\" $clean_env dpkg --purge python3-venv python3-pip-whl python3-setuptools-whl python3.11-venv" \
   --customize-hook='rm -rf "$1"/tmp/wheels "$1"/var/cache/apt/archives/*.deb "$1"/var/cache/apt/archives/partial "$1"/var/log/*.log' \
