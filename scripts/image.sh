@@ -81,7 +81,8 @@ fi
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
   SOURCE_DATE_EPOCH=$(git log -1 --format=%ct -- "${inputs[@]}" 2>/dev/null || true)
   if [ -z "$SOURCE_DATE_EPOCH" ] || [ -n "$(git status --porcelain -- "${inputs[@]}" 2>/dev/null)" ]; then
-    SOURCE_DATE_EPOCH=$(find "${inputs[@]}" -type f -printf '%T@\n' | sort -n | tail -1 | cut -d. -f1)
+    SOURCE_DATE_EPOCH=$(find "${inputs[@]}" -type f ! -path '*/__pycache__/*' \
+      ! -path '*.egg-info/*' ! -name '*.pyc' -printf '%T@\n' | sort -n | tail -1 | cut -d. -f1)
   fi
 fi
 export SOURCE_DATE_EPOCH
