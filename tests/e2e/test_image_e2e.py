@@ -46,6 +46,7 @@ from kube import (
 from test_chart_install import resolve
 from test_rbac import denied_lines
 
+from karpy.apis.quantity import parse_quantity
 from karpy.runtime import errors, kinds
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
@@ -168,6 +169,12 @@ def run_args(pod: dict[str, Any], env: dict[str, str], sa: Path, name: str,
         args += ["--cap-drop", cap]
     for cap in context.get("capabilities", {}).get("add", []):
         args += ["--cap-add", cap]
+    # The kubelet's cgroup limits: karpy is told MEMORY_LIMIT and must live within it.
+    limits = container.get("resources", {}).get("limits", {})
+    if "memory" in limits:
+        args += ["--memory", str(int(parse_quantity(limits["memory"])))]
+    if "cpu" in limits:
+        args += ["--cpus", str(float(parse_quantity(limits["cpu"])))]
     for key, value in env.items():
         args += ["--env", f"{key}={value}"]
     if container.get("command"):
