@@ -28,7 +28,7 @@ cache=${KARPY_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpy-image}
 # Debian bookworm's python3; the lock is universal for 3.11+, the Dockerfile's
 # PYTHON_VERSION default names the same minor version (tests/image checks it).
 python_version=3.11
-lock=image-requirements.lock
+lock="image-requirements.lock"
 # The image's process: the same exec-form entry point, user and PATH as the Dockerfile.
 entrypoint='["karpy", "run"]'
 user=65532:65532
@@ -55,6 +55,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get -q -o DPkg::Lock::Timeout=600 update >/dev/null
   apt-get -q -y -o DPkg::Lock::Timeout=600 install --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# One build at a time per cache (the test command and an e2e fixture may both call it).
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+flock 9
 
 # -- the cache key: every file the image is built from, in a stable order
 inputs=(image-requirements.lock pyproject.toml README.md LICENSE scripts/image.sh
@@ -155,7 +160,7 @@ mmdebstrap --quiet --variant=essential --mode=root --format=tar \
   --customize-hook="chroot \"\$1\" $clean_env $venv/bin/pip check" \
   --customize-hook="chroot \"\$1\" $clean_env PYTHONDONTWRITEBYTECODE=1 $venv/bin/python -c '$smoke'" \
   --customize-hook="chroot \"\$1\" $clean_env $venv/bin/python -m pip uninstall -q -y pip setuptools" \
-  --customize-hook="chroot \"\$1\" $clean_env dpkg --purge python3-venv python3-pip-whl python3-setuptools-whl python3.11-venv" \
+  --customize-hook="chroot \"\$1\" $clean_env dpkg --purge python3-venv python3-pip-whl python3-setuptools-whl python3.11-venv >/dev/null" \
   --customize-hook='rm -rf "$1"/tmp/wheels "$1"/var/cache/apt/archives/*.deb "$1"/var/cache/apt/archives/partial "$1"/var/log/*.log' \
   --customize-hook='find "$1"/opt -name direct_url.json -delete' \
   --customize-hook='rm -f "$1"/etc/resolv.conf "$1"/etc/hostname' \
