@@ -49,6 +49,8 @@ missing=()
 for tool in mmdebstrap:mmdebstrap buildah:buildah podman:podman runc:runc; do
   command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
 done
+# pip on this machine fetches the wheels and builds karpy's own
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
