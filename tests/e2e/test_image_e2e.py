@@ -325,12 +325,12 @@ async def test_the_image_runs_as_the_chart_runs_it(
             raise
         finally:
             if proc.returncode is None:
-                # What the test made goes while karpy still runs (termination included).
-                forced = await clean_up(admin, namespace, APP, [POOL], timeout=60)
+                # Only after a failure: what the test made goes while karpy still runs
+                # (termination included), then the container.
+                await clean_up(admin, namespace, APP, [POOL], timeout=60)
                 remove = podman("rm", "--force", "--time", "0", name)
                 await asyncio.to_thread(subprocess.run, remove, capture_output=True)
                 await proc.wait()
-                assert not forced, f"clean-up had to force {forced}"
             await reader
             with contextlib.suppress(errors.NotFound):
                 await admin.delete(NODE_POOL, POOL)
