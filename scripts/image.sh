@@ -191,5 +191,10 @@ buildah config \
   --created-by "scripts/image.sh" "$ctr"
 buildah commit --quiet --timestamp "$SOURCE_DATE_EPOCH" --rm "$ctr" "$built" >/dev/null
 trap 'rm -rf "$work"' EXIT
+# Earlier builds (about 600 MB each) go; one still tagged otherwise (e.g. a release
+# tag) is only untagged from the build repository.
+for old in $("${podman[@]}" images --format '{{.Repository}}:{{.Tag}}' "$repository"); do
+  [ "$old" = "$built" ] || "${podman[@]}" rmi "$old" >/dev/null 2>&1 || true
+done
 log "image id $("${podman[@]}" image inspect --format '{{.Id}}' "$built")"
 report
