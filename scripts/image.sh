@@ -33,8 +33,8 @@ lock="image-requirements.lock"
 entrypoint='["karpy", "run"]'
 user=65532:65532
 venv=/opt/karpy
-# Podman on these machines: crun refuses the hybrid cgroup layout; raising rlimits is
-# not permitted. Exported for tests/e2e/test_image_e2e.py through `podman_flags`.
+# Podman on these machines: crun refuses the hybrid cgroup layout (the image is only
+# inspected and tagged here, never run, so no rlimit flags are needed).
 podman=(podman --runtime runc --cgroup-manager cgroupfs)
 
 log() { printf '== image: %s\n' "$*" >&2; }
