@@ -4,8 +4,18 @@
 # Karpenter's names (the Helm chart in charts/karpy sets them).
 #
 #   docker build -t karpy:0.1.0 .        (or: podman build / buildah bud)
+#
+# scripts/image.sh builds the same image without a base image to pull (from Debian's
+# packages); both install image-requirements.lock with --require-hashes and start
+# `karpy run` as 65532 from /opt/karpy, on the same Python minor version (Debian
+# bookworm's python3) — tests/image/test_dockerfile.py keeps them in step.
+#
+# The base is named by tag: its digest could not be learnt where this file is tested
+# (no registry access). To pin it, look the digest up (`docker buildx imagetools inspect
+# python:3.11-slim`, or `skopeo inspect docker://python:3.11-slim`) and write
+# `FROM python:${PYTHON_VERSION}-slim@sha256:<digest>` in both stages (docs/install.md).
 
-ARG PYTHON_VERSION=3.12
+ARG PYTHON_VERSION=3.11
 
 # -- build: every dependency from the lock (exact versions, checked against their
 # hashes), then karpy and the providers themselves without dependencies; pip check

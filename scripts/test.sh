@@ -14,5 +14,13 @@ echo "== mypy --strict"
 mypy karpy providers/aws/karpy_aws providers/azure/karpy_azure
 echo "== import-linter"
 lint-imports
+echo "== image"
+# The image tests/e2e/test_image_e2e.py runs (cached: a no-op when its inputs are
+# unchanged; a cold build takes minutes). It needs root; without it the e2e skips.
+if [ "$(id -u)" = 0 ]; then
+  bash scripts/image.sh
+else
+  echo "not root: the image is not built and tests/e2e/test_image_e2e.py skips"
+fi
 echo "== pytest"
 pytest -p no:cacheprovider "$@"

@@ -31,7 +31,7 @@ from karpy.options import Options
 from karpy.runtime import Client
 from karpy.runtime.telemetry import JsonFormatter
 
-__all__ = ["RunningKarpy", "in_cluster_env", "karpy_operator", "karpy_process"]
+__all__ = ["RunningKarpy", "in_cluster_env", "karpy_operator", "karpy_process", "pump_logs"]
 
 LogRecord = dict[str, Any]
 
@@ -206,6 +206,20 @@ def in_cluster_env(*, server: str, token: str, ca_pem: str, namespace: str,
     }
 
 
+async def pump_logs(running: RunningKarpy, stream: asyncio.StreamReader) -> None:
+    """Feed karpy's log lines from ``stream`` (its stderr, or a container's output) into
+    ``running`` until EOF; JSON lines become records, others ``{"message": line}``."""
+    async for raw in stream:
+        line = raw.decode(errors="replace").rstrip()
+        running.lines.append(line)
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            record = None
+        running._add(record if isinstance(record, dict) else {"message": line, "raw": True})
+    running._changed.set()  # EOF: karpy exited; wake waiters so they can say so
+
+
 @contextlib.asynccontextmanager
 async def karpy_process(
     cluster: _ClusterLike,
@@ -242,18 +256,7 @@ async def karpy_process(
     running.process = proc
     assert proc.stderr is not None
 
-    async def pump(stream: asyncio.StreamReader) -> None:
-        async for raw in stream:
-            line = raw.decode(errors="replace").rstrip()
-            running.lines.append(line)
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                record = None
-            running._add(record if isinstance(record, dict) else {"message": line, "raw": True})
-        running._changed.set()  # EOF: karpy exited; wake waiters so they can say so
-
-    reader = asyncio.create_task(pump(proc.stderr), name="e2e:karpy-logs")
+    reader = asyncio.create_task(pump_logs(running, proc.stderr), name="e2e:karpy-logs")
     try:
         await running.wait_for_log("caches synced", timeout=60.0)
         yield running

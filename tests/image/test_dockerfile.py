@@ -12,6 +12,7 @@ source exists and is not excluded by .dockerignore; the replayed install gives a
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 import shlex
@@ -245,3 +246,43 @@ def test_hadolint_finds_nothing() -> None:
     found = subprocess.run([hadolint, "--no-color", str(DOCKERFILE)], capture_output=True,
                            text=True, timeout=60)  # fmt: skip
     assert found.returncode == 0, found.stdout + found.stderr
+
+
+SCRIPT = REPO / "scripts" / "image.sh"
+
+
+def script_setting(name: str) -> str:
+    """A ``name=value`` assignment of scripts/image.sh, quotes removed."""
+    found = re.search(rf"^{name}=(.+)$", SCRIPT.read_text(), re.M)
+    assert found, f"scripts/image.sh sets no {name}="
+    return shlex.split(found[1])[0]
+
+
+def test_the_script_and_the_dockerfile_build_the_same_image() -> None:
+    """scripts/image.sh (Debian packages, built here) and the Dockerfile (built by users
+    elsewhere) install the same hashed lock into the same venv and start the same
+    entry point as the same user on the same Python minor version and ports: the image
+    tested here is the image users build."""
+    script = SCRIPT.read_text()
+    run = stages()[-1]
+    (build_run,) = [i.args for i in stages()[0] if i.op == "RUN"]
+    # the lock: one file, installed with hashes required and no resolution of its own
+    lock = script_setting("lock")
+    assert lock == "image-requirements.lock" and lock in copy_sources()
+    assert f"--require-hashes --no-deps -r {lock}" in build_run
+    assert re.search(r"--require-hashes --no-deps -r \S*\$lock", script), (
+        "scripts/image.sh does not install $lock with --require-hashes --no-deps")
+    # the entry point, user, venv, PATH and ports of the run stage
+    (entry,) = [i.args for i in run if i.op == "ENTRYPOINT"]
+    assert json.loads(script_setting("entrypoint")) == json.loads(entry)
+    (user,) = [i.args for i in run if i.op == "USER"]
+    assert script_setting("user") == user
+    venv = script_setting("venv")
+    assert [i.args for i in run if i.op == "COPY"] == [f"--from=build {venv} {venv}"]
+    env = " ".join(i.args for i in run if i.op == "ENV")
+    assert f"PATH={venv}/bin:" in env and '"PATH=$venv/bin:' in script
+    for setting in ("PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"):
+        assert setting in env and setting in script, setting
+    exposed = {p for i in run if i.op == "EXPOSE" for p in i.args.split()}
+    assert exposed == set(re.findall(r"--port (\d+)", script))
+    assert script_setting("python_version") == arg_default("PYTHON_VERSION")
