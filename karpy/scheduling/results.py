@@ -12,6 +12,7 @@ from karpy.scheduling import resources as res
 from karpy.scheduling.instancetype import InstanceType
 from karpy.scheduling.pod import Pod
 from karpy.scheduling.requirements import Requirements
+from karpy.scheduling.reservations import ReservedOfferingError
 from karpy.scheduling.taints import NodeTaint
 
 __all__ = ["ExistingNodePlan", "NodeClaimPlan", "PodError", "Results"]
@@ -41,6 +42,9 @@ class NodeClaimPlan:
     """The cost-improvement stage narrowed ``requirements`` (to one zone) so that the
     NodeClaim could take a pod moved onto it: it launches in fewer zones, and may list
     fewer instance types, than first fit would have given it for its pods."""
+    reservation_ids: tuple[str, ...] = ()
+    """The capacity reservations the NodeClaim holds a slot of and is pinned to
+    (capacity type ``reserved``); empty when it launches on-demand or spot."""
 
     @property
     def price(self) -> float:
@@ -106,6 +110,8 @@ class Results:
     new_nodeclaims: tuple[NodeClaimPlan, ...] = ()
     existing_nodes: tuple[ExistingNodePlan, ...] = ()
     errors: tuple[PodError, ...] = ()
+    reservations: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """Per reservation ID: (slots the new NodeClaims take, slots that were free)."""
 
     @property
     def scheduled_pods(self) -> int:
@@ -124,6 +130,12 @@ class Results:
     def price(self) -> float:
         """Total hourly price of the new NodeClaims."""
         return sum(n.price for n in self.new_nodeclaims)
+
+    @property
+    def deferred(self) -> tuple[PodError, ...]:
+        """Pods that wait for reserved capacity to free up rather than fit nowhere
+        (Karpenter's reserved offering errors); they are tried again next round."""
+        return tuple(e for e in self.errors if isinstance(e.reason, ReservedOfferingError))
 
     def error_for(self, pod_key: str) -> str | None:
         """The reason pod ``namespace/name`` was not placed, or None."""

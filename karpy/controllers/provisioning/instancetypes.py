@@ -6,15 +6,22 @@ its answer depends only on the NodePool's spec (and its NodeClass), so it is cac
 NodePool uid and generation and refreshed after ``refresh`` seconds to pick up price
 and availability changes. Offerings in :class:`UnavailableOfferings` are marked
 unavailable on a copy, rebuilt only when that set changes.
+
+A NodePool whose instance types have reserved offerings is asked again every round:
+a reservation's free slots (``Offering.reservation_capacity``) change with every
+launch and termination, and a stale count would plan NodeClaims into a full
+reservation, or leave a freed slot unused for minutes. Providers keep such answers
+cheap (kwok counts its own instances; AWS caches its reservations and counts its
+launches in between, as Karpenter does).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from karpy.cloudprovider import CloudProvider, InstanceType, Offering, OfferingKey
+from karpy.cloudprovider import CloudProvider, InstanceType, OfferingKey
 from karpy.runtime import Clock
 from karpy.state import NodePoolEntry, UnavailableOfferings
 
@@ -30,6 +37,7 @@ class _Entry:
     raw: Sequence[InstanceType]
     filtered: Sequence[InstanceType]
     unavailable_seq: int
+    reserved: bool = False
 
 
 class InstanceTypeCache:
@@ -61,10 +69,16 @@ class InstanceTypeCache:
         entry = self._entries.get(nodepool.name)
         unavailable = self._unavailable.snapshot()
         seq = self._unavailable.seq
-        if entry is None or entry.key != key or now - entry.fetched_at >= self.refresh:
+        if (
+            entry is None
+            or entry.key != key
+            or entry.reserved
+            or now - entry.fetched_at >= self.refresh
+        ):
             raw = tuple(await self._provider.get_instance_types(nodepool.model))
             self.fetches += 1
-            entry = _Entry(key, now, raw, _filter(raw, unavailable), seq)
+            reserved = any(o.reserved for it in raw for o in it.offerings)
+            entry = _Entry(key, now, raw, _filter(raw, unavailable), seq, reserved)
             self._entries[nodepool.name] = entry
         elif entry.unavailable_seq != seq:
             entry.filtered = _filter(entry.raw, unavailable)
@@ -88,11 +102,7 @@ def _filter(
             out.append(it)
             continue
         offerings = tuple(
-            Offering(
-                zone=o.zone, capacity_type=o.capacity_type, price=o.price,
-                available=o.available and (it.name, o.zone, o.capacity_type) not in keys,
-                requirements=o.requirements,
-            )
+            replace(o, available=o.available and (it.name, o.zone, o.capacity_type) not in keys)
             for o in it.offerings
         )
         out.append(
