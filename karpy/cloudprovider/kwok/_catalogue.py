@@ -241,8 +241,14 @@ def load_catalogue(path: str | Path) -> list[InstanceTypeSpec]:
 
 def dump_catalogue(specs: Sequence[InstanceTypeSpec]) -> str:
     """Write ``specs`` as JSON in the format :func:`load_catalogue` reads."""
+    entries = [s.model_dump(by_alias=True, mode="json") for s in specs]
+    for entry in entries:
+        for offering in entry["offerings"]:
+            # only reserved offerings carry it, as in Karpenter kwok's files
+            if not offering.get("ReservationCapacity"):
+                offering.pop("ReservationCapacity", None)
     return json.dumps(
-        [s.model_dump(by_alias=True, mode="json") for s in specs], indent=2
+        entries, indent=2
     )
 
 
