@@ -51,7 +51,7 @@ class ReservationManager:
     different times) minus the slots ``in_flight`` NodeClaims hold.
     """
 
-    __slots__ = ("capacity", "initial", "held")
+    __slots__ = ("capacity", "held", "initial")
 
     def __init__(
         self, instance_types: Iterable[InstanceType], in_flight: Mapping[str, int] | None = None

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Final
 from karpy.apis.labels import CAPACITY_TYPE_RESERVED, LABEL_CAPACITY_TYPE, LABEL_HOSTNAME
 from karpy.scheduling import resources as res
 from karpy.scheduling.assembly import build_results
-from karpy.scheduling.catalog import iter_bits as _bits
 from karpy.scheduling.capacity import (
     Claim,
     Node,
@@ -28,6 +27,7 @@ from karpy.scheduling.capacity import (
     group_nodes,
     prepare_nodes,
 )
+from karpy.scheduling.catalog import iter_bits as _bits
 from karpy.scheduling.checks import Checker, taint_reason
 from karpy.scheduling.daemons import daemon_groups
 from karpy.scheduling.improve import Improver
@@ -321,7 +321,9 @@ class Solve:
             manager.release(claim.hostname, keep=ids if claim.pods else ())
             if not ids or not claim.pods:
                 continue
-            pinned = claim.req.add(Requirement.new(LABEL_CAPACITY_TYPE, IN, (CAPACITY_TYPE_RESERVED,)))
+            pinned = claim.req.add(
+                Requirement.new(LABEL_CAPACITY_TYPE, IN, (CAPACITY_TYPE_RESERVED,))
+            )
             for key in reservation_label_keys(catalog.types[i] for i in _bits(claim.mask)):
                 pinned = pinned.add(Requirement.new(key, IN, ids))
             claim.req = pinned

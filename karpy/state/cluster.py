@@ -783,11 +783,6 @@ class Cluster:
             out.append(state.to_existing_node(tuple(extra)))
         return out
 
-    def unlaunched_nodeclaims(self) -> list[Object]:
-        """NodeClaims created but not launched yet, not being deleted (their capacity
-        reservations are not counted by the cloud until they launch)."""
-        return [claim for claim in self._unlaunched.values() if not _deleting(claim)]
-
     def _launching_state(self, name: str, claim: Object) -> StateNode:
         """A NodeClaim not launched yet, as a machine the size of its requests."""
         cached = self._launching.get(name)

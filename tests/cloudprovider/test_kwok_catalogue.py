@@ -185,5 +185,5 @@ def test_a_reserved_offering_names_its_reservation_and_capacity(tmp_path: Path) 
 def test_a_reserved_offering_without_its_reservation_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "types.json"
     path.write_text(_reserved_entry("unbooked", ReservationCapacity=3))
-    with pytest.raises(CatalogueError, match="entry unbooked.*reservation-id"):
+    with pytest.raises(CatalogueError, match=r"entry unbooked.*reservation-id"):
         load_catalogue(path)

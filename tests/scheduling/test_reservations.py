@@ -130,7 +130,9 @@ def test_a_pod_that_cannot_use_the_reservation_is_not_held_back() -> None:
 
 
 def test_a_nodepool_restricted_to_another_zone_does_not_hold_slots() -> None:
-    pool = nodepool(types=_types(), requirements=[expr("topology.kubernetes.io/zone", "In", "zone-b")])
+    pool = nodepool(
+        types=_types(), requirements=[expr("topology.kubernetes.io/zone", "In", "zone-b")]
+    )
     results = Simulator([pool], options=STRICT).solve(_node_each())
     assert not results.errors
     assert results.reservations == {"cr-1": (0, 2)}

@@ -47,8 +47,8 @@ from karpy.scheduling import (
     held_in_flight,
     reservation_label_keys,
 )
-from karpy.scheduling.reservations import without_reserved
 from karpy.scheduling import resources as res
+from karpy.scheduling.reservations import without_reserved
 from karpy.scheduling.simulator import SchedulerOptions, Simulator
 from karpy.state import NODE_CLAIM, Cluster, NodePoolEntry, UnavailableOfferings, VolumeError
 
@@ -197,7 +197,12 @@ class Provisioner:
             templates, daemonsets=self.cluster.daemonset_pods(), options=self.options
         )
         keys = reservation_label_keys(it for t in templates for it in t.instance_types)
-        in_flight = held_in_flight(self.cluster.unlaunched_nodeclaims(), keys) if keys else None
+        # NodeClaims not launched yet hold reservation slots the cloud does not count
+        in_flight = held_in_flight(
+            (c for c in self.cluster.unlaunched_nodeclaims()
+             if not (c.get("metadata") or {}).get("deletionTimestamp")),
+            keys,
+        ) if keys else None
         results = simulator.solve(
             pods,
             nodes=nodes,
