@@ -52,6 +52,8 @@ class Report:
     """The files whose objects replaced the cluster's (``-f``)."""
     baseline: Report | None = field(default=None, repr=False)
     """The same simulation without the ``-f`` changes."""
+    reservations: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """Capacity reservation ID -> (slots the plan takes, slots that were free)."""
 
     @property
     def plan_price(self) -> float:
@@ -91,6 +93,8 @@ class Report:
                 "pending": [p.to_json() for p in self.pending],
                 "pricePerHour": round(self.plan_price, 6),
                 "lowerBound": None if self.lower_bound is None else self.lower_bound.to_json(),
+                "reservations": [{"id": rid, "used": used, "free": free}
+                                 for rid, (used, free) in sorted(self.reservations.items())],
             },
             "disruption": {
                 "method": self.disruption_method,

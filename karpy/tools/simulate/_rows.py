@@ -38,6 +38,8 @@ class ClaimRow:
     """$/h of the cheapest offering it can launch."""
     cheapest: tuple[str, str, str]
     """(instance type, zone, capacity type) of that offering."""
+    reservations: tuple[str, ...] = ()
+    """The capacity reservations it holds a slot of and launches into."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``-o json`` form."""
@@ -52,6 +54,7 @@ class ClaimRow:
             "pricePerHour": round(self.price, 6),
             "cheapestOffering": {"instanceType": self.cheapest[0], "zone": self.cheapest[1],
                                  "capacityType": self.cheapest[2]},
+            "reservations": list(self.reservations),
         }
 
 

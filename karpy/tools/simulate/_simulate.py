@@ -50,6 +50,7 @@ def claim_row(plan: NodeClaimPlan) -> ClaimRow:
         requests=plan.resource_requests(),
         price=plan.price,
         cheapest=(best[1], best[2], best[3]) if best is not None else ("", "", ""),
+        reservations=plan.reservation_ids,
     )
 
 
@@ -163,6 +164,7 @@ async def simulate(view: ClusterView) -> Report:
         commands=tuple(_command_row(c) for c in decision.commands) if decision else (),
         nodes=nodes,
         current_price=current,
+        reservations=dict(results.reservations) if results is not None else {},
     )
 
 
