@@ -136,9 +136,11 @@ def held_in_flight(
 ) -> dict[str, int]:
     """Slots held by NodeClaims that are not launched yet: one per reservation each
     names in an ``In`` requirement on a reservation-ID label (the cloud does not count
-    them until they launch)."""
+    them until they launch). NodeClaims being deleted will not launch and hold none."""
     held: dict[str, int] = {}
     for nodeclaim in nodeclaims:
+        if (nodeclaim.get("metadata") or {}).get("deletionTimestamp"):
+            continue
         for requirement in (nodeclaim.get("spec") or {}).get("requirements") or ():
             if requirement.get("key") in label_keys and requirement.get("operator") == "In":
                 for rid in set(requirement.get("values") or ()):

@@ -95,3 +95,20 @@ def test_the_plan_shows_reserved_claims_and_the_reservation_use(
     table = capsys.readouterr().out
     assert "reserved (cr-sim)" in table
     assert "reservation cr-sim: the plan takes 2 of 2 free slot(s)" in table
+
+
+def test_explain_says_the_pod_lands_on_the_reservation(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    snapshot = tmp_path / "cluster.json"
+    snapshot.write_text(json.dumps(_snapshot()))
+    catalogue = tmp_path / "types.json"
+    catalogue.write_text(json.dumps(_catalogue()))
+    code = main(["explain", "pod", "default/app-0", "--snapshot", str(snapshot),
+                 "--provider-setting", f"instanceTypesFile={catalogue}", "-o", "json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    doc = json.loads(out.out)
+    assert doc["decision"]["action"] == "new-nodeclaim"
+    assert doc["decision"]["reservations"] == ["cr-sim"]
+    assert "on reserved capacity (reservation cr-sim)" in doc["summary"]

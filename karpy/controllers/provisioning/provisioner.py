@@ -198,11 +198,7 @@ class Provisioner:
         )
         keys = reservation_label_keys(it for t in templates for it in t.instance_types)
         # NodeClaims not launched yet hold reservation slots the cloud does not count
-        in_flight = held_in_flight(
-            (c for c in self.cluster.unlaunched_nodeclaims()
-             if not (c.get("metadata") or {}).get("deletionTimestamp")),
-            keys,
-        ) if keys else None
+        in_flight = held_in_flight(self.cluster.unlaunched_nodeclaims(), keys) if keys else None
         results = simulator.solve(
             pods,
             nodes=nodes,
