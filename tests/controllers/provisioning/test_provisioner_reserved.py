@@ -14,6 +14,7 @@ from provisioning_support import Harness, build
 from karpy.apis import NodeClaim
 from karpy.cloudprovider import InstanceType, Offering
 from karpy.cloudprovider.fake import ZONES
+from karpy.controllers.disruption import DisruptionController
 from karpy.controllers.settings import FeatureGates, Settings
 from karpy.scheduling import Requirement, Requirements
 from karpy.state.testing import nodepool, pod
@@ -102,3 +103,19 @@ async def test_instance_types_with_reservations_are_fetched_every_round() -> Non
     await h.provisioner.provision()
     await h.provisioner.provision()
     assert h.provisioner.instance_types.fetches == 2
+
+
+async def test_disruption_what_ifs_fall_back_when_a_reservation_is_full() -> None:
+    """Disruption simulates as Karpenter's does, with reserved-capacity fallback: a
+    pod that finds the reservation full is placed on-demand, not left unplaced (which
+    would make every consolidation command touching it fail)."""
+    h = _harness()
+    controller = DisruptionController(
+        client=h.client, cache=None, cluster=h.cluster,  # type: ignore[arg-type]
+        provisioner=h.provisioner, cloud_provider=h.provider, queue=None,  # type: ignore[arg-type]
+        events=None, clock=h.clock, settings=Settings(), metrics=None,  # type: ignore[arg-type]
+    )
+    whatif = await controller.whatif()
+    results = whatif.simulator.solve(list(whatif.pending))
+    assert not results.errors, [str(e) for e in results.errors]
+    assert sorted(len(c.reservation_ids) for c in results.new_nodeclaims) == [0, 0, 0, 1, 1]
