@@ -25,6 +25,8 @@ class FeatureGates:
     node_repair: bool = False
     """Replace nodes whose conditions match the provider's repair policies."""
     reserved_capacity: bool = True
+    """Launch into capacity reservations (offerings of capacity type ``reserved``),
+    one NodeClaim per slot (docs/scheduling.md, Reserved capacity)."""
     node_overlay: bool = False
     static_capacity: bool = False
 
