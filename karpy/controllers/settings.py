@@ -26,6 +26,8 @@ class FeatureGates:
     node_repair: bool = False
     """Replace nodes whose conditions match the provider's repair policies."""
     reserved_capacity: bool = True
+    """Launch into capacity reservations (offerings of capacity type ``reserved``),
+    one NodeClaim per slot (docs/scheduling.md, Reserved capacity)."""
     spot_to_spot_consolidation: bool = False
     """Consolidate a spot node into a cheaper spot node (needs 15 cheaper types)."""
     node_overlay: bool = False

@@ -14,6 +14,12 @@ from karpy.scheduling.node import ExistingNode
 from karpy.scheduling.nodepool import NodePoolTemplate
 from karpy.scheduling.pod import AffinityTerm, HostPort, Pod, SpreadConstraint
 from karpy.scheduling.requirements import Requirement, Requirements
+from karpy.scheduling.reservations import (
+    ReservationManager,
+    ReservedOfferingError,
+    held_in_flight,
+    reservation_label_keys,
+)
 from karpy.scheduling.results import ExistingNodePlan, NodeClaimPlan, PodError, Results
 from karpy.scheduling.selectors import LabelMatcher
 from karpy.scheduling.simulator import SchedulerOptions, Simulator, solve
@@ -36,12 +42,16 @@ __all__ = [
     "PodError",
     "Requirement",
     "Requirements",
+    "ReservationManager",
+    "ReservedOfferingError",
     "Results",
     "SchedulerOptions",
     "Simulator",
     "SpreadConstraint",
     "Toleration",
     "cost_floor",
+    "held_in_flight",
+    "reservation_label_keys",
     "resources",
     "solve",
 ]

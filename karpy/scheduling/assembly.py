@@ -8,7 +8,7 @@ requests (pods plus DaemonSet overhead) and its labels.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from karpy.apis.labels import (
@@ -41,15 +41,20 @@ def build_results(
     names: tuple[str, ...],
     well_known: frozenset[str],
     max_instance_types: int,
+    held: Callable[[str], frozenset[str]] | None = None,
+    reservations: Mapping[str, tuple[int, int]] | None = None,
 ) -> Results:
     """The :class:`Results` of a solve: a plan per NodeClaim with pods, the pods placed
     on each existing node, and an error per pod that fits nowhere. ``names`` are the
-    resource names of the claims' request vectors."""
+    resource names of the claims' request vectors; ``held`` gives the reservations a
+    claim (by hostname) holds, ``reservations`` the slots used of each."""
     # Many NodeClaims end with the same instance types: share the (large) type list and
     # requirement between them.
     cache: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     plans = [
-        _plan(claim, cache, names, well_known, max_instance_types) for claim in claims if claim.pods
+        _plan(claim, cache, names, well_known, max_instance_types, held)
+        for claim in claims
+        if claim.pods
     ]
     existing = tuple(
         ExistingNodePlan(node=n.node.name, pods=tuple(n.placed)) for n in nodes if n.placed
@@ -58,6 +63,7 @@ def build_results(
         new_nodeclaims=tuple(plans),
         existing_nodes=existing,
         errors=tuple(PodError(pod, reason) for pod, reason in errors.values()),
+        reservations=dict(reservations or {}),
     )
 
 
@@ -67,6 +73,7 @@ def _plan(
     names: tuple[str, ...],
     well_known: frozenset[str],
     max_instance_types: int,
+    held: Callable[[str], frozenset[str]] | None,
 ) -> NodeClaimPlan:
     template = claim.template
     catalog = template.catalog
@@ -135,6 +142,7 @@ def _plan(
         hostname=claim.hostname,
         narrowed=claim.narrowed,
         min_values_relaxed=bool(relaxed),
+        reservation_ids=tuple(sorted(held(claim.hostname))) if held is not None else (),
     )
 
 

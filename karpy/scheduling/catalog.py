@@ -16,7 +16,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from karpy.scheduling.instancetype import InstanceType
+from karpy.scheduling.instancetype import InstanceType, Offering
 from karpy.scheduling.pod import HostPort
 from karpy.scheduling.requirements import Requirement, Requirements
 
@@ -153,6 +153,15 @@ class Catalog:
             for offering in it.offerings:
                 keys.update(offering.requirements)
         self._offering_keys = tuple(sorted(keys))
+        # Available reserved offerings per type: the simulator hands out their slots
+        # (karpy.scheduling.reservations); 0 when there are none, which costs nothing.
+        self.reserved_offerings = [
+            tuple(o for o in it.offerings if o.reserved and o.available) for it in self.types
+        ]
+        self.reserved_mask = 0
+        for i, offerings in enumerate(self.reserved_offerings):
+            if offerings:
+                self.reserved_mask |= 1 << i
         self._defined: dict[str, int] = {}
         for i, it in enumerate(self.types):
             for key in it.requirements:
@@ -249,6 +258,25 @@ class Catalog:
             index = _CapacityIndex([it.capacity.get(name, 0) for it in self.types])
             self._capacity[name] = index
         return index
+
+    def reserved_compatible(self, mask: int, requirements: Requirements) -> list[Offering]:
+        """The available reserved offerings of the types in ``mask`` compatible with
+        ``requirements``, in type order."""
+        out: list[Offering] = []
+        for i in iter_bits(mask & self.reserved_mask):
+            for offering in self.reserved_offerings[i]:
+                if requirements.overlaps(offering.requirements):
+                    out.append(offering)
+        return out
+
+    def reserved_types_mask(self, mask: int, requirements: Requirements) -> int:
+        """The types in ``mask`` with an available reserved offering compatible with
+        ``requirements``."""
+        out = 0
+        for i in iter_bits(mask & self.reserved_mask):
+            if any(requirements.overlaps(o.requirements) for o in self.reserved_offerings[i]):
+                out |= 1 << i
+        return out
 
     # -- selection ---------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from karpy.apis.labels import (
+    CAPACITY_TYPE_RESERVED,
     LABEL_ARCH,
     LABEL_CAPACITY_TYPE,
     LABEL_INSTANCE_TYPE,
@@ -33,6 +34,13 @@ class Offering:
     ``requirements`` holds the offering's labels (zone and capacity type, plus anything
     a provider adds such as a reservation ID); it is derived from ``zone`` and
     ``capacity_type`` when not given.
+
+    A ``reserved`` offering (capacity the user already pays for: an EC2 capacity
+    reservation, a capacity block) names its reservation in ``reservation_id``, carries
+    the provider's reservation-ID label in ``requirements``, and says in
+    ``reservation_capacity`` how many more instances the reservation takes now
+    (Karpenter's ``Offering.ReservationCapacity``); the simulator hands those slots out
+    one per NodeClaim (:mod:`karpy.scheduling.reservations`).
     """
 
     zone: str
@@ -42,6 +50,8 @@ class Offering:
     requirements: Requirements = field(default_factory=Requirements)
     overlay: str = ""
     """The NodeOverlay that set ``price`` (empty: the provider's price)."""
+    reservation_id: str = ""
+    reservation_capacity: int = 0
 
     def __post_init__(self) -> None:
         base = Requirements(
@@ -51,9 +61,20 @@ class Offering:
             )
         )
         object.__setattr__(self, "requirements", base.intersect(self.requirements))
+        if self.capacity_type == CAPACITY_TYPE_RESERVED and not self.reservation_id:
+            raise ValueError(
+                f"a reserved offering ({self.zone}) needs a reservation_id naming its reservation"
+            )
+
+    @property
+    def reserved(self) -> bool:
+        """Capacity type ``reserved``: it launches into a reservation."""
+        return self.capacity_type == CAPACITY_TYPE_RESERVED
 
     def __repr__(self) -> str:
         state = "" if self.available else ", unavailable"
+        if self.reserved:
+            state += f", {self.reservation_id} x{self.reservation_capacity}"
         return f"Offering({self.zone}/{self.capacity_type} ${self.price:g}/h{state})"
 
 

@@ -12,6 +12,7 @@ from karpy.scheduling import resources as res
 from karpy.scheduling.instancetype import InstanceType
 from karpy.scheduling.pod import Pod
 from karpy.scheduling.requirements import Requirements
+from karpy.scheduling.reservations import ReservedOfferingError
 from karpy.scheduling.taints import NodeTaint
 
 __all__ = ["ExistingNodePlan", "NodeClaimPlan", "PodError", "Results"]
@@ -45,6 +46,9 @@ class NodeClaimPlan:
     """``minValues`` of some requirement was lowered to what the instance types span
     (MIN_VALUES_POLICY=BestEffort); the NodeClaim says so in Karpenter's
     ``karpenter.sh/nodeclaim-min-values-relaxed`` annotation."""
+    reservation_ids: tuple[str, ...] = ()
+    """The capacity reservations the NodeClaim holds a slot of and is pinned to
+    (capacity type ``reserved``); empty when it launches on-demand or spot."""
 
     @property
     def price(self) -> float:
@@ -129,6 +133,8 @@ class Results:
     new_nodeclaims: tuple[NodeClaimPlan, ...] = ()
     existing_nodes: tuple[ExistingNodePlan, ...] = ()
     errors: tuple[PodError, ...] = ()
+    reservations: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """Per reservation ID: (slots the new NodeClaims take, slots that were free)."""
 
     @property
     def scheduled_pods(self) -> int:
@@ -147,6 +153,12 @@ class Results:
     def price(self) -> float:
         """Total hourly price of the new NodeClaims."""
         return sum(n.price for n in self.new_nodeclaims)
+
+    @property
+    def deferred(self) -> tuple[PodError, ...]:
+        """Pods that wait for reserved capacity to free up rather than fit nowhere
+        (Karpenter's reserved offering errors); they are tried again next round."""
+        return tuple(e for e in self.errors if isinstance(e.reason, ReservedOfferingError))
 
     def error_for(self, pod_key: str) -> str | None:
         """The reason pod ``namespace/name`` was not placed, or None."""

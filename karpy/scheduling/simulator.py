@@ -69,6 +69,12 @@ class SchedulerOptions:
     (:mod:`karpy.scheduling.improve`): evaluations per pod on a new NodeClaim (plus a
     fixed 1,000 per solve); 0 turns the stage off. A count of evaluations rather than
     a clock keeps plans deterministic.
+    ``reserved_capacity`` (Karpenter's ReservedCapacity gate) hands out the slots of
+    reserved offerings (:mod:`karpy.scheduling.reservations`); off, reserved offerings
+    are priced like any other and no NodeClaim is pinned to a reservation.
+    ``reserved_offering_mode="Strict"`` (the provisioner's) makes a pod that could use
+    a full reservation wait for the next round instead of falling back to on-demand or
+    spot in this solve; "Fallback" (what-if simulations) lets it fall back.
     """
 
     preference_policy: Literal["Respect", "Ignore"] = "Respect"
@@ -76,6 +82,8 @@ class SchedulerOptions:
     max_instance_types: int = MAX_INSTANCE_TYPES
     well_known_labels: frozenset[str] = WELL_KNOWN_LABELS
     improvement_budget: int = IMPROVEMENT_BUDGET
+    reserved_capacity: bool = True
+    reserved_offering_mode: Literal["Strict", "Fallback"] = "Fallback"
 
 
 class Simulator:
@@ -145,12 +153,15 @@ class Simulator:
         *,
         nodes: Sequence[ExistingNode] = (),
         namespaces: Mapping[str, Mapping[str, str]] | None = None,
+        reservations_in_flight: Mapping[str, int] | None = None,
     ) -> Results:
         """Place ``pods`` on ``nodes`` (existing and in-flight capacity) or new
         NodeClaims. ``namespaces`` maps namespace names to their labels, for affinity
-        terms with a ``namespaceSelector``."""
+        terms with a ``namespaceSelector``. ``reservations_in_flight`` counts, per
+        reservation ID, the slots NodeClaims not launched yet hold
+        (:func:`karpy.scheduling.reservations.held_in_flight`)."""
         with _collection_paused():
-            return Solve(self, pods, nodes, namespaces or {}).run()
+            return Solve(self, pods, nodes, namespaces or {}, reservations_in_flight).run()
 
 
 def solve(

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING, Any, Final
 
-from karpy.apis.labels import LABEL_HOSTNAME
+from karpy.apis.labels import CAPACITY_TYPE_RESERVED, LABEL_CAPACITY_TYPE, LABEL_HOSTNAME
 from karpy.scheduling import resources as res
 from karpy.scheduling.assembly import build_results
 from karpy.scheduling.capacity import (
@@ -27,15 +27,22 @@ from karpy.scheduling.capacity import (
     group_nodes,
     prepare_nodes,
 )
+from karpy.scheduling.catalog import iter_bits as _bits
 from karpy.scheduling.checks import Checker, taint_reason
 from karpy.scheduling.daemons import daemon_groups
 from karpy.scheduling.improve import Improver
+from karpy.scheduling.instancetype import Offering
 from karpy.scheduling.node import ExistingNode
 from karpy.scheduling.nodepool import NODES, NodePoolTemplate
 from karpy.scheduling.pod import Pod
 from karpy.scheduling.relaxation import Signatures
 from karpy.scheduling.reqcache import RequirementCache
-from karpy.scheduling.requirements import Requirements
+from karpy.scheduling.requirements import IN, Requirement, Requirements
+from karpy.scheduling.reservations import (
+    ReservationManager,
+    ReservedOfferingError,
+    reservation_label_keys,
+)
 from karpy.scheduling.results import Results
 from karpy.scheduling.signature import Relaxation, Signature
 from karpy.scheduling.taints import PREFER_NO_SCHEDULE
@@ -62,6 +69,7 @@ class Solve:
         pods: Sequence[Pod],
         nodes: Sequence[ExistingNode],
         namespaces: Mapping[str, Mapping[str, str]],
+        in_flight: Mapping[str, int] | None = None,
     ) -> None:
         self.sim = simulator
         options = simulator.options
@@ -76,6 +84,12 @@ class Solve:
         self.size = len(self.names)
         pending_keys = {p.key for p in self.pods}
         self.templates = [self._template(i, pool) for i, pool in enumerate(simulator.nodepools)]
+        self.reservations: ReservationManager | None = None
+        self.strict_reservations = options.reserved_offering_mode == "Strict"
+        if options.reserved_capacity and any(t.catalog.reserved_mask for t in self.templates):
+            self.reservations = ReservationManager(
+                (it for t in self.templates for it in t.catalog.types), in_flight
+            )
         prefer_no_schedule = any(t.prefer_taints for t in self.templates) or any(
             t.effect == PREFER_NO_SCHEDULE for n in nodes for t in n.taints
         )
@@ -188,6 +202,7 @@ class Solve:
                 break
             queue = failed
         self._improve()
+        self._pin_reservations()
         return self._results(errors)
 
     def _improve(self) -> None:
@@ -226,7 +241,11 @@ class Solve:
                     start += outcome
                     break
                 reason = outcome
-                sig = self.signatures.relax(sig)
+                # A reserved offering error is not relaxed: the pod may get a slot back
+                # later in this solve, or in the next round (Karpenter's trySchedule).
+                sig = None if isinstance(outcome, ReservedOfferingError) else (
+                    self.signatures.relax(sig)
+                )
             else:
                 for pod in pods[start:]:
                     errors[pod.key] = (pod, reason)
@@ -234,6 +253,7 @@ class Solve:
         return start
 
     def _results(self, errors: Mapping[str, tuple[Pod, str]]) -> Results:
+        reservations = self.reservations
         return build_results(
             self.claims,
             self.nodes,
@@ -241,7 +261,73 @@ class Solve:
             names=self.names,
             well_known=self.well_known,
             max_instance_types=self.sim.options.max_instance_types,
+            held=reservations.holds if reservations is not None else None,
+            reservations=reservations.used() if reservations is not None else None,
         )
+
+    # ------------------------------------------------------------------ reservations
+
+    def _offerings_to_reserve(
+        self, claim: Claim, reqs: Requirements, mask: int
+    ) -> list[Offering] | ReservedOfferingError:
+        """The reserved offerings ``claim`` would hold with ``reqs`` and ``mask``: every
+        compatible one whose reservation has a slot for it (Karpenter reserves
+        pessimistically). In strict mode, why the pod must wait instead."""
+        manager = self.reservations
+        if manager is None:
+            return []
+        compatible = claim.template.catalog.reserved_compatible(mask, reqs)
+        offerings = [o for o in compatible if manager.can_reserve(claim.hostname, o)]
+        if self.strict_reservations and not offerings:
+            if compatible:
+                return ReservedOfferingError(
+                    "one or more instance types with compatible reserved offerings are "
+                    "available, but could not be reserved"
+                )
+            if manager.holds(claim.hostname):
+                return ReservedOfferingError(
+                    "satisfying updated nodeclaim constraints would remove all compatible "
+                    "reserved offering options"
+                )
+        return offerings
+
+    def _hold(self, claim: Claim, offerings: list[Offering]) -> None:
+        manager = self.reservations
+        if manager is None:
+            return
+        manager.reserve(claim.hostname, offerings)
+        manager.release(claim.hostname, keep={o.reservation_id for o in offerings})
+
+    def _pin_reservations(self) -> None:
+        """Narrow every NodeClaim holding reservations to them (Karpenter's
+        FinalizeScheduling): capacity type ``reserved``, the reservation-ID label ``In``
+        the reservations it holds, and only the instance types that can launch there,
+        so that it cannot launch past a reservation's slots. Slots the cost-improvement
+        stage made unusable (it moved pods and narrowed the types) are given back."""
+        manager = self.reservations
+        if manager is None:
+            return
+        for claim in self.claims:
+            held = manager.holds(claim.hostname)
+            if not held:
+                continue
+            catalog = claim.template.catalog
+            compatible = [
+                o
+                for o in catalog.reserved_compatible(claim.mask, claim.req)
+                if o.reservation_id in held
+            ]
+            ids = sorted({o.reservation_id for o in compatible})
+            manager.release(claim.hostname, keep=ids if claim.pods else ())
+            if not ids or not claim.pods:
+                continue
+            pinned = claim.req.add(
+                Requirement.new(LABEL_CAPACITY_TYPE, IN, (CAPACITY_TYPE_RESERVED,))
+            )
+            for key in reservation_label_keys(catalog.types[i] for i in _bits(claim.mask)):
+                pinned = pinned.add(Requirement.new(key, IN, ids))
+            claim.req = pinned
+            claim.mask = catalog.reserved_types_mask(claim.mask, pinned)
 
     # ------------------------------------------------------------------ placing
 
@@ -276,7 +362,11 @@ class Solve:
                         sig.claims_dead += 1
                     continue
                 _, reqs, mask = outcome
+                offerings = self._offerings_to_reserve(claim, reqs, mask)
+                if isinstance(offerings, ReservedOfferingError):
+                    continue
                 self._commit_claim(claim, sig, vec, pods[start : start + 1], reqs, mask)
+                self._hold(claim, offerings)
                 sig.cursor = position + 1
                 self._compact(sig)
                 return 1
@@ -289,8 +379,15 @@ class Solve:
                 reasons.append(f'nodepool "{template.pool.name}": {created}')
                 continue
             new, count, reqs, mask = created
+            offerings = self._offerings_to_reserve(new, reqs, mask)
+            if isinstance(offerings, ReservedOfferingError):
+                # No fall back to a lower-weight NodePool: this one has reserved capacity
+                # the pod could use once a slot frees up (Karpenter).
+                reasons.append(f'nodepool "{template.pool.name}": {offerings}')
+                return ReservedOfferingError("; ".join(reasons))
             self._open(new)
             self._commit_claim(new, sig, vec, pods[start : start + count], reqs, mask)
+            self._hold(new, offerings)
             return count
         if not self.templates:
             return "no NodePool can launch capacity for this pod"

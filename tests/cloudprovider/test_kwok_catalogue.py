@@ -150,3 +150,40 @@ def test_duplicate_names_are_rejected(tmp_path: Path) -> None:
 def test_a_missing_file_is_reported(tmp_path: Path) -> None:
     with pytest.raises(CatalogueError, match="cannot read instance-type catalogue"):
         load_catalogue(tmp_path / "absent.json")
+
+
+def _reserved_entry(name: str, *requirements: dict[str, object], **extra: object) -> str:
+    return json.dumps([{
+        "name": name, "architecture": "amd64", "operatingSystems": ["linux"],
+        "resources": {"cpu": "4", "memory": "16Gi"},
+        "offerings": [{"Price": 0.001, "Requirements": [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]},
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]},
+            *requirements,
+        ], **extra}],
+    }])
+
+
+def test_a_reserved_offering_names_its_reservation_and_capacity(tmp_path: Path) -> None:
+    path = tmp_path / "types.json"
+    path.write_text(_reserved_entry(
+        "booked",
+        {"key": "karpenter.kwok.sh/reservation-id", "operator": "In", "values": ["cr-1"]},
+        ReservationCapacity=3,
+    ))
+    (it,) = to_instance_types(load_catalogue(path))
+    (offering,) = it.offerings
+    assert offering.reserved
+    assert (offering.reservation_id, offering.reservation_capacity) == ("cr-1", 3)
+    # the node launched into it is labelled with the reservation
+    assert offering.requirements.labels()["karpenter.kwok.sh/reservation-id"] == "cr-1"
+    # and it survives the round trip; other offerings stay in Karpenter's field names
+    path.write_text(dump_catalogue(load_catalogue(path)))
+    assert json.loads(path.read_text())[0]["offerings"][0]["ReservationCapacity"] == 3
+
+
+def test_a_reserved_offering_without_its_reservation_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "types.json"
+    path.write_text(_reserved_entry("unbooked", ReservationCapacity=3))
+    with pytest.raises(CatalogueError, match=r"entry unbooked.*reservation-id"):
+        load_catalogue(path)

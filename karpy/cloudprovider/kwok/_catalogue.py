@@ -10,6 +10,11 @@ The JSON file format is Karpenter kwok's ``instance_types.json`` (a list of
 ``{name, architecture, operatingSystems, resources, offerings: [{Price, Available,
 Requirements}]}``), so its catalogues load unchanged. Unlike Karpenter, ``Available``
 is honoured, which lets a catalogue mark offerings unavailable.
+
+Reserved capacity: an offering with ``karpenter.sh/capacity-type In [reserved]`` names
+its reservation with ``karpenter.kwok.sh/reservation-id In [<id>]`` and says how many
+instances the reservation holds in ``ReservationCapacity`` (Karpenter kwok's field).
+The provider counts its running instances in each reservation against that number.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from karpy.cloudprovider.kwok._wellknown import (
     LABEL_INSTANCE_FAMILY,
     LABEL_INSTANCE_MEMORY,
     LABEL_INSTANCE_SIZE,
+    LABEL_RESERVATION_ID,
 )
 from karpy.scheduling import InstanceType, Offering, Overhead, Requirement, Requirements
 from karpy.scheduling import resources as res
@@ -66,6 +72,7 @@ class OfferingSpec(BaseModel):
     price: float = Field(alias="Price", ge=0)
     available: bool = Field(default=True, alias="Available")
     requirements: tuple[RequirementSpec, ...] = Field(alias="Requirements")
+    reservation_capacity: int = Field(default=0, alias="ReservationCapacity", ge=0)
 
     def _single(self, key: str) -> str:
         for req in self.requirements:
@@ -85,6 +92,13 @@ class OfferingSpec(BaseModel):
         """The offering's capacity type (``karpenter.sh/capacity-type``)."""
         return self._single(wk.LABEL_CAPACITY_TYPE)
 
+    @property
+    def reservation_id(self) -> str:
+        """The reservation of a ``reserved`` offering; empty for the others."""
+        if self.capacity_type != wk.CAPACITY_TYPE_RESERVED:
+            return ""
+        return self._single(LABEL_RESERVATION_ID)
+
     @field_validator("requirements")
     @classmethod
     def _zone_and_capacity_type(
@@ -94,6 +108,21 @@ class OfferingSpec(BaseModel):
             found = [r for r in reqs if r.key == key]
             if len(found) != 1 or found[0].operator != "In" or len(found[0].values) != 1:
                 raise ValueError(f"needs exactly one requirement {key} In [one value]")
+        reserved = any(
+            r.key == wk.LABEL_CAPACITY_TYPE and r.values == (wk.CAPACITY_TYPE_RESERVED,)
+            for r in reqs
+        )
+        ids = [r for r in reqs if r.key == LABEL_RESERVATION_ID]
+        if reserved and (len(ids) != 1 or ids[0].operator != "In" or len(ids[0].values) != 1):
+            raise ValueError(
+                f"a reserved offering needs exactly one requirement {LABEL_RESERVATION_ID} "
+                "In [its reservation ID]"
+            )
+        if ids and not reserved:
+            raise ValueError(
+                f"{LABEL_RESERVATION_ID} is only for offerings with "
+                f"{wk.LABEL_CAPACITY_TYPE} In [{wk.CAPACITY_TYPE_RESERVED}]"
+            )
         return reqs
 
 
@@ -212,8 +241,14 @@ def load_catalogue(path: str | Path) -> list[InstanceTypeSpec]:
 
 def dump_catalogue(specs: Sequence[InstanceTypeSpec]) -> str:
     """Write ``specs`` as JSON in the format :func:`load_catalogue` reads."""
+    entries = [s.model_dump(by_alias=True, mode="json") for s in specs]
+    for entry in entries:
+        for offering in entry["offerings"]:
+            # only reserved offerings carry it, as in Karpenter kwok's files
+            if not offering.get("ReservationCapacity"):
+                offering.pop("ReservationCapacity", None)
     return json.dumps(
-        [s.model_dump(by_alias=True, mode="json") for s in specs], indent=2
+        entries, indent=2
     )
 
 
@@ -238,6 +273,8 @@ def to_instance_type(spec: InstanceTypeSpec) -> InstanceType:
             capacity_type=o.capacity_type,
             price=o.price,
             available=o.available,
+            reservation_id=o.reservation_id,
+            reservation_capacity=o.reservation_capacity,
             requirements=Requirements(
                 Requirement.new(r.key, r.operator, r.values)
                 for r in o.requirements

@@ -21,6 +21,13 @@ Cloud faults (``KwokOptions.fault_rates``) are drawn per call: ``create`` failin
 it launches (a 5xx-like CreateError or a dropped connection), ``create`` answering
 slowly after it launched, ``delete`` failing transiently, ``get`` answering a stale
 "not found". Each is logged as "kwok: injected fault" with the fault's name.
+
+Capacity reservations (``reserved`` offerings of the catalogue) are counted here as a
+cloud counts them: an offering's ``reservation_capacity`` is its catalogue count minus
+the instances running in the reservation (Nodes and records labelled with its
+``karpenter.kwok.sh/reservation-id``), and a full reservation's offerings are
+unavailable. Launches are serialised while a catalogue has reservations, so two
+concurrent launches cannot both take a reservation's last slot.
 """
 
 from __future__ import annotations
@@ -30,12 +37,18 @@ import contextlib
 import logging
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from karpy.apis import NodeClaim, NodePool
 from karpy.apis.duration import parse_duration
-from karpy.apis.labels import LABEL_HOSTNAME, nodeclass_label_key
+from karpy.apis.labels import (
+    CAPACITY_TYPE_RESERVED,
+    LABEL_CAPACITY_TYPE,
+    LABEL_HOSTNAME,
+    nodeclass_label_key,
+)
 from karpy.apis.taints import UNREGISTERED_NO_EXECUTE_TAINT
 from karpy.cloudprovider._launch import (
     LaunchChoice,
@@ -72,6 +85,7 @@ from karpy.cloudprovider.kwok._wellknown import (
     KWOK_NODE_KEY,
     KWOK_NODE_VALUE,
     LABEL_INSTANCE_PRICE,
+    LABEL_RESERVATION_ID,
     PROVIDER_ID_PREFIX,
 )
 from karpy.runtime import Client, Kind, Manager
@@ -124,6 +138,14 @@ class KwokCloudProvider:
             specs = load_catalogue(path) if path is not None else generate_catalogue()
             instance_types = to_instance_types(specs)
         self._instance_types = tuple(instance_types)
+        self._reserved = tuple(
+            i
+            for i, it in enumerate(self._instance_types)
+            if any(o.reserved for o in it.offerings)
+        )
+        self._launch_lock = asyncio.Lock()
+        # Reserved launches of this process, until the Node cache shows them.
+        self._in_reservation: dict[str, str] = {}
         self.faults = KwokFaults(
             insufficient_capacity=set(self.options.insufficient_capacity),
             unregistered_launches=self.options.unregistered_launches,
@@ -164,8 +186,24 @@ class KwokCloudProvider:
                     reason="ServiceUnavailable",
                 )
             raise ConnectionResetError("kwok: injected fault: connection reset by the cloud")
+        if not self._reserved:
+            return await self._launch(nodeclaim, node_class, self._instance_types)
+        async with self._launch_lock:
+            provider_id = PROVIDER_ID_PREFIX + (nodeclaim.metadata.name or "")
+            if provider_id in self._in_reservation:
+                # a repeated create: its instance holds the slot it would now be refused
+                return await self.get(provider_id)
+            return await self._launch(nodeclaim, node_class, await self._current_types())
+
+    async def _launch(
+        self,
+        nodeclaim: NodeClaim,
+        node_class: Mapping[str, Any],
+        instance_types: Sequence[InstanceType],
+    ) -> NodeClaim:
         choice = choose_launch(
-            nodeclaim, self._with_unreported(nodeclaim), refuse=self.faults.refuses
+            nodeclaim, self._with_unreported(nodeclaim, instance_types),
+            refuse=self.faults.refuses,
         )
         node = self._node_for(nodeclaim, choice)
         name = node["metadata"]["name"]
@@ -173,6 +211,8 @@ class KwokCloudProvider:
         launched = launched_nodeclaim(
             nodeclaim, choice, provider_id=provider_id, labels=dict(node["metadata"]["labels"])
         )
+        if choice.offering.reserved:
+            self._in_reservation[provider_id] = choice.offering.reservation_id
         unregistered = self.faults.take_unregistered()
         delay = self.options.registration_delay + _registration_delay(node_class)
         try:
@@ -199,8 +239,10 @@ class KwokCloudProvider:
             await asyncio.sleep(self.options.create_slow_duration.total_seconds())
         return launched
 
-    def _with_unreported(self, nodeclaim: NodeClaim) -> Sequence[InstanceType]:
-        """The catalogue, each type also offering the requested resources no type of
+    def _with_unreported(
+        self, nodeclaim: NodeClaim, instance_types: Sequence[InstanceType]
+    ) -> Sequence[InstanceType]:
+        """``instance_types``, each type also offering the requested resources no type of
         the catalogue reports (extended resources a NodeOverlay's ``capacity`` adds), as
         Karpenter's kwok provider does: its nodes advertise what the NodeClaim requests,
         standing in for the device plugin a real node would run."""
@@ -208,13 +250,13 @@ class KwokCloudProvider:
         reported = self._reported_resources()
         extra = {name: amount for name, amount in requests.items() if name not in reported}
         if not extra:
-            return self._instance_types
+            return instance_types
         return [
             InstanceType(
                 name=it.name, requirements=it.requirements, offerings=it.offerings,
                 capacity={**it.capacity, **extra}, overhead=it.overhead,
             )
-            for it in self._instance_types
+            for it in instance_types
         ]
 
     def _reported_resources(self) -> frozenset[str]:
@@ -381,9 +423,48 @@ class KwokCloudProvider:
         return found
 
     async def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]:
-        """The whole catalogue, the same for every NodePool. Injected insufficient
-        capacity is not shown here: like a real cloud's, it surfaces at launch."""
-        return self._instance_types
+        """The whole catalogue, the same for every NodePool, with each reservation's
+        free slots as of now. Injected insufficient capacity is not shown here: like a
+        real cloud's, it surfaces at launch."""
+        if not self._reserved:
+            return self._instance_types
+        return await self._current_types()
+
+    async def _reservation_usage(self) -> dict[str, int]:
+        """Instances running in each reservation."""
+        found: dict[str, str] = {}
+        for instance in await self.list():
+            labels = instance.metadata.labels
+            rid = labels.get(LABEL_RESERVATION_ID)
+            if rid and labels.get(LABEL_CAPACITY_TYPE) == CAPACITY_TYPE_RESERVED:
+                found[instance.status.provider_id or ""] = rid
+        found.update(self._in_reservation)
+        usage: dict[str, int] = {}
+        for rid in found.values():
+            usage[rid] = usage.get(rid, 0) + 1
+        return usage
+
+    async def _current_types(self) -> tuple[InstanceType, ...]:
+        """The catalogue with every reserved offering's capacity reduced by what runs in
+        its reservation; a full reservation's offerings are unavailable."""
+        usage = await self._reservation_usage()
+        types = list(self._instance_types)
+        for i in self._reserved:
+            it = types[i]
+            offerings = []
+            for o in it.offerings:
+                if o.reserved:
+                    left = max(o.reservation_capacity - usage.get(o.reservation_id, 0), 0)
+                    o = replace(o, reservation_capacity=left, available=o.available and left > 0)
+                offerings.append(o)
+            types[i] = InstanceType(
+                name=it.name,
+                requirements=it.requirements,
+                offerings=tuple(offerings),
+                capacity=it.capacity,
+                overhead=it.overhead,
+            )
+        return tuple(types)
 
     # -- deleting ----------------------------------------------------------------------
 
@@ -404,6 +485,7 @@ class KwokCloudProvider:
         task = self._tasks.pop(provider_id, None)
         if task is not None:
             task.cancel()
+        self._in_reservation.pop(provider_id, None)
         was_pending = self._pending.pop(provider_id, None) is not None
         if await self._records.delete(name) or was_pending:
             # Terminated before it booted: the next call sees it gone.

@@ -13,9 +13,17 @@ LABEL_INSTANCE_SIZE: Final = GROUP + "/instance-size"
 LABEL_INSTANCE_FAMILY: Final = GROUP + "/instance-family"
 LABEL_INSTANCE_CPU: Final = GROUP + "/instance-cpu"
 LABEL_INSTANCE_MEMORY: Final = GROUP + "/instance-memory"
+#: The capacity reservation a ``reserved`` offering (and its node) belongs to.
+LABEL_RESERVATION_ID: Final = GROUP + "/reservation-id"
 #: The labels the kwok catalogue adds to the core's well-known labels.
 WELL_KNOWN_LABELS: Final = frozenset(
-    {LABEL_INSTANCE_SIZE, LABEL_INSTANCE_FAMILY, LABEL_INSTANCE_CPU, LABEL_INSTANCE_MEMORY}
+    {
+        LABEL_INSTANCE_SIZE,
+        LABEL_INSTANCE_FAMILY,
+        LABEL_INSTANCE_CPU,
+        LABEL_INSTANCE_MEMORY,
+        LABEL_RESERVATION_ID,
+    }
 )
 
 #: kwok only plays the kubelet for Nodes annotated (and, by Karpenter, labelled) so.

@@ -23,6 +23,7 @@ which karpy does not offer; there is nothing for it to do, so it is not in the l
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -197,7 +198,12 @@ class DisruptionController:
         templates = await self._provisioner.templates()
         simulator = Simulator(
             templates, daemonsets=self._cluster.daemonset_pods(),
-            options=self._provisioner.options,
+            # Karpenter's disruption simulates with reserved-capacity fallback: a
+            # candidate's pod that finds a reservation full goes on-demand or spot
+            # rather than making the command fail.
+            options=dataclasses.replace(
+                self._provisioner.options, reserved_offering_mode="Fallback"
+            ),
         )
         return WhatIf(
             simulator=simulator,

@@ -8,15 +8,22 @@ NodePool uid and generation and refreshed after ``refresh`` seconds to pick up p
 and availability changes. Overlays (:class:`OverlayStore`, kept by the nodeoverlay
 controller) and offerings in :class:`UnavailableOfferings` are applied to a copy, rebuilt
 only when either changes.
+
+A NodePool whose instance types have reserved offerings is asked again every round:
+a reservation's free slots (``Offering.reservation_capacity``) change with every
+launch and termination, and a stale count would plan NodeClaims into a full
+reservation, or leave a freed slot unused for minutes. Providers keep such answers
+cheap (kwok counts its own instances; AWS caches its reservations and counts its
+launches in between, as Karpenter does).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from karpy.cloudprovider import CloudProvider, InstanceType, Offering, OfferingKey
+from karpy.cloudprovider import CloudProvider, InstanceType, OfferingKey
 from karpy.runtime import Clock
 from karpy.scheduling.overlay import PoolTypes, apply_overlays
 from karpy.state import NodePoolEntry, OverlayStore, UnavailableOfferings
@@ -34,6 +41,7 @@ class _Entry:
     filtered: Sequence[InstanceType]
     unavailable_seq: int
     overlays_seq: int
+    reserved: bool = False
 
 
 class InstanceTypeCache:
@@ -83,10 +91,16 @@ class InstanceTypeCache:
         unavailable = self._unavailable.snapshot()
         seq = self._unavailable.seq
         overlays_seq = self._overlays.seq
-        if entry is None or entry.key != key or now - entry.fetched_at >= self.refresh:
+        if (
+            entry is None
+            or entry.key != key
+            or entry.reserved
+            or now - entry.fetched_at >= self.refresh
+        ):
             raw = tuple(await self._provider.get_instance_types(model))
             self.fetches += 1
-            entry = _Entry(key, now, raw, (), seq, overlays_seq)
+            reserved = any(o.reserved for it in raw for o in it.offerings)
+            entry = _Entry(key, now, raw, (), seq, overlays_seq, reserved)
             entry.filtered = _filter(self._overlaid(nodepool, raw), unavailable)
             self._entries[nodepool.name] = entry
         elif entry.unavailable_seq != seq or entry.overlays_seq != overlays_seq:
@@ -121,11 +135,7 @@ def _filter(
             out.append(it)
             continue
         offerings = tuple(
-            Offering(
-                zone=o.zone, capacity_type=o.capacity_type, price=o.price,
-                available=o.available and (it.name, o.zone, o.capacity_type) not in keys,
-                requirements=o.requirements, overlay=o.overlay,
-            )
+            replace(o, available=o.available and (it.name, o.zone, o.capacity_type) not in keys)
             for o in it.offerings
         )
         out.append(

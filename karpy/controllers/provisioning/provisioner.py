@@ -39,8 +39,17 @@ from karpy.controllers.provisioning.pretty import truncated_list
 from karpy.controllers.provisioning.virtualpods import VirtualPodSource
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, EventRecorder, Result, freeze
-from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
+from karpy.scheduling import (
+    NodeClaimPlan,
+    NodePoolTemplate,
+    Pod,
+    ReservedOfferingError,
+    Results,
+    held_in_flight,
+    reservation_label_keys,
+)
 from karpy.scheduling import resources as res
+from karpy.scheduling.reservations import without_reserved
 from karpy.scheduling.simulator import SchedulerOptions, Simulator
 from karpy.state import (
     NODE_CLAIM,
@@ -96,6 +105,10 @@ class Provisioner:
             preference_policy=settings.preference_policy,
             min_values_policy=settings.min_values_policy,
             improvement_budget=settings.improvement_budget,
+            reserved_capacity=settings.feature_gates.reserved_capacity,
+            # Karpenter's provisioner: a pod that could use a full reservation waits
+            # for the next round rather than fall back (DisableReservedCapacityFallback).
+            reserved_offering_mode="Strict",
         )
         self.batcher = Batcher(
             clock, idle=settings.batch_idle_duration, maximum=settings.batch_max_duration
@@ -209,7 +222,15 @@ class Provisioner:
         simulator = Simulator(
             templates, daemonsets=self.cluster.daemonset_pods(), options=self.options
         )
-        results = simulator.solve(pods, nodes=nodes, namespaces=self.cluster.namespaces())
+        keys = reservation_label_keys(it for t in templates for it in t.instance_types)
+        # NodeClaims not launched yet hold reservation slots the cloud does not count
+        in_flight = held_in_flight(self.cluster.unlaunched_nodeclaims(), keys) if keys else None
+        results = simulator.solve(
+            pods,
+            nodes=nodes,
+            namespaces=self.cluster.namespaces(),
+            reservations_in_flight=in_flight,
+        )
         if self.virtual_pods is not None:
             self.virtual_pods.observe(results)
         elapsed = time.perf_counter() - started
@@ -279,6 +300,8 @@ class Provisioner:
                 else:
                     if not instance_types:
                         reason = "skipping, no resolved instance types found"
+                    elif not self.options.reserved_capacity:
+                        instance_types = without_reserved(instance_types)
             if reason is not None:
                 if self._skipped_pools.get(entry.name) != reason:
                     self._skipped_pools[entry.name] = reason
@@ -304,7 +327,16 @@ class Provisioner:
 
     def _record(self, results: Results) -> None:
         """Events and log lines for the decision; nominations onto existing capacity."""
+        deferred = results.deferred
+        if deferred:
+            log.debug(
+                "deferring scheduling decision for provisionable pod(s) to future simulation "
+                "due to limited reserved offering capacity",
+                extra={"Pods": truncated_list([e.pod.key for e in deferred])},
+            )
         for error in results.errors:
+            if isinstance(error.reason, ReservedOfferingError):
+                continue  # not unschedulable: it waits for a reservation's slot
             if not self._real([error.pod]):
                 continue
             if self.events.failed_to_schedule(error.pod, error.reason):

@@ -34,9 +34,12 @@ from karpy.scheduling import (
     Pod,
     Requirement,
     Requirements,
+    ReservedOfferingError,
     Results,
     SchedulerOptions,
     Simulator,
+    held_in_flight,
+    reservation_label_keys,
 )
 from karpy.scheduling import resources as res
 from karpy.scheduling.daemons import daemon_runs_on
@@ -307,8 +310,11 @@ def _solve(
         return PodExplanation(key, status, f"pod {key}: no NodePool is usable",
                               reasons=tuple(reasons), decision={"action": "none"},
                               nodepools=tuple(verdicts))
+    keys = reservation_label_keys(it for t in templates for it in t.instance_types)
     results = Simulator(templates, daemonsets=daemons, options=options).solve(
-        [pod], nodes=nodes, namespaces=namespaces
+        [pod], nodes=nodes, namespaces=namespaces,
+        reservations_in_flight=held_in_flight(cluster.unlaunched_nodeclaims(), keys)
+        if keys else None,
     )
     decision, summary, event = _decision(key, results, cluster)
     return PodExplanation(key, status, summary, reasons=tuple(reasons), decision=decision,
@@ -361,15 +367,24 @@ def _decision(
         shown = ", ".join(types[:5]) + (f" and {len(types) - 5} other(s)" if len(types) > 5
                                         else "")
         decision: dict[str, Any] = {"action": "new-nodeclaim", "nodepool": plan.nodepool,
-                                    "instanceTypes": types, "price": plan.price}
+                                    "instanceTypes": types, "price": plan.price,
+                                    "reservations": list(plan.reservation_ids)}
+        where = ""
+        if plan.reservation_ids:
+            where = f" on reserved capacity (reservation {', '.join(plan.reservation_ids)})"
         priced = ""
         if plan.priced_by:
             decision["pricedBy"] = plan.priced_by
             priced = f", priced by NodeOverlay {plan.priced_by}"
         return (decision,
                 f"pod {key} needs a new node: karpy would create a nodeclaim in nodepool "
-                f"{plan.nodepool} ({shown}; ${plan.price:.4f}/h{priced})", "")
+                f"{plan.nodepool}{where} ({shown}; ${plan.price:.4f}/h{priced})", "")
     reason = results.error_for(key) or "no NodePool can host it"
+    if isinstance(reason, ReservedOfferingError):
+        return ({"action": "deferred", "reason": str(reason)},
+                f"pod {key} waits for reserved capacity: {reason}; karpy provisions it "
+                "next round, on the reservation if a slot frees up, else on-demand or spot",
+                "")
     return ({"action": "none"}, f"pod {key} cannot be scheduled by any NodePool",
             f"Failed to schedule pod, {reason}")
 

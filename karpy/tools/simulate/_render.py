@@ -42,11 +42,21 @@ def _claims_table(title: str, rows: tuple[ClaimRow, ...]) -> Table:
     for column in ("nodepool", "instance types", "zone", "capacity", "pods", "requests", "$/h"):
         table.add_column(column, justify="right" if column in ("pods", "$/h") else "left")
     for row in rows:
+        capacity = ",".join(row.capacity_types)
+        if row.reservations:
+            capacity += f" ({', '.join(row.reservations)})"
         table.add_row(escape(row.nodepool), escape(_types(row)), ",".join(row.zones),
-                      ",".join(row.capacity_types), str(row.pods), _requests(row.requests),
+                      escape(capacity), str(row.pods), _requests(row.requests),
                       f"{row.price:.4f}" + (f" ({escape(row.priced_by)})" if row.priced_by
                                             else ""))
     return table
+
+
+def _reservations(report: Report, console: Console) -> None:
+    """How much of each capacity reservation the plan uses."""
+    for rid, (used, free) in sorted(report.reservations.items()):
+        console.print(f"reservation {escape(rid)}: the plan takes {used} of {free} free "
+                      f"slot(s)")
 
 
 def render(report: Report, console: Console) -> None:
@@ -78,6 +88,7 @@ def render(report: Report, console: Console) -> None:
     )
     if report.claims:
         console.print(_claims_table("NodeClaims provisioning would create", report.claims))
+    _reservations(report, console)
     if report.on_existing:
         console.print("onto existing capacity: " + escape(", ".join(
             f"{node} ({count})" for node, count in sorted(report.on_existing.items()))))

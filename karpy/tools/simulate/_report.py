@@ -57,6 +57,8 @@ class Report:
     were off: the NodeOverlay gate is off and no ``-f`` file brought one)."""
     overlays_not_applied: Mapping[str, str] = field(default_factory=dict)
     """NodeOverlays judged but not applied: name -> why (a conflict, a rule)."""
+    reservations: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """Capacity reservation ID -> (slots the plan takes, slots that were free)."""
 
     @property
     def plan_price(self) -> float:
@@ -96,6 +98,8 @@ class Report:
                 "pending": [p.to_json() for p in self.pending],
                 "pricePerHour": round(self.plan_price, 6),
                 "lowerBound": None if self.lower_bound is None else self.lower_bound.to_json(),
+                "reservations": [{"id": rid, "used": used, "free": free}
+                                 for rid, (used, free) in sorted(self.reservations.items())],
             },
             "disruption": {
                 "method": self.disruption_method,

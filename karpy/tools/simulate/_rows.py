@@ -40,6 +40,8 @@ class ClaimRow:
     """(instance type, zone, capacity type) of that offering."""
     priced_by: str = ""
     """The NodeOverlay that set that offering's price (empty: the provider's price)."""
+    reservations: tuple[str, ...] = ()
+    """The capacity reservations it holds a slot of and launches into."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``-o json`` form (``cheapestOffering.pricedBy`` only when an overlay
@@ -58,6 +60,7 @@ class ClaimRow:
             "requests": dict(self.requests),
             "pricePerHour": round(self.price, 6),
             "cheapestOffering": offering,
+            "reservations": list(self.reservations),
         }
 
 

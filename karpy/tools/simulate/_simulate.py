@@ -52,6 +52,7 @@ def claim_row(plan: NodeClaimPlan) -> ClaimRow:
         price=plan.price,
         cheapest=(best[1], best[2], best[3]) if best is not None else ("", "", ""),
         priced_by=best[4] if best is not None else "",
+        reservations=plan.reservation_ids,
     )
 
 
@@ -169,6 +170,7 @@ async def simulate(view: ClusterView) -> Report:
                   else tuple(o.name for o in view.overlays.applied)),
         overlays_not_applied=({} if view.overlays is None
                               else {**view.overlays.problems, **view.overlays.conflicts}),
+        reservations=dict(results.reservations) if results is not None else {},
     )
 
 
