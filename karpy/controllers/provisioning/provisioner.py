@@ -199,13 +199,16 @@ class Provisioner:
         """Provisionable pods as the simulator sees them, volume topology included;
         pods that cannot be provisioned for yet are left out (Karpenter's Validate)."""
         out = []
+        ignored = 0
         for obj in self.cluster.provisionable_pods():
             pod = self.cluster.scheduling_pod(obj)
             if _avoids_managed_nodes(pod):
+                ignored += 1
                 continue
             try:
                 out.append(self.cluster.with_volume_topology(pod))
             except VolumeError as exc:
+                ignored += 1
                 reason = f"failed to validate pod, {exc}"
                 if self.events.failed_to_schedule(pod, reason):
                     log.info(
@@ -213,6 +216,7 @@ class Provisioner:
                         extra={"Pod": {"name": pod.name, "namespace": pod.namespace},
                                "error": str(exc)},
                     )
+        self.metrics.scheduler_ignored_pods.set(ignored)
         return out
 
     def moving_pods(self) -> list[Pod]:
@@ -269,6 +273,9 @@ class Provisioner:
 
     def _record(self, results: Results) -> None:
         """Events and log lines for the decision; nominations onto existing capacity."""
+        self.metrics.scheduler_unschedulable_pods.set(
+            len(results.errors), {"controller": self.name}
+        )
         for error in results.errors:
             if self.events.failed_to_schedule(error.pod, error.reason):
                 log.error(
