@@ -32,7 +32,7 @@ from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.cloudprovider import CloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning.batcher import Batcher
-from karpy.controllers.provisioning.events import PodEvents
+from karpy.controllers.provisioning.events import NodePoolEvents, PodEvents
 from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
 from karpy.controllers.provisioning.nodeclaims import instance_type_names, nodeclaim_manifest
 from karpy.controllers.provisioning.pretty import truncated_list
@@ -40,6 +40,7 @@ from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, EventRecorder, Result, freeze
 from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
 from karpy.scheduling import resources as res
+from karpy.scheduling.filtering import filtered_out
 from karpy.scheduling.simulator import SchedulerOptions, Simulator
 from karpy.state import NODE_CLAIM, Cluster, NodePoolEntry, UnavailableOfferings, VolumeError
 
@@ -91,6 +92,7 @@ class Provisioner:
         )
         self.instance_types = InstanceTypeCache(cloud_provider, unavailable_offerings, clock)
         self.events = PodEvents(recorder, clock)
+        self.pool_events = NodePoolEvents(recorder, clock)
         self._last_round = float("-inf")
         self._batch_waiting = False
         """A batch window closed and its round still waits for the model to sync."""
@@ -254,11 +256,22 @@ class Provisioner:
                     log.info(reason, extra={"NodePool": {"name": entry.name}})
                 continue
             self._skipped_pools.pop(entry.name, None)
-            templates.append(
-                NodePoolTemplate.from_nodepool_dict(
-                    entry.raw, instance_types, usage=self.cluster.nodepool_usage(entry.name)
-                )
+            template = NodePoolTemplate.from_nodepool_dict(
+                entry.raw, instance_types, usage=self.cluster.nodepool_usage(entry.name)
             )
+            filtered = filtered_out(
+                template, relax_min_values=self.options.min_values_policy == "BestEffort"
+            )
+            if filtered is not None:
+                if self.pool_events.no_compatible_instance_types(
+                    entry.raw, min_values=filtered == "minValues"
+                ):
+                    log.info(
+                        "skipping, nodepool requirements filtered out all instance types",
+                        extra={"NodePool": {"name": entry.name}},
+                    )
+                continue
+            templates.append(template)
         return templates
 
     @staticmethod
