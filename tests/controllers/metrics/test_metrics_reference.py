@@ -103,6 +103,11 @@ def reference() -> list[dict[str, Any]]:
 @pytest.fixture
 def instruments(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Every OpenTelemetry instrument created while the test runs."""
+    return record_instruments(monkeypatch)
+
+
+def record_instruments(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """A list that every OpenTelemetry instrument created from now on is added to."""
     created: list[Any] = []
     for method in ("create_counter", "create_up_down_counter", "create_histogram",
                    "create_gauge"):
