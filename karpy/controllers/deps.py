@@ -7,13 +7,14 @@ global: tests build a ``Deps`` with a fake clock, the fake provider and their ow
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from karpy.cloudprovider import CloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, EventRecorder, Manager
 from karpy.state.cluster import Cluster
+from karpy.state.registration_health import RegistrationHealth
 from karpy.state.unavailable_offerings import UnavailableOfferings
 
 __all__ = ["Deps"]
@@ -34,3 +35,6 @@ class Deps:
     clock: Clock
     settings: Settings
     metrics: KarpenterMetrics
+    registration_health: RegistrationHealth = field(default_factory=RegistrationHealth)
+    """Recent NodeClaim registrations per NodePool (NodeRegistrationHealthy), shared by
+    the NodeClaim lifecycle and nodepool.registrationhealth."""

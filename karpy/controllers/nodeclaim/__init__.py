@@ -42,6 +42,7 @@ def register(deps: Deps) -> None:
         settings=deps.settings,
         metrics=deps.metrics,
         clock=deps.clock,
+        registration_health=deps.registration_health,
     ).register(manager)
     GarbageCollector(
         client=deps.client,
