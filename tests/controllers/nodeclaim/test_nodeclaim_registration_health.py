@@ -54,7 +54,8 @@ async def test_nodeclaims_that_never_launch_make_it_unhealthy(
             await lifecycle.reconcile(Request("", name))
     await clock.step(3600)
     for name in ("default-a", "default-b"):
-        await lifecycle.reconcile(Request("", name))
+        provider.next_create_error = RuntimeError("the cloud said no")
+        await lifecycle.reconcile(Request("", name))  # launch timeout: deleted
     assert healthy(kube) == "False"
     conds = kube.peek(NODE_POOL, "default")["status"]["conditions"]
     [cond] = [c for c in conds if c["type"] == "NodeRegistrationHealthy"]
