@@ -237,6 +237,9 @@ SETTINGS: tuple[Setting, ...] = (
             _positive_duration, "DURATION"),
     Setting("--disruption-poll-period", "DISRUPTION_POLL_PERIOD", "10s",
             "how often disruption looks for nodes to remove", _positive_duration, "DURATION"),
+    Setting("--disable-cluster-state-observability", "DISABLE_CLUSTER_STATE_OBSERVABILITY",
+            "false", "no pod, node and NodePool state metrics, no operator_* status metrics",
+            _bool, "BOOL"),
     Setting("--cost-improvement-budget", "COST_IMPROVEMENT_BUDGET", str(IMPROVEMENT_BUDGET),
             "karpy only: work the scheduler may spend after first fit making new NodeClaims "
             "cheaper, in evaluations per pod; 0 turns the cost-improvement stage off",
@@ -314,6 +317,7 @@ def options_from_args(
         cluster_name=values["--cluster-name"],
         feature_gates=values["--feature-gates"],
         improvement_budget=values["--cost-improvement-budget"],
+        disable_cluster_state_observability=values["--disable-cluster-state-observability"],
         **{name: values[flag] for flag, name in _DURATION_FIELDS.items()},
     )
     return Options(

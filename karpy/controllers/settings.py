@@ -99,6 +99,10 @@ class Settings:
     """Time bound of one single-node consolidation pass."""
     split_consolidation: bool = True
     """Let single-node consolidation replace one node by several cheaper ones (karpy)."""
+    disable_cluster_state_observability: bool = False
+    """DISABLE_CLUSTER_STATE_OBSERVABILITY: no per-pod, per-node and per-NodePool state
+    gauges and no ``operator_*`` status metrics (Karpenter's "cluster state metrics and
+    events"), for clusters where their series cost more than they tell."""
     improvement_budget: int = IMPROVEMENT_BUDGET
     """Evaluations per pod the scheduler's cost-improvement stage may spend after first
     fit (karpy; ``SchedulerOptions.improvement_budget``); 0 turns the stage off."""

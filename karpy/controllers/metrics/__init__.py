@@ -66,6 +66,7 @@ def register(deps: Deps) -> None:
     """Build the metrics controllers and register their gauges on the manager's
     Prometheus registry."""
     manager = deps.manager
+    observe_state = not deps.settings.disable_cluster_state_observability
     nodepools = GaugeStore(_nodepool.GAUGES)
     nodes = GaugeStore(_node.GAUGES)
     pods = GaugeStore(_pod.GAUGES)
@@ -74,14 +75,17 @@ def register(deps: Deps) -> None:
     for store in (nodepools, nodes, pods, state, costs):
         manager.metrics.registry.register(store)
 
-    nodepool = NodePoolMetrics(client=deps.client, store=nodepools)
-    manager.controller(nodepool.name).for_(NODE_POOL).complete(nodepool, workers=2)
+    # Karpenter's DISABLE_CLUSTER_STATE_OBSERVABILITY leaves out these controllers (their
+    # gauges stay declared, with no samples) and the operator_* status metrics.
+    if observe_state:
+        nodepool = NodePoolMetrics(client=deps.client, store=nodepools)
+        manager.controller(nodepool.name).for_(NODE_POOL).complete(nodepool, workers=2)
 
-    pod = PodMetrics(client=deps.client, store=pods, metrics=deps.metrics)
-    manager.controller(pod.name).for_(kinds.POD).complete(pod, workers=4)
+        pod = PodMetrics(client=deps.client, store=pods, metrics=deps.metrics)
+        manager.controller(pod.name).for_(kinds.POD).complete(pod, workers=4)
 
-    node = NodeMetrics(cluster=deps.cluster, store=nodes, clock=deps.clock)
-    manager.singleton(node.name, node, period=PERIOD)
+        node = NodeMetrics(cluster=deps.cluster, store=nodes, clock=deps.clock)
+        manager.singleton(node.name, node, period=PERIOD)
     cluster_state = ClusterStateMetrics(cluster=deps.cluster, store=state, clock=deps.clock)
     manager.singleton(cluster_state.name, cluster_state, period=PERIOD)
     # Its own instance-type cache: the provisioner's is not shared through Deps, and
@@ -93,7 +97,8 @@ def register(deps: Deps) -> None:
         on_unpriced=lambda pool: cost_errors.add(1, {"nodepool": pool}),
     )
     manager.singleton(cost.name, cost, period=PERIOD)
-    _register_status(deps)
+    if observe_state:
+        _register_status(deps)
 
 
 def _register_status(deps: Deps) -> None:

@@ -122,7 +122,7 @@ def record_instruments(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return created
 
 
-def wire() -> Manager:
+def wire(settings: Settings | None = None) -> Manager:
     """karpy's controllers wired as the operator wires them (nothing runs)."""
     clock = FakeClock()
     manager = Manager(cast(Client, FakeClient(clock=clock)), metrics_bind_address="0",
@@ -132,7 +132,8 @@ def wire() -> Manager:
         manager=manager, client=manager.client,
         cloud_provider=FakeCloudProvider(node_classes=(EC2_NODE_CLASS,)),
         cluster=Cluster(clock=clock), unavailable_offerings=UnavailableOfferings(clock=clock),
-        recorder=manager.event_recorder("karpenter"), clock=clock, settings=Settings(),
+        recorder=manager.event_recorder("karpenter"), clock=clock,
+        settings=settings or Settings(),
         metrics=metrics,
     )
     disruption.register(deps, provisioning.register(deps))
@@ -214,3 +215,22 @@ def test_aws_only_names_are_accounted_for() -> None:
     )
     for name in in_karpy_aws:
         assert f'"{name}"' in source, f"karpy-aws no longer defines {name}"
+
+
+def controllers(manager: Manager) -> set[str]:
+    """The controllers wired, as controller_runtime_max_concurrent_reconciles names them."""
+    text = manager.metrics.render().decode()
+    return set(re.findall(r'^controller_runtime_max_concurrent_reconciles\{controller="([^"]+)"',
+                          text, re.M))
+
+
+def test_disable_cluster_state_observability_leaves_out_the_state_metrics() -> None:
+    """Karpenter's DISABLE_CLUSTER_STATE_OBSERVABILITY: no pod/node/NodePool state
+    metrics controllers and no operator_* status controllers."""
+    state = {"metrics.pod", "metrics.nodepool", "metrics.node", "operatorpkg.nodeclaim.status",
+             "operatorpkg.nodepool.status", "operatorpkg.node.status",
+             "operatorpkg.ec2nodeclass.status"}
+    assert state <= controllers(wire())
+    off = controllers(wire(Settings(disable_cluster_state_observability=True)))
+    assert state & off == set()
+    assert {"metrics.cost", "metrics.cluster_state", "provisioner"} <= off
