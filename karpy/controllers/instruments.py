@@ -88,6 +88,11 @@ class KarpenterMetrics:
             "karpenter_pods_startup_duration_seconds",
             "The time from pod creation until the pod is running.",
         )
+        self.pods_bound_duration = meter.create_histogram(
+            "karpenter_pods_bound_duration_seconds", unit="s",
+            description="The time from pod creation until the pod is bound.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
         self.scheduling_duration = meter.create_histogram(
             "karpenter_scheduler_scheduling_duration_seconds", unit="s",
             description="Duration of scheduling simulations used for deprovisioning and "

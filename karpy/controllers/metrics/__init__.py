@@ -69,7 +69,7 @@ def register(deps: Deps) -> None:
     observe_state = not deps.settings.disable_cluster_state_observability
     nodepools = GaugeStore(_nodepool.GAUGES)
     nodes = GaugeStore(_node.GAUGES)
-    pods = GaugeStore(_pod.GAUGES)
+    pods = GaugeStore(_pod.GAUGES, clock=deps.clock)
     state = GaugeStore(_state.GAUGES)
     costs = GaugeStore(_cost.GAUGES)
     for store in (nodepools, nodes, pods, state, costs):
