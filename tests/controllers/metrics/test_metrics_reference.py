@@ -75,8 +75,9 @@ NOT_EMITTED: dict[str, str] = {
     "client_go_request_total": "client-go's; karpy's client is kubernetes-asyncio",
     "client_go_request_duration_seconds": "client-go's; karpy's client is "
     "kubernetes-asyncio",
-    "leader_election_slowpath_total": "client-go's lease slow path; karpy's elector "
-    "always reads the Lease",
+    "leader_election_slowpath_total": "counts client-go's fallback from its cached-Lease "
+    "update to a Get-then-Update; karpy's elector reads the Lease on every round, it has "
+    "no fast path to fall back from",
 }
 
 #: Karpenter-AWS's metrics that are not the core's: karpy-aws emits the interruption
