@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import Events, Logs
 from nodeclaim_factories import nodeclaim_manifest
 
 from karpy.cloudprovider.fake import FakeCloudProvider
@@ -46,7 +45,7 @@ def condition(kube: FakeClient) -> dict[str, Any]:
 
 
 async def test_a_smaller_node_fails_the_check_with_karpenters_event_and_condition(
-    kube: FakeClient, recorder: EventRecorder, events: Events, clock: FakeClock, logs: Logs
+    kube: FakeClient, recorder: EventRecorder, events: Any, clock: FakeClock, logs: Any
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim())
     await kube.create(kinds.NODE, node("12Gi"))
@@ -73,7 +72,7 @@ async def test_a_smaller_node_fails_the_check_with_karpenters_event_and_conditio
 
 
 async def test_a_node_within_ten_percent_or_a_claim_not_initialized_passes(
-    kube: FakeClient, recorder: EventRecorder, events: Events, clock: FakeClock
+    kube: FakeClient, recorder: EventRecorder, events: Any, clock: FakeClock
 ) -> None:
     await kube.create(NODE_CLAIM, nodeclaim(initialized=False))
     await kube.create(kinds.NODE, node("1Gi"))
