@@ -238,3 +238,20 @@ def test_disable_cluster_state_observability_leaves_out_the_state_metrics() -> N
     off = controllers(wire(Settings(disable_cluster_state_observability=True)))
     assert state & off == set()
     assert {"metrics.cost", "metrics.cluster_state", "provisioner"} <= off
+
+
+def test_state_gauges_carry_karpenters_labels() -> None:
+    """The gauges whose label names are fixed up front (the state gauges) carry every
+    label Karpenter's have: a dashboard grouping by one of them must not come up empty."""
+    from karpy.controllers.metrics import GAUGES
+
+    by_name = {m["name"]: m for m in reference()}
+    checked = 0
+    for gauge in GAUGES:
+        metric = by_name.get(gauge.name)
+        if metric is None:
+            continue
+        missing = set(metric["labels"]) - set(gauge.labels)
+        assert missing == set(), f"{gauge.name} lacks Karpenter's labels {sorted(missing)}"
+        checked += 1
+    assert checked >= 15
