@@ -20,6 +20,14 @@ DASHBOARDS = Path(__file__).parent / "data" / "karpenter_dashboards_v1_14.json"
 #: the label is enough: which values exist depends on what the cluster launched.
 EXACT = frozenset({"resource_type", "quantile"})
 
+#: Selections a panel falls back from (``X or karpenter_nodes_allocatable * 0``), which
+#: Karpenter leaves empty too when nothing matches: DaemonSet requests of cpu and memory
+#: exist only where a DaemonSet pod runs (the ``pods`` count always does).
+FALLBACK = frozenset({
+    ("karpenter_nodes_total_daemon_requests", 'resource_type="cpu"'),
+    ("karpenter_nodes_total_daemon_requests", 'resource_type="memory"'),
+})
+
 #: Labels a panel groups by that Karpenter's own series do not carry either: the panel
 #: shows one group there too.
 UPSTREAM_ABSENT = {
@@ -54,6 +62,8 @@ def unresolved(text: str) -> list[str]:
                 problems.append(f"{board}: no {name} sample")
                 continue
             for matcher in wants["matchers"]:
+                if (name, matcher) in FALLBACK:
+                    continue
                 key, value = matcher.split("=", 1)
                 value = value.strip('"')
                 if key in EXACT:

@@ -149,7 +149,8 @@ async def test_scale_down_removes_empty_and_underused_nodes(
     async with connect(cluster) as client, karpy_operator(cluster, settings=settings()) as op:
         await ready_node_class(client, NODE_CLASS)
         shrinking = consolidating_pool(pool)
-        shrinking["spec"]["limits"] = {"cpu": "1000"}  # the capacity dashboard's limit panel
+        # The capacity dashboard's limit panels (cpu and memory).
+        shrinking["spec"]["limits"] = {"cpu": "1000", "memory": "4000Gi"}
         await client.create(NODE_POOL, shrinking)
         try:
             await client.create(kinds.DEPLOYMENT, deployment(
@@ -202,7 +203,8 @@ async def test_scale_down_removes_empty_and_underused_nodes(
                                    "command")
             # Karpenter's published Grafana dashboards read every series they need.
             assert op.operator is not None
-            assert unresolved(op.operator.manager.metrics.render().decode()) == []
+            problems = unresolved(op.operator.manager.metrics.render().decode())
+            assert problems == [], "\n".join(problems)
         finally:
             assert await clean_up(client, namespace, app, [pool], timeout=120) == []
 
