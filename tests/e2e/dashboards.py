@@ -21,12 +21,14 @@ DASHBOARDS = Path(__file__).parent / "data" / "karpenter_dashboards_v1_14.json"
 EXACT = frozenset({"resource_type", "quantile"})
 
 #: Selections a panel falls back from (``X or karpenter_nodes_allocatable * 0``), which
-#: Karpenter leaves empty too when nothing matches: DaemonSet requests of cpu and memory
-#: exist only where a DaemonSet pod runs (the ``pods`` count always does).
-FALLBACK = frozenset({
-    ("karpenter_nodes_total_daemon_requests", 'resource_type="cpu"'),
-    ("karpenter_nodes_total_daemon_requests", 'resource_type="memory"'),
-})
+#: Karpenter leaves empty too when nothing matches: a node's summed requests of cpu or
+#: memory exist only where some (DaemonSet) pod requests them; the ``pods`` count,
+#: which the panels read without a fallback, always does.
+FALLBACK = frozenset(
+    (metric, f'resource_type="{resource}"')
+    for metric in ("karpenter_nodes_total_daemon_requests", "karpenter_nodes_total_pod_requests")
+    for resource in ("cpu", "memory")
+)
 
 #: Labels a panel groups by that Karpenter's own series do not carry either: the panel
 #: shows one group there too.
