@@ -131,7 +131,7 @@ class Operator:
             ),
         )
         self._provider = provider
-        metrics = KarpenterMetrics(manager.meter("karpenter"))
+        metrics = KarpenterMetrics(manager.meter("karpenter"), manager.metrics.registry)
         cluster = Cluster(clock=self.clock, nomination_ttl=opts.settings.pod_nomination_ttl)
         cluster.attach(manager.cache)
         self._deps = Deps(

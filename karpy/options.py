@@ -257,6 +257,9 @@ SETTINGS: tuple[Setting, ...] = (
             "lowers it on the NodeClaim and annotates it "
             "karpenter.sh/nodeclaim-min-values-relaxed", _choice("Strict", "BestEffort"),
             "POLICY"),
+    Setting("--disable-cluster-state-observability", "DISABLE_CLUSTER_STATE_OBSERVABILITY",
+            "false", "no pod, node and NodePool state metrics, no operator_* status metrics",
+            _bool, "BOOL"),
     Setting("--cost-improvement-budget", "COST_IMPROVEMENT_BUDGET", str(IMPROVEMENT_BUDGET),
             "karpy only: work the scheduler may spend after first fit making new NodeClaims "
             "cheaper, in evaluations per pod; 0 turns the cost-improvement stage off",
@@ -336,6 +339,7 @@ def options_from_args(
         improvement_budget=values["--cost-improvement-budget"],
         preference_policy=values["--preference-policy"],
         min_values_policy=values["--min-values-policy"],
+        disable_cluster_state_observability=values["--disable-cluster-state-observability"],
         **{name: values[flag] for flag, name in _DURATION_FIELDS.items()},
     )
     return Options(

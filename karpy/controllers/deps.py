@@ -15,6 +15,7 @@ from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, EventRecorder, Manager
 from karpy.state.cluster import Cluster
 from karpy.state.overlays import OverlayStore
+from karpy.state.registration_health import RegistrationHealth
 from karpy.state.unavailable_offerings import UnavailableOfferings
 
 __all__ = ["Deps"]
@@ -38,3 +39,6 @@ class Deps:
     overlays: OverlayStore = field(default_factory=OverlayStore)
     """The NodeOverlays in force (kept by the nodeoverlay controller; empty with the
     NodeOverlay gate off)."""
+    registration_health: RegistrationHealth = field(default_factory=RegistrationHealth)
+    """Recent NodeClaim registrations per NodePool (NodeRegistrationHealthy), shared by
+    the NodeClaim lifecycle and nodepool.registrationhealth."""

@@ -2,16 +2,21 @@
 
 One :class:`KarpenterMetrics` is built per operator from the manager's OpenTelemetry
 meter, so the instruments appear on the same ``/metrics`` endpoint as the runtime's
-controller_runtime_* and workqueue_* metrics. Controllers receive it through ``Deps`` and
-record events where they happen; gauges that describe state (NodePool usage and limits,
-node counts) are observed by the metrics controllers from the cluster model.
+controller_runtime_* and workqueue_* metrics; the two that Karpenter exports as
+summaries are prometheus_client collectors registered on the manager's registry.
+Controllers receive it through ``Deps`` and record events where they happen; gauges
+that describe state (NodePool usage and limits, node counts) are observed by the
+metrics controllers from the cluster model.
 """
 
 from __future__ import annotations
 
 from opentelemetry.metrics import Meter
+from prometheus_client import CollectorRegistry
 
-__all__ = ["DURATION_BUCKETS", "KarpenterMetrics"]
+from karpy.controllers.summary import Summary
+
+__all__ = ["DURATION_BUCKETS", "LIFETIME_BUCKETS", "KarpenterMetrics"]
 
 # Karpenter's DurationBuckets(): 0.005 s .. 600 s, for scheduling and cloud calls.
 DURATION_BUCKETS = (
@@ -19,6 +24,11 @@ DURATION_BUCKETS = (
     30.0, 40.0, 50.0, 60.0, 90.0, 120.0, 150.0, 180.0, 210.0, 240.0, 270.0, 300.0,
     360.0, 420.0, 480.0, 540.0, 600.0,
 )
+
+# Karpenter's node lifetime buckets: 15 min .. 30 days.
+LIFETIME_BUCKETS = tuple(
+    float(m * 60) for m in (15, 30, 45, 60, 120, 240, 360, 480, 600, 720, 960, 1200)
+) + tuple(float(d * 86400) for d in (1, 2, 3, 5, 10, 15, 20, 25, 30))
 
 
 class KarpenterMetrics:
@@ -28,7 +38,7 @@ class KarpenterMetrics:
     ``controller``, ``resource_type``.
     """
 
-    def __init__(self, meter: Meter) -> None:
+    def __init__(self, meter: Meter, registry: CollectorRegistry | None = None) -> None:
         self.nodeclaims_created = meter.create_counter(
             "karpenter_nodeclaims_created_total",
             description="Number of nodeclaims created in total by Karpenter. Labeled by "
@@ -73,9 +83,14 @@ class KarpenterMetrics:
             "karpenter_nodes_drained_total",
             description="The total number of nodes drained by Karpenter",
         )
-        self.pods_startup_duration = meter.create_histogram(
-            "karpenter_pods_startup_duration_seconds", unit="s",
-            description="The time from pod creation until the pod is running.",
+        # Summaries in Karpenter (see karpy.controllers.summary), on ``registry``.
+        self.pods_startup_duration = Summary(
+            "karpenter_pods_startup_duration_seconds",
+            "The time from pod creation until the pod is running.",
+        )
+        self.pods_bound_duration = meter.create_histogram(
+            "karpenter_pods_bound_duration_seconds", unit="s",
+            description="The time from pod creation until the pod is bound.",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
         )
         self.scheduling_duration = meter.create_histogram(
@@ -88,6 +103,14 @@ class KarpenterMetrics:
             "karpenter_scheduler_queue_depth",
             description="The number of pods currently waiting to be scheduled.",
         )
+        self.scheduler_ignored_pods = meter.create_gauge(
+            "karpenter_scheduler_ignored_pods_count",
+            description="Number of pods ignored during scheduling by Karpenter",
+        )
+        self.scheduler_unschedulable_pods = meter.create_gauge(
+            "karpenter_scheduler_unschedulable_pods_count",
+            description="The number of unschedulable Pods.",
+        )
         self.cloudprovider_duration = meter.create_histogram(
             "karpenter_cloudprovider_duration_seconds", unit="s",
             description="Duration of cloud provider method calls. Labeled by the controller, "
@@ -98,12 +121,15 @@ class KarpenterMetrics:
             "karpenter_cloudprovider_errors_total",
             description="Total number of errors returned from CloudProvider calls.",
         )
-        self.node_termination_duration = meter.create_histogram(
-            "karpenter_nodes_termination_duration_seconds", unit="s",
-            description="The time taken between a node's deletion request and the removal of "
-            "its finalizer",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        self.node_termination_duration = Summary(
+            "karpenter_nodes_termination_duration_seconds",
+            "The time taken between a node's deletion request and the removal of its "
+            "finalizer",
+            ("nodepool",),
         )
+        if registry is not None:
+            registry.register(self.pods_startup_duration)
+            registry.register(self.node_termination_duration)
         self.nodeclaim_termination_duration = meter.create_histogram(
             "karpenter_nodeclaims_termination_duration_seconds", unit="s",
             description="Duration of NodeClaim termination in seconds.",
@@ -178,6 +204,16 @@ class KarpenterMetrics:
             "karpenter_pods_disruption_initiated_total",
             description="The number of pods whose disruption Karpenter initiated, labeled "
             "by reason, nodepool and capacity type.",
+        )
+        self.cost_tracker_errors = meter.create_counter(
+            "karpenter_nodepools_cost_tracker_errors_total",
+            description="Number of errors encountered during cost tracking operations. "
+            "Labeled by nodepool and nodeclaim.",
+        )
+        self.nodes_lifetime_duration = meter.create_histogram(
+            "karpenter_nodes_lifetime_duration_seconds", unit="s",
+            description="The lifetime duration of the nodes since creation.",
+            explicit_bucket_boundaries_advisory=LIFETIME_BUCKETS,
         )
         self.nodeclaims_unhealthy_disrupted = meter.create_counter(
             "karpenter_nodeclaims_unhealthy_disrupted_total",

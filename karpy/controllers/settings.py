@@ -114,6 +114,10 @@ class Settings:
     """MIN_VALUES_POLICY: Strict refuses a NodeClaim whose instance types do not span a
     requirement's minValues; BestEffort launches it with minValues lowered to what they
     span and annotates it ``karpenter.sh/nodeclaim-min-values-relaxed: "true"``."""
+    disable_cluster_state_observability: bool = False
+    """DISABLE_CLUSTER_STATE_OBSERVABILITY: no per-pod, per-node and per-NodePool state
+    gauges and no ``operator_*`` status metrics (Karpenter's "cluster state metrics and
+    events"), for clusters where their series cost more than they tell."""
     improvement_budget: int = IMPROVEMENT_BUDGET
     """Evaluations per pod the scheduler's cost-improvement stage may spend after first
     fit (karpy; ``SchedulerOptions.improvement_budget``); 0 turns the stage off."""

@@ -14,6 +14,7 @@ from opentelemetry.metrics import Meter
 
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.metrics import GAUGES
+from karpy.controllers.summary import Summary
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "charts" / "karpy" / "dashboards" / "karpy.json"
 _METRIC = re.compile(r"\b(karp(?:enter|y)_[a-zA-Z0-9_]+)")
@@ -39,8 +40,13 @@ def emitted() -> dict[str, tuple[str, ...] | None]:
     """Every series name karpy exports, with its label names when known statically."""
     names: dict[str, tuple[str, ...] | None] = {g.name: g.labels for g in GAUGES}
     meter = _RecordingMeter()
-    KarpenterMetrics(cast(Meter, meter))
+    instruments = KarpenterMetrics(cast(Meter, meter))
     assert len(meter.instruments) > 20  # the recording meter saw the instruments
+    for summary in vars(instruments).values():
+        if isinstance(summary, Summary):
+            names[summary.name] = (*summary.labels, "quantile")
+            names[summary.name + "_sum"] = summary.labels
+            names[summary.name + "_count"] = summary.labels
     for name, kind in meter.instruments.items():
         if kind == "histogram":
             for suffix in ("_bucket", "_sum", "_count"):

@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 import pytest
+from dashboards import unresolved
 from harness import RunningKarpy, karpy_operator, karpy_process
 from kube import clean_up, connect, deployment, eventually, nodepool, pool_objects, ready_node_class
 
@@ -147,7 +148,10 @@ async def test_scale_down_removes_empty_and_underused_nodes(
     pool, app = "dis-shrink", "dis-shrink"
     async with connect(cluster) as client, karpy_operator(cluster, settings=settings()) as op:
         await ready_node_class(client, NODE_CLASS)
-        await client.create(NODE_POOL, consolidating_pool(pool))
+        shrinking = consolidating_pool(pool)
+        # The capacity dashboard's limit panels (cpu and memory).
+        shrinking["spec"]["limits"] = {"cpu": "1000", "memory": "4000Gi"}
+        await client.create(NODE_POOL, shrinking)
         try:
             await client.create(kinds.DEPLOYMENT, deployment(
                 app, node_selector={SELECT: pool}, replicas=200, cpu="1"), namespace=namespace)
@@ -197,6 +201,10 @@ async def test_scale_down_removes_empty_and_underused_nodes(
                 assert field in line, field
             assert not op.messages("failed terminating nodes while executing a disruption "
                                    "command")
+            # Karpenter's published Grafana dashboards read every series they need.
+            assert op.operator is not None
+            problems = unresolved(op.operator.manager.metrics.render().decode())
+            assert problems == [], "\n".join(problems)
         finally:
             assert await clean_up(client, namespace, app, [pool], timeout=120) == []
 

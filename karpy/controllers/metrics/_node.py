@@ -92,6 +92,15 @@ def _per_resource(gauge: Gauge, base: Mapping[str, str], amounts: Mapping[str, i
     ]
 
 
+def _with_pod_count(requests: Mapping[str, int]) -> Mapping[str, int]:
+    """Requests with the pod count always present, 0 for none: Karpenter's
+    RequestsForPods sets ``pods`` even for no pod, and its capacity dashboard reads
+    ``{resource_type="pods"}`` of nodes without DaemonSet pods."""
+    if res.PODS in requests:
+        return requests
+    return {**requests, res.PODS: 0}
+
+
 @dataclass(frozen=True, slots=True)
 class _Built:
     """A node's samples as last built, and what they were built from."""
@@ -121,8 +130,10 @@ def _build(state: StateNode, node: Object) -> _Built:
         samples=(
             *_per_resource(NODE_ALLOCATABLE, base, allocatable),
             *_per_resource(NODE_SYSTEM_OVERHEAD, base, res.subtract(capacity, allocatable)),
-            *_per_resource(NODE_POD_REQUESTS, base, state.pod_requests),
-            *_per_resource(NODE_DAEMON_REQUESTS, base, state.daemonset_requests),
+            *_per_resource(NODE_POD_REQUESTS, base, _with_pod_count(state.pod_requests)),
+            *_per_resource(
+                NODE_DAEMON_REQUESTS, base, _with_pod_count(state.daemonset_requests)
+            ),
         ),
     )
 

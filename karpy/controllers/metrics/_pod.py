@@ -1,6 +1,10 @@
 """``metrics.pod``: karpenter_pods_state (one sample per pod, labelled with where it runs
-and how it is doing) and karpenter_pods_startup_duration_seconds (creation to Ready,
-recorded once per pod that karpy saw pending, as Karpenter measures it)."""
+and how it is doing), karpenter_pods_startup_duration_seconds (creation to Ready,
+recorded once per pod that karpy saw pending, as Karpenter measures it) and
+karpenter_pods_bound_duration_seconds (creation to PodScheduled, once per pod karpy saw
+unbound); while a pod waits, karpenter_pods_unstarted_time_seconds (Pending, or not yet
+Ready after karpy saw it Pending) and karpenter_pods_unbound_time_seconds (Pending and
+not scheduled) give its age, read at scrape time."""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.metrics._store import Gauge, GaugeStore, Sample
 from karpy.runtime import Client, Request, Result, errors, kinds
 
-__all__ = ["POD_STATE", "PodMetrics"]
+__all__ = ["POD_STATE", "POD_UNBOUND", "POD_UNSTARTED", "PodMetrics"]
 
 POD_STATE: Final = Gauge(
     "karpenter_pods_state",
@@ -29,7 +33,15 @@ POD_STATE: Final = Gauge(
     ("name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch",
      "capacity_type", "instance_type", "phase", "ready", "managed"),
 )
-GAUGES: Final = (POD_STATE,)
+POD_UNSTARTED: Final = Gauge(
+    "karpenter_pods_unstarted_time_seconds",
+    "The time from pod creation until the pod is running.", ("name", "namespace"),
+)
+POD_UNBOUND: Final = Gauge(
+    "karpenter_pods_unbound_time_seconds",
+    "The time from pod creation until the pod is bound.", ("name", "namespace"),
+)
+GAUGES: Final = (POD_STATE, POD_UNSTARTED, POD_UNBOUND)
 
 
 def _time(value: Any) -> datetime | None:
@@ -41,6 +53,20 @@ def _ready(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
         if condition.get("type") == "Ready" and condition.get("status") == "True":
             return condition  # type: ignore[no-any-return]
     return None
+
+
+def _condition(pod: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    """The pod's condition ``type_`` if it is True."""
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == type_ and condition.get("status") == "True":
+            return condition  # type: ignore[no-any-return]
+    return None
+
+
+def _waiting_unbound(pod: Mapping[str, Any]) -> bool:
+    """Pending and not scheduled (Karpenter's unbound)."""
+    return ((pod.get("status") or {}).get("phase") == "Pending"
+            and _condition(pod, "PodScheduled") is None)
 
 
 def _owner(pod: Mapping[str, Any]) -> str:
@@ -64,6 +90,8 @@ class PodMetrics:
         self._metrics = metrics
         self._pending: set[str] = set()
         """Pods seen Pending whose startup has not been recorded yet."""
+        self._unbound: set[str] = set()
+        """Pods seen Pending and unscheduled whose binding has not been recorded yet."""
 
     async def reconcile(self, request: Request) -> Result:
         """Export the pod's state; record its startup when it turns Ready."""
@@ -72,11 +100,36 @@ class PodMetrics:
             pod = await self._client.get(kinds.POD, request.name, namespace=request.namespace)
         except errors.NotFound:
             self._pending.discard(key)
+            self._unbound.discard(key)
             self._store.delete(key)
             return Result()
-        self._store.update(key, [Sample(POD_STATE, await self._labels(pod), 1.0)])
+        samples = [Sample(POD_STATE, await self._labels(pod), 1.0)]
         self._record_startup(key, pod)
+        self._record_bound(key, pod)
+        created = _time(pod["metadata"].get("creationTimestamp"))
+        if created is not None:
+            ident = {"name": request.name, "namespace": request.namespace}
+            if key in self._pending:
+                samples.append(Sample(POD_UNSTARTED, ident, 0.0, since=created))
+            if _waiting_unbound(pod):
+                samples.append(Sample(POD_UNBOUND, ident, 0.0, since=created))
+        self._store.update(key, samples)
         return Result()
+
+    def _record_bound(self, key: str, pod: Mapping[str, Any]) -> None:
+        if _waiting_unbound(pod):
+            self._unbound.add(key)
+            return
+        if (pod.get("status") or {}).get("phase") == "Pending":
+            return
+        scheduled = _condition(pod, "PodScheduled")
+        if key not in self._unbound or scheduled is None:
+            return
+        bound = _time(scheduled.get("lastTransitionTime"))
+        created = _time(pod["metadata"].get("creationTimestamp"))
+        if bound is not None and created is not None:
+            self._metrics.pods_bound_duration.record(max((bound - created).total_seconds(), 0.0))
+        self._unbound.discard(key)
 
     async def _labels(self, pod: Mapping[str, Any]) -> dict[str, str]:
         meta = pod["metadata"]

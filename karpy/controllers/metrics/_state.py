@@ -1,16 +1,24 @@
 """``metrics.cluster_state``: karpenter_cluster_state_node_count (machines the cluster
 model knows: launched NodeClaims joined to their Nodes, and other Nodes) and
-karpenter_cluster_state_synced (1 once the model can be trusted)."""
+karpenter_cluster_state_synced (1 once the model can be trusted),
+karpenter_cluster_state_unsynced_time_seconds (how long it has not been, 0 when it is)
+and karpenter_build_info (a constant 1 labelled with karpy's version)."""
 
 from __future__ import annotations
 
+import platform
+from datetime import datetime
 from typing import Final
 
+from karpy import __version__
 from karpy.controllers.metrics._store import Gauge, GaugeStore, Sample
-from karpy.runtime import Result
+from karpy.runtime import Clock, Result
 from karpy.state.cluster import Cluster
 
-__all__ = ["GAUGES", "NODE_COUNT", "SYNCED", "ClusterStateMetrics"]
+__all__ = [
+    "BUILD_INFO", "GAUGES", "NODE_COUNT", "SYNCED", "UNSYNCED_TIME", "ClusterStateMetrics",
+    "build_info",
+]
 
 NODE_COUNT: Final = Gauge(
     "karpenter_cluster_state_node_count", "Current count of nodes in cluster state", ()
@@ -22,7 +30,32 @@ SYNCED: Final = Gauge(
     "Karpenter's cluster state",
     (),
 )
-GAUGES: Final = (NODE_COUNT, SYNCED)
+UNSYNCED_TIME: Final = Gauge(
+    "karpenter_cluster_state_unsynced_time_seconds",
+    "The time for which cluster state is not synced", (),
+)
+BUILD_INFO: Final = Gauge(
+    "karpenter_build_info",
+    "A metric with a constant '1' value labeled by version from which karpenter was built.",
+    ("version", "goversion", "goarch", "commit"),
+)
+GAUGES: Final = (NODE_COUNT, SYNCED, UNSYNCED_TIME, BUILD_INFO)
+
+# Go's GOARCH names for the machines Python reports, so a dashboard grouping by goarch
+# reads the same.
+_GOARCH: Final = {"x86_64": "amd64", "aarch64": "arm64", "arm64": "arm64", "amd64": "amd64"}
+
+
+def build_info() -> Sample:
+    """karpenter_build_info for this karpy: ``goversion`` holds the Python version (the
+    runtime karpy is built on), ``commit`` is empty (a wheel does not record one)."""
+    machine = platform.machine().lower()
+    return Sample(BUILD_INFO, {
+        "version": __version__,
+        "goversion": f"python{platform.python_version()}",
+        "goarch": _GOARCH.get(machine, machine),
+        "commit": "",
+    }, 1.0)
 
 
 class ClusterStateMetrics:
@@ -30,14 +63,29 @@ class ClusterStateMetrics:
 
     name = "metrics.cluster_state"
 
-    def __init__(self, *, cluster: Cluster, store: GaugeStore) -> None:
+    def __init__(
+        self, *, cluster: Cluster, store: GaugeStore, clock: Clock | None = None
+    ) -> None:
         self._cluster = cluster
         self._store = store
+        self._clock = clock
+        self._unsynced_since: datetime | None = None
+        store.update("build", [build_info()])
 
     async def reconcile(self) -> Result:
-        """Export the node count and whether the model is synced."""
+        """Export the node count, whether the model is synced and for how long not."""
+        synced = self._cluster.synced
+        unsynced = 0.0
+        if synced:
+            self._unsynced_since = None
+        elif self._clock is not None:
+            now = self._clock.now()
+            if self._unsynced_since is None:
+                self._unsynced_since = now
+            unsynced = (now - self._unsynced_since).total_seconds()
         self._store.update("cluster", [
             Sample(NODE_COUNT, {}, float(len(self._cluster.nodes()))),
-            Sample(SYNCED, {}, 1.0 if self._cluster.synced else 0.0),
+            Sample(SYNCED, {}, 1.0 if synced else 0.0),
+            Sample(UNSYNCED_TIME, {}, unsynced),
         ])
         return Result()

@@ -15,9 +15,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from karpy.runtime import Clock
 
 __all__ = ["Gauge", "GaugeStore", "Sample", "resource_type"]
 
@@ -33,11 +36,14 @@ class Gauge:
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """One value of one gauge, with its labels."""
+    """One value of one gauge, with its labels. With ``since``, the value is the seconds
+    from ``since`` to the moment ``/metrics`` is read (an age, exact at every scrape
+    without a reconcile to refresh it; the store needs a clock)."""
 
     gauge: Gauge
     labels: Mapping[str, str]
     value: float
+    since: datetime | None = None
 
 
 def resource_type(resource: str) -> str:
@@ -48,8 +54,9 @@ def resource_type(resource: str) -> str:
 class GaugeStore(Collector):
     """Samples grouped by the key of the object they describe (see the module docs)."""
 
-    def __init__(self, gauges: Iterable[Gauge]) -> None:
+    def __init__(self, gauges: Iterable[Gauge], *, clock: Clock | None = None) -> None:
         self._gauges = {g.name: g for g in gauges}
+        self._clock = clock
         self._samples: dict[str, tuple[Sample, ...]] = {}
         # Collection may happen on another thread than the updates (a WSGI exporter).
         self._lock = threading.Lock()
@@ -92,11 +99,14 @@ class GaugeStore(Collector):
             name: GaugeMetricFamily(name, gauge.help, labels=gauge.labels)
             for name, gauge in self._gauges.items()
         }
+        now = self._clock.now() if self._clock is not None else None
         for samples in held:
             for sample in samples:
                 family = families[sample.gauge.name]
+                value = sample.value
+                if sample.since is not None and now is not None:
+                    value = max(0.0, (now - sample.since).total_seconds())
                 family.add_metric(
-                    [sample.labels.get(label, "") for label in sample.gauge.labels],
-                    sample.value,
+                    [sample.labels.get(label, "") for label in sample.gauge.labels], value
                 )
         yield from families.values()

@@ -6,7 +6,9 @@
   names (watched, so a NodeClass turning Ready shows at once);
 * ``nodepool.validation`` — ``ValidationSucceeded`` (what the CRD schema cannot check);
   with NodeClassReady it makes ``Ready``, which the provisioner requires;
-* ``nodepool.hash`` — the ``karpenter.sh/nodepool-hash`` annotation and its version.
+* ``nodepool.hash`` — the ``karpenter.sh/nodepool-hash`` annotation and its version;
+* ``nodepool.registrationhealth`` — ``NodeRegistrationHealthy`` reset when the NodePool
+  or its NodeClass changes (the NodeClaim lifecycle sets it True/False).
 
 NodePools whose nodeClassRef names another provider's NodeClass are left alone.
 """
@@ -31,6 +33,7 @@ from karpy.controllers.nodepool._objects import (
 )
 from karpy.controllers.nodepool._readiness import NodePoolReadiness
 from karpy.controllers.nodepool._validation import NodePoolValidation, validation_errors
+from karpy.controllers.nodepool.registrationhealth import NodePoolRegistrationHealth
 from karpy.runtime import GENERATION_CHANGED, Object, Predicate, Request, kinds
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
@@ -38,6 +41,7 @@ __all__ = [
     "NodePoolCounter",
     "NodePoolHash",
     "NodePoolReadiness",
+    "NodePoolRegistrationHealth",
     "NodePoolValidation",
     "kind_of",
     "register",
@@ -78,7 +82,7 @@ def _nodepools_using(index: Index, kind: NodeClassKind) -> Callable[[Object], It
 
 
 def register(deps: Deps) -> None:
-    """Build the four NodePool controllers and add them to ``deps.manager``."""
+    """Build the five NodePool controllers and add them to ``deps.manager``."""
     manager = deps.manager
     cache = manager.cache
     cache.informer(NODE_POOL, indexers={INDEX_NODECLASS_REF: index_nodeclass_ref})
@@ -101,6 +105,15 @@ def register(deps: Deps) -> None:
     for node_class in deps.cloud_provider.supported_node_classes():
         builder = builder.watches(kind_of(node_class), _nodepools_using(cache, node_class))
     builder.complete(readiness, workers=4)
+
+    health = NodePoolRegistrationHealth(
+        client=deps.client, cloud_provider=deps.cloud_provider, clock=deps.clock,
+        health=deps.registration_health,
+    )
+    builder = manager.controller(health.name).for_(NODE_POOL, predicate=GENERATION_CHANGED)
+    for node_class in deps.cloud_provider.supported_node_classes():
+        builder = builder.watches(kind_of(node_class), _nodepools_using(cache, node_class))
+    builder.complete(health, workers=2)
 
     validation = NodePoolValidation(
         client=deps.client, cloud_provider=deps.cloud_provider, clock=deps.clock

@@ -6,23 +6,28 @@
   starting "failed to validate pod";
 * ``Nominated`` (Normal): "Pod should schedule on: nodeclaim/<name>" — through a shared
   token bucket (5/s, burst 10) as in Karpenter, so a thousand-pod batch does not write a
-  thousand Events.
+  thousand Events;
+* ``NoCompatibleInstanceTypes`` (Warning, on the NodePool): "NodePool requirements
+  filtered out all compatible available instance types" (with "due to minValues
+  incompatibility" when minValues is what filtered them), once a minute per NodePool.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from karpy.runtime import Clock, EventRecorder
 from karpy.scheduling import Pod
 
-__all__ = ["PodEvents", "pod_reference"]
+__all__ = ["NodePoolEvents", "PodEvents", "pod_reference"]
 
 _FAILED_DEDUPE_SECONDS = 300.0
 _NOMINATION_RATE = 5.0
 _NOMINATION_BURST = 10.0
 _MEMORY = 10_000
+_NO_COMPATIBLE_DEDUPE_SECONDS = 60.0
 
 
 def pod_reference(pod: Pod) -> dict[str, Any]:
@@ -78,4 +83,31 @@ class PodEvents:
         self._recorder.normal(
             pod_reference(pod), "Nominated", f"Pod should schedule on: {', '.join(targets)}"
         )
+        return True
+
+
+class NodePoolEvents:
+    """Records the provisioner's NodePool events (see the module docstring)."""
+
+    def __init__(self, recorder: EventRecorder, clock: Clock) -> None:
+        self._recorder = recorder
+        self._clock = clock
+        self._last: dict[str, float] = {}
+
+    def no_compatible_instance_types(
+        self, nodepool: Mapping[str, Any], *, min_values: bool
+    ) -> bool:
+        """Record NoCompatibleInstanceTypes unless recorded for this NodePool within a
+        minute (Karpenter's DedupeTimeout)."""
+        meta = nodepool.get("metadata") or {}
+        key = str(meta.get("uid") or meta.get("name") or "")
+        now = self._clock.monotonic()
+        last = self._last.get(key)
+        if last is not None and now - last < _NO_COMPATIBLE_DEDUPE_SECONDS:
+            return False
+        self._last[key] = now
+        message = "NodePool requirements filtered out all compatible available instance types"
+        if min_values:
+            message += " due to minValues incompatibility"
+        self._recorder.warning(nodepool, "NoCompatibleInstanceTypes", message)
         return True

@@ -32,7 +32,7 @@ from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.cloudprovider import CloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning.batcher import Batcher
-from karpy.controllers.provisioning.events import PodEvents
+from karpy.controllers.provisioning.events import NodePoolEvents, PodEvents
 from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
 from karpy.controllers.provisioning.nodeclaims import instance_type_names, nodeclaim_manifest
 from karpy.controllers.provisioning.pretty import truncated_list
@@ -49,6 +49,7 @@ from karpy.scheduling import (
     reservation_label_keys,
 )
 from karpy.scheduling import resources as res
+from karpy.scheduling.filtering import filtered_out
 from karpy.scheduling.reservations import without_reserved
 from karpy.scheduling.simulator import SchedulerOptions, Simulator
 from karpy.state import (
@@ -117,6 +118,7 @@ class Provisioner:
             cloud_provider, unavailable_offerings, clock, overlays=overlays
         )
         self.events = PodEvents(recorder, clock)
+        self.pool_events = NodePoolEvents(recorder, clock)
         self._last_round = float("-inf")
         self._batch_waiting = False
         """A batch window closed and its round still waits for the model to sync."""
@@ -248,13 +250,16 @@ class Provisioner:
         """Provisionable pods as the simulator sees them, volume topology included;
         pods that cannot be provisioned for yet are left out (Karpenter's Validate)."""
         out = []
+        ignored = 0
         for obj in self.cluster.provisionable_pods():
             pod = self.cluster.scheduling_pod(obj)
             if _avoids_managed_nodes(pod):
+                ignored += 1
                 continue
             try:
                 out.append(self.cluster.with_volume_topology(pod))
             except VolumeError as exc:
+                ignored += 1
                 reason = f"failed to validate pod, {exc}"
                 if self.events.failed_to_schedule(pod, reason):
                     log.info(
@@ -262,6 +267,7 @@ class Provisioner:
                         extra={"Pod": {"name": pod.name, "namespace": pod.namespace},
                                "error": str(exc)},
                     )
+        self.metrics.scheduler_ignored_pods.set(ignored)
         return out
 
     def moving_pods(self) -> list[Pod]:
@@ -308,11 +314,22 @@ class Provisioner:
                     log.info(reason, extra={"NodePool": {"name": entry.name}})
                 continue
             self._skipped_pools.pop(entry.name, None)
-            templates.append(
-                NodePoolTemplate.from_nodepool_dict(
-                    entry.raw, instance_types, usage=self.cluster.nodepool_usage(entry.name)
-                )
+            template = NodePoolTemplate.from_nodepool_dict(
+                entry.raw, instance_types, usage=self.cluster.nodepool_usage(entry.name)
             )
+            filtered = filtered_out(
+                template, relax_min_values=self.options.min_values_policy == "BestEffort"
+            )
+            if filtered is not None:
+                if self.pool_events.no_compatible_instance_types(
+                    entry.raw, min_values=filtered == "minValues"
+                ):
+                    log.info(
+                        "skipping, nodepool requirements filtered out all instance types",
+                        extra={"NodePool": {"name": entry.name}},
+                    )
+                continue
+            templates.append(template)
         return templates
 
     @staticmethod
@@ -334,11 +351,16 @@ class Provisioner:
                 "due to limited reserved offering capacity",
                 extra={"Pods": truncated_list([e.pod.key for e in deferred])},
             )
-        for error in results.errors:
-            if isinstance(error.reason, ReservedOfferingError):
-                continue  # not unschedulable: it waits for a reservation's slot
-            if not self._real([error.pod]):
-                continue
+        # a pod waiting for a reservation's slot is not unschedulable, and a
+        # CapacityBuffer's virtual pod is no pod at all
+        unschedulable = [
+            e for e in results.errors
+            if not isinstance(e.reason, ReservedOfferingError) and self._real([e.pod])
+        ]
+        self.metrics.scheduler_unschedulable_pods.set(
+            len(unschedulable), {"controller": self.name}
+        )
+        for error in unschedulable:
             if self.events.failed_to_schedule(error.pod, error.reason):
                 log.error(
                     "could not schedule pod",

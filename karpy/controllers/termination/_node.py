@@ -289,6 +289,11 @@ class NodeTermination:
             self._metrics.node_termination_duration.record(
                 max((self._clock.now() - deleted).total_seconds(), 0.0), {"nodepool": nodepool}
             )
+        created = parse_time(meta.get("creationTimestamp"))
+        if created is not None:
+            self._metrics.nodes_lifetime_duration.record(
+                max((self._clock.now() - created).total_seconds(), 0.0), {"nodepool": nodepool}
+            )
         self._announced.discard(meta.get("uid") or meta["name"])
         log.info("deleted node")
         return True

@@ -81,7 +81,7 @@ async def test_pod_state_and_startup_recorded_once_per_pod_seen_pending(
 ) -> None:
     gauges = store(registry)
     kube.add(kinds.NODE, f.node("node-a", provider_id="fake://a"))
-    metrics = KarpenterMetrics(registry.meter("karpenter"))
+    metrics = KarpenterMetrics(registry.meter("karpenter"), registry.registry)
     controller = PodMetrics(client=kube, store=gauges, metrics=metrics)  # type: ignore[arg-type]
     pending = f.pod("web-1", node_name="", phase="Pending")
     pending["metadata"]["creationTimestamp"] = "2024-01-01T00:00:00Z"

@@ -72,6 +72,7 @@ from karpy.runtime.ratelimit import (
     MaxOfRateLimiter,
 )
 from karpy.state.kinds import NODE_CLAIM
+from karpy.state.registration_health import RegistrationHealth
 from karpy.state.unavailable_offerings import UnavailableOfferings
 
 __all__ = ["STALE_RETRY", "WORKERS", "LifecycleController", "settled"]
@@ -98,7 +99,10 @@ class LifecycleController:
         settings: Settings,
         metrics: KarpenterMetrics,
         clock: Clock,
+        registration_health: RegistrationHealth | None = None,
     ) -> None:
+        health = registration_health if registration_health is not None \
+            else RegistrationHealth()
         self._client = client
         self._index = index
         self._provider = cloud_provider
@@ -109,13 +113,15 @@ class LifecycleController:
             metrics=metrics, clock=clock,
         )
         self.registration = Registration(
-            client=client, index=index, recorder=recorder, metrics=metrics, clock=clock
+            client=client, index=index, recorder=recorder, metrics=metrics, clock=clock,
+            health=health,
         )
         self.initialization = Initialization(
             client=client, index=index, metrics=metrics, clock=clock
         )
         self.liveness = Liveness(
-            client=client, recorder=recorder, settings=settings, metrics=metrics, clock=clock
+            client=client, recorder=recorder, settings=settings, metrics=metrics, clock=clock,
+            health=health,
         )
         self._steps: tuple[SubReconciler, ...] = (
             self.launch, self.registration, self.initialization, self.liveness,

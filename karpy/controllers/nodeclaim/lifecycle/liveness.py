@@ -21,9 +21,11 @@ from karpy.controllers.nodeclaim.lifecycle._base import (
     disrupted_labels,
     log,
 )
+from karpy.controllers.nodepool.registrationhealth import record_registration
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, EventRecorder, errors
 from karpy.state.kinds import NODE_CLAIM
+from karpy.state.registration_health import RegistrationHealth
 
 __all__ = ["LAUNCH_TIMEOUT_REASON", "REGISTRATION_TIMEOUT_REASON", "Liveness"]
 
@@ -49,12 +51,14 @@ class Liveness:
         settings: Settings,
         metrics: KarpenterMetrics,
         clock: Clock,
+        health: RegistrationHealth | None = None,
     ) -> None:
         self._client = client
         self._recorder = recorder
         self._settings = settings
         self._metrics = metrics
         self._clock = clock
+        self._health = health if health is not None else RegistrationHealth()
 
     async def reconcile(self, nodeclaim: NodeClaim) -> Outcome:
         """Delete the NodeClaim if it timed out; otherwise come back at the deadline."""
@@ -98,4 +102,10 @@ class Liveness:
             f"within {format_go_duration(ttl)}",
         )
         self._metrics.nodeclaims_disrupted.add(1, disrupted_labels(nodeclaim, reason))
+        try:
+            await record_registration(self._client, self._health, self._clock, nodeclaim,
+                                      registered=False)
+        except errors.ClientError as exc:
+            log.warning("failed updating nodepool registration health",
+                        extra={"error": str(exc)})
         return Outcome(deleted=True)

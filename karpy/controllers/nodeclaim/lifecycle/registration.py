@@ -24,8 +24,10 @@ from karpy.controllers.indexes import Index, nodes_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim._mergepatch import merge_patch
 from karpy.controllers.nodeclaim.lifecycle._base import Outcome, conditions, log
+from karpy.controllers.nodepool.registrationhealth import record_registration
 from karpy.runtime import Client, Clock, EventRecorder, errors, thaw
 from karpy.runtime.kinds import NODE
+from karpy.state.registration_health import RegistrationHealth
 
 __all__ = [
     "REGISTRATION_POLL",
@@ -73,12 +75,14 @@ class Registration:
         recorder: EventRecorder,
         metrics: KarpenterMetrics,
         clock: Clock,
+        health: RegistrationHealth | None = None,
     ) -> None:
         self._client = client
         self._index = index
         self._recorder = recorder
         self._metrics = metrics
         self._clock = clock
+        self._health = health if health is not None else RegistrationHealth()
 
     async def reconcile(self, nodeclaim: NodeClaim) -> Outcome:
         """Register the NodeClaim's Node, if it has appeared."""
@@ -143,6 +147,7 @@ class Registration:
         )
         conds.set_true(CONDITION_REGISTERED)
         nodeclaim.status.node_name = node_name
+        await self._record_health(nodeclaim)
         claim_labels = nodeclaim.metadata.labels
         pool = claim_labels.get(LABEL_NODEPOOL, "")
         self._metrics.nodeclaims_registered.add(1, {"nodepool": pool})
@@ -150,6 +155,16 @@ class Registration:
             1, {"nodepool": pool, "zone": claim_labels.get(LABEL_ZONE, "")}
         )
         return Outcome()
+
+    async def _record_health(self, nodeclaim: NodeClaim) -> None:
+        """The NodePool's NodeRegistrationHealthy (nodepool.registrationhealth); a failure
+        to write it does not hold the NodeClaim back."""
+        try:
+            await record_registration(self._client, self._health, self._clock, nodeclaim,
+                                      registered=True)
+        except errors.ClientError as exc:
+            log.warning("failed updating nodepool registration health",
+                        extra={"error": str(exc)})
 
     async def _patch_node(self, stored: Mapping[str, Any], node: dict[str, Any]) -> None:
         patch = merge_patch(
