@@ -390,7 +390,8 @@ class Solve:
             self._hold(new, offerings)
             return count
         if not self.templates:
-            return "no NodePool can launch capacity for this pod"
+            # Karpenter's words when every NodePool's instance types were filtered out
+            return "nodepool requirements filtered out all available instance types"
         return "; ".join(reasons)
 
     def _place_existing(

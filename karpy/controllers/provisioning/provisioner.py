@@ -120,6 +120,9 @@ class Provisioner:
         self.events = PodEvents(recorder, clock)
         self.pool_events = NodePoolEvents(recorder, clock)
         self._last_round = float("-inf")
+        self._ready_pools = 0
+        """NodePools the last :meth:`templates` found ready (Karpenter's
+        ErrNodePoolsNotFound when none), whether or not they had instance types."""
         self._batch_waiting = False
         """A batch window closed and its round still waits for the model to sync."""
         self._skipped_pools: dict[str, str] = {}
@@ -218,9 +221,12 @@ class Provisioner:
             extra={"pending-pods": len(pending), "deleting-pods": len(deleting)},
         )
         templates = await self.templates()
-        if not templates:
+        if not templates and not self._ready_pools:
             log.info("no nodepools found")
             return None
+        # Ready NodePools whose instance types were all filtered out still get a solve
+        # (Karpenter builds its scheduler without templates): pods may fit existing and
+        # in-flight capacity, and the rest are told why they cannot schedule.
         simulator = Simulator(
             templates, daemonsets=self.cluster.daemonset_pods(), options=self.options
         )
@@ -289,8 +295,11 @@ class Provisioner:
         """The simulator's view of every usable NodePool (ready, valid, with instance
         types), heaviest first; skipped pools are logged once per reason."""
         templates = []
+        self._ready_pools = 0
         for entry in self.cluster.nodepools():
             reason = self._unusable(entry)
+            if reason is None and entry.replicas is None:
+                self._ready_pools += 1
             if entry.replicas is not None:
                 # Static: its nodes are karpy.controllers.static's, never pods'. Without
                 # the gate nothing acts on spec.replicas: say so rather than stay silent.

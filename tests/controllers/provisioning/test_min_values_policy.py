@@ -28,8 +28,12 @@ async def test_strict_launches_nothing_that_breaks_min_values() -> None:
     h.cluster.update_pod(pod("web", cpu="100m", memory="64Mi"))
     await h.provisioner.provision()
     assert h.client.created == []
+    # As Karpenter: the NodePool is filtered out, saying why, and the pod cannot schedule
+    [pool_event] = h.recorder.reasons("NoCompatibleInstanceTypes")
+    assert "minValues" in pool_event.message
     [event] = h.recorder.reasons("FailedScheduling")
-    assert "minValues" in event.message
+    assert event.message.endswith(
+        "nodepool requirements filtered out all available instance types")
 
 
 async def test_best_effort_relaxes_min_values_and_annotates_the_nodeclaim() -> None:

@@ -25,8 +25,12 @@ async def test_a_nodepool_filtering_out_every_instance_type_gets_the_warning() -
     assert (event.name, event.type, event.message) == (
         "empty", "Warning",
         "NodePool requirements filtered out all compatible available instance types")
+    # Karpenter still runs its scheduler without templates: the pod is unschedulable
     assert h.metric("karpenter_scheduler_unschedulable_pods_count",
-                    controller="provisioner") == 0.0  # no template: the round had no pools
+                    controller="provisioner") == 1.0
+    [failed] = h.recorder.reasons("FailedScheduling")
+    assert failed.message.endswith(
+        "nodepool requirements filtered out all available instance types")
     await h.provisioner.provision()
     assert len(h.recorder.reasons("NoCompatibleInstanceTypes")) == 1  # deduplicated 1 min
     await h.clock.step(61)
