@@ -99,6 +99,9 @@ class Settings:
     """Time bound of one single-node consolidation pass."""
     split_consolidation: bool = True
     """Let single-node consolidation replace one node by several cheaper ones (karpy)."""
+    multi_node_split_consolidation: bool = True
+    """Let multi-node consolidation replace N nodes by M < N cheaper ones, not only by
+    one (karpy; off: Karpenter's at-most-one replacement)."""
     improvement_budget: int = IMPROVEMENT_BUDGET
     """Evaluations per pod the scheduler's cost-improvement stage may spend after first
     fit (karpy; ``SchedulerOptions.improvement_budget``); 0 turns the stage off."""
