@@ -24,6 +24,11 @@ Printed:
 - one full sweep: single-node consolidation over every candidate in order, each
   command applied to the model before the next evaluation (pods moved, candidate gone,
   replacements added) -- $/h before and after, commands by decision, time taken.
+- with ``--n-into-m``: instead, multi-node passes repeated on the regular nodes until
+  none finds anything, each command applied -- once as Karpenter (a prefix replaced by
+  at most one node) and once on a fresh copy of the scene with karpy's N into M (a
+  prefix replaced by M < N nodes), $/h after each. ``--max-vcpu`` caps the NodePool's
+  node size (the case N into M is for: no type large enough for a whole prefix).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from karpy.cloudprovider.kwok._catalogue import generate_catalogue, to_instance_types
+from karpy.cloudprovider.kwok._wellknown import LABEL_INSTANCE_CPU
 from karpy.controllers.disruption import (
     Candidate,
     Command,
@@ -156,9 +162,15 @@ def t_now() -> Any:
     return datetime(2026, 11, 23, tzinfo=UTC)
 
 
-def build(nodes: int, pods: int, types: list[InstanceType], split_nodes: int = 0) -> Scene:
+def build(nodes: int, pods: int, types: list[InstanceType], split_nodes: int = 0,
+          max_vcpu: int = 0) -> Scene:
     rng = random.Random(SEED)
     scene = Scene(types)
+    if max_vcpu:
+        scene.pool["spec"]["template"]["spec"]["requirements"].append(
+            {"key": LABEL_INSTANCE_CPU, "operator": "Lt",
+             "values": [str(max_vcpu + 1)]})
+        scene.cluster.update_nodepool(freeze(scene.pool))
     by_name = {it.name: it for it in types}
     per_node = pods / nodes
     serial = 0
@@ -219,6 +231,58 @@ def apply(scene: Scene, command: Command, types: dict[str, InstanceType]) -> Non
             scene.bind(pod, homes[key])
 
 
+def multi_node(whatif: WhatIf, candidates: list[Candidate], *,
+               n_into_m: bool) -> tuple[Command | None, int]:
+    """One multi-node pass as the controller's MultiNodeConsolidation searches (no time
+    bound, no Balanced scoring): the command found and the solves it took."""
+    pool = candidates[: MAX_MULTI_NODE_CANDIDATES + 1]
+    low, high = 1, min(len(pool), MAX_MULTI_NODE_CANDIDATES)
+    if len(pool) <= high:
+        high = len(pool) - 1
+    longest = high
+    best: Command | None = None
+    solves = 0
+
+    def attempt(prefix: list[Candidate]) -> Command | None:
+        nonlocal solves
+        solves += 1
+        outcome = consolidate(whatif, prefix, split=n_into_m, consolidation_type="multi",
+                              exclude_own_types=True)
+        return outcome if isinstance(outcome, Command) else None
+
+    while low <= high:
+        mid = (low + high) // 2
+        outcome = attempt(pool[: mid + 1])
+        if outcome is not None:
+            best, low = outcome, mid + 1
+        else:
+            high = mid - 1
+    if best is None and n_into_m and longest > 1:
+        best = attempt(pool[: longest + 1])
+    return best, solves
+
+
+def multi_node_passes(scene: Scene, sim: Simulator, *, n_into_m: bool) -> str:
+    """Multi-node passes over the regular nodes, each command applied, until one finds
+    nothing; what they did."""
+    t0 = time.perf_counter()
+    before, nodes_before = scene.price(), len(scene.cluster.nodes())
+    shapes: dict[str, int] = {}
+    while True:
+        regular = [c for c in scene.candidates()
+                   if not c.pods[0].key.startswith("default/spread-")]
+        command, _ = multi_node(scene.whatif(sim), regular, n_into_m=n_into_m)
+        if command is None:
+            break
+        apply(scene, command, scene.types)
+        key = f"{len(command.candidates)}->{len(command.replacements)}"
+        shapes[key] = shapes.get(key, 0) + 1
+    after = scene.price()
+    return (f"${before:.2f}/h -> ${after:.2f}/h ({100 * (before - after) / before:.1f} % "
+            f"saved), {nodes_before} -> {len(scene.cluster.nodes())} nodes, "
+            f"commands {shapes} in {time.perf_counter() - t0:.1f}s")
+
+
 def _cheapest(plan: NodeClaimPlan) -> InstanceType:
     return min(plan.instance_types, key=lambda it: (it.cheapest_price(plan.requirements) or 0))
 
@@ -230,12 +294,16 @@ def main() -> None:
     parser.add_argument("--evaluations", type=int, default=100)
     parser.add_argument("--split-nodes", type=int, default=20,
                         help="nodes whose pods only several new nodes can take")
+    parser.add_argument("--n-into-m", action="store_true",
+                        help="compare repeated multi-node passes, Karpenter's vs N into M")
+    parser.add_argument("--max-vcpu", type=int, default=0,
+                        help="cap the NodePool's node size (vCPU); 0: no cap")
     parser.add_argument("--no-sweep", action="store_true",
                         help="stop after the multi-node pass (the sweep is long at 5,000 nodes)")
     args = parser.parse_args()
     types = catalogue()
     started = time.perf_counter()
-    scene = build(args.nodes, args.pods, types, args.split_nodes)
+    scene = build(args.nodes, args.pods, types, args.split_nodes, args.max_vcpu)
     print(f"scene: {args.nodes} nodes, {sum(len(p) for p in scene.pods.values())} pods, "
           f"{len(types)} instance types, built in {time.perf_counter() - started:.1f}s")
     sim = simulator(scene)
@@ -267,27 +335,21 @@ def main() -> None:
     regular = [c for c in candidates if not c.pods[0].key.startswith("default/spread-")]
     prefix_pool = regular[: MAX_MULTI_NODE_CANDIDATES + 1]
     t0, c0 = time.perf_counter(), time.process_time()
-    low, high = 1, min(len(prefix_pool), MAX_MULTI_NODE_CANDIDATES)
-    if len(prefix_pool) <= high:
-        high = len(prefix_pool) - 1
-    best: Command | None = None
-    solves = 0
-    while low <= high:
-        mid = (low + high) // 2
-        outcome = consolidate(whatif, prefix_pool[: mid + 1], split=False,
-                              consolidation_type="multi", exclude_own_types=True)
-        solves += 1
-        ok = isinstance(outcome, Command)
-        if ok:
-            assert isinstance(outcome, Command)
-            best, low = outcome, mid + 1
-        else:
-            high = mid - 1
+    best, solves = multi_node(whatif, prefix_pool, n_into_m=False)
     multi, multi_cpu = time.perf_counter() - t0, time.process_time() - c0
     found = (f"{len(best.candidates)} nodes -> {len(best.replacements)} "
              f"(saves ${best.estimated_savings:.2f}/h)" if best else "nothing")
     print(f"multi-node pass: {multi:.2f}s ({multi_cpu:.2f}s CPU) for {solves} solves, found "
           f"{found} (target <= 10 s)")
+
+    if args.n_into_m:
+        print("multi-node passes until nothing is found, Karpenter (N into 1): "
+              + multi_node_passes(scene, sim, n_into_m=False))
+        fresh = build(args.nodes, args.pods, types, args.split_nodes, args.max_vcpu)
+        print("multi-node passes until nothing is found, karpy (N into M): "
+              + multi_node_passes(fresh, simulator(fresh), n_into_m=True))
+        print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+        return
 
     # -- one full single-node sweep --------------------------------------------------
     t0 = time.perf_counter()

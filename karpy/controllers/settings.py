@@ -118,6 +118,9 @@ class Settings:
     """DISABLE_CLUSTER_STATE_OBSERVABILITY: no per-pod, per-node and per-NodePool state
     gauges and no ``operator_*`` status metrics (Karpenter's "cluster state metrics and
     events"), for clusters where their series cost more than they tell."""
+    multi_node_split_consolidation: bool = True
+    """Let multi-node consolidation replace N nodes by M < N cheaper ones, not only by
+    one (karpy; off: Karpenter's at-most-one replacement)."""
     improvement_budget: int = IMPROVEMENT_BUDGET
     """Evaluations per pod the scheduler's cost-improvement stage may spend after first
     fit (karpy; ``SchedulerOptions.improvement_budget``); 0 turns the stage off."""

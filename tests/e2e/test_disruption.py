@@ -10,6 +10,8 @@
    untainted and kept.
 7. karpy killed mid-command (SIGKILL) and restarted: no node keeps the disrupted taint
    without a command, and the pod keeps a home.
+8. N into M (issue 25, beyond Karpenter): three half-used 4-vCPU nodes whose pods fit no
+   other node's free room nor one node of at most 8 vCPU become two cheaper nodes.
 
 Each test runs karpy in-process (tests/e2e/harness.py) with its own KWOKNodeClass,
 NodePool (selected by a template label only its pods ask for) and namespace.
@@ -443,3 +445,72 @@ async def test_killing_karpy_mid_command_leaves_no_taint_and_no_pod_homeless(
             # Termination needs a running karpy to let the nodes go.
             async with karpy_process(cluster, *flags):
                 assert await clean_up(client, namespace, app, [pool], timeout=120) == []
+
+
+async def test_three_half_used_nodes_become_two(
+    cluster: Any, namespace: str, kwok_crd: None
+) -> None:
+    """N into M: the NodePool's types stop at 8 vCPU. Three c-4x nodes ($0.1086/h each)
+    each hold a 2.2-vCPU pod (launched one at a time) and a 0.6-vCPU pod: no node can be
+    deleted (a 2.2-vCPU pod fits in no other node's free room), none has a cheaper
+    replacement, two on one c-8x cost exactly as much, three fit on no single type.
+    Karpenter leaves them; karpy replaces the three by two nodes (all the pods on a c-8x
+    and a small one), every pod Running throughout."""
+    pool, big, small = "dis-n-into-m", "nm-big", "nm-small"
+    spec = consolidating_pool(pool, budgets=[{"nodes": "100%"}])
+    for requirement in spec["spec"]["template"]["spec"]["requirements"]:
+        if requirement["key"] == "karpenter.kwok.sh/instance-cpu":
+            requirement["values"] = ["9"]
+    async with connect(cluster) as client, karpy_operator(cluster, settings=settings()) as op:
+        await ready_node_class(client, NODE_CLASS)
+        await client.create(NODE_POOL, spec)
+        try:
+            await client.create(kinds.DEPLOYMENT, deployment(
+                big, node_selector={SELECT: pool}, replicas=1, cpu="2200m"), namespace=namespace)
+            for replicas in (1, 2, 3):
+                if replicas > 1:
+                    await scale(client, namespace, big, replicas)
+                await eventually(lambda r=replicas: running(client, namespace, big, r),
+                                 timeout=90, what=f"{replicas} big pods Running")
+            await client.create(kinds.DEPLOYMENT, deployment(
+                small, node_selector={SELECT: pool}, replicas=3, cpu="600m"),
+                namespace=namespace)
+            await eventually(lambda: running(client, namespace, small, 3), timeout=60,
+                             what="3 small pods Running")
+            claims = await pool_objects(client, NODE_CLAIM, [pool])
+            before = price_of(claims)
+            assert len(claims) == 3, [c["metadata"]["name"] for c in claims]
+            watches = [PendingWatch(client, namespace, app) for app in (big, small)]
+            samplers = [asyncio.create_task(w.run()) for w in watches]
+            started = time.monotonic()
+            try:
+                async def settled() -> list[Any] | None:
+                    claims = await pool_objects(client, NODE_CLAIM, [pool])
+                    live = [c for c in claims if not c["metadata"].get("deletionTimestamp")]
+                    busy = op.operator is not None and op.operator.disruption is not None \
+                        and not op.operator.disruption.queue.empty()
+                    return live if len(live) == 2 and len(claims) == 2 and not busy else None
+
+                after_claims = await eventually(settled, timeout=180, every=2.0,
+                                                what="three nodes to become two")
+                took = time.monotonic() - started
+            finally:
+                for sampler in samplers:
+                    sampler.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await sampler
+            for app in (big, small):
+                await eventually(lambda a=app: running(client, namespace, a, 3), timeout=60,
+                                 what=f"all {app} pods Running at the end")
+            after = price_of(after_claims)
+            waited = max(w.longest for w in watches)
+            print(f"\nN into M: 3 nodes ${before:.4f}/h -> 2 nodes ${after:.4f}/h in "
+                  f"{took:.1f}s; longest a pod waited for a node: {waited:.1f}s")
+            [line] = op.messages("disrupting node(s)")
+            assert (line["reason"], line["decision"]) == ("Underutilized", "replace")
+            assert (line["disrupted-node-count"], line["replacement-node-count"]) == (3, 2)
+            assert after < before
+            assert waited < 10.0, f"a pod waited {waited:.1f}s for a node"
+        finally:
+            assert await clean_up(client, namespace, small, [], timeout=120) == []
+            assert await clean_up(client, namespace, big, [pool], timeout=120) == []

@@ -5,7 +5,7 @@ the way Karpenter v1 does (docs/disruption.md).
   Karpenter's order (Emptiness, Drift, multi-node and single-node consolidation) look
   for a command within the NodePools' disruption budgets; consolidation asks the
   scheduling simulator what-if questions (``_whatif``), and may also split one node
-  into several cheaper ones;
+  into several cheaper ones, or replace N nodes by M < N cheaper ones (N into M);
 * ``disruption.queue`` (:class:`OrchestrationQueue`) — executes commands: taint,
   launch replacements, wait until they are initialized, then delete the candidates
   (termination drains them), or roll back.

@@ -308,7 +308,10 @@ class DisruptionController:
         again = consolidate(
             await self.whatif(), candidates,
             spot_to_spot=self._settings.feature_gates.spot_to_spot_consolidation,
-            split=command.consolidation_type == "single" and self._settings.split_consolidation,
+            split=(
+                self._settings.split_consolidation if command.consolidation_type == "single"
+                else self._settings.multi_node_split_consolidation
+            ),
             consolidation_type=command.consolidation_type,
             exclude_own_types=command.consolidation_type == "multi",
         )

@@ -1,10 +1,14 @@
 """Multi-node consolidation: remove several nodes at once, replacing them by at most one
-cheaper node (Karpenter's MultiNodeConsolidation).
+cheaper node (Karpenter's MultiNodeConsolidation) — or, beyond Karpenter, by M < N
+cheaper nodes (``Settings.multi_node_split_consolidation``, "N into M").
 
 Candidates are ordered by savings per unit of disruption; the method binary-searches
 for the longest prefix (at most 100 nodes) that consolidates, within a time bound,
-keeping the last prefix that worked. A replacement may not be of a type the
+keeping the last prefix that worked. A single replacement may not be of a type the
 candidates already run at a lower price (that would only shuffle pods around).
+Whether N nodes fit on fewer is not monotone in N (two nodes may need two new ones
+where three need two), so when the search finds nothing and N into M is on, the
+longest prefix is tried once more on its own.
 """
 
 from __future__ import annotations
@@ -63,26 +67,34 @@ class MultiNodeConsolidation:
             high = len(candidates) - 1
         deadline = context.clock.monotonic() + context.settings.multi_node_consolidation_timeout
         best: Command | None = None
+        longest = high
         while low <= high:
             if context.clock.monotonic() > deadline:
                 log.debug("stopping multi-node consolidation after timeout, returning last "
                           "valid command", extra={"last_batch_size": (low + high) // 2})
                 break
             mid = (low + high) // 2
-            prefix = candidates[: mid + 1]
-            outcome = consolidate(
-                context.whatif, prefix, spot_to_spot=context.settings.feature_gates.
-                spot_to_spot_consolidation, split=False, consolidation_type=self.consolidation_type,
-                exclude_own_types=True,
-            )
-            valid = isinstance(outcome, Command) and balanced_approves(
-                outcome, context.all_candidates
-            )
-            if valid:
-                assert isinstance(outcome, Command)
+            outcome = self._try(context, candidates[: mid + 1])
+            if outcome is not None:
                 best = outcome
                 low = mid + 1
             else:
                 high = mid - 1
             await asyncio.sleep(0)  # a pass is long; let the other controllers run
+        if (
+            best is None and longest > 1 and context.settings.multi_node_split_consolidation
+            and context.clock.monotonic() <= deadline
+        ):
+            best = self._try(context, candidates[: longest + 1])
         return best
+
+    def _try(self, context: Context, prefix: Sequence[Candidate]) -> Command | None:
+        outcome = consolidate(
+            context.whatif, prefix,
+            spot_to_spot=context.settings.feature_gates.spot_to_spot_consolidation,
+            split=context.settings.multi_node_split_consolidation,
+            consolidation_type=self.consolidation_type, exclude_own_types=True,
+        )
+        if isinstance(outcome, Command) and balanced_approves(outcome, context.all_candidates):
+            return outcome
+        return None

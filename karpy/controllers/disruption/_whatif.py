@@ -20,7 +20,8 @@ when nothing new is needed; replace by one cheaper NodeClaim whose instance type
 all cheaper than the candidates, judged by each type's *worst* launch price (spot-to-spot
 only behind its feature gate and with 15 cheaper types); and, beyond Karpenter, replace
 one machine by *several* cheaper ones when that is what the simulation needs and their
-sum costs less (split consolidation).
+sum costs less (split consolidation), and N machines by M < N cheaper ones (N into M:
+when no single type is large enough to take all the candidates' pods, Karpenter stops).
 Otherwise it returns the reason, worded for the ``Unconsolidatable`` event.
 """
 
@@ -339,7 +340,9 @@ def consolidate(
         return command
     source = sum(c.price for c in candidates)
     if len(plans) > 1:
-        return _split(command, plans, source, enabled=split and len(candidates) == 1)
+        # One node into several, or N nodes into fewer than N: never more nodes than before.
+        return _split(command, plans, source, enabled=split and (
+            len(candidates) == 1 or len(plans) < len(candidates)))
     plan = plans[0]
     all_spot = all(c.capacity_type == SPOT for c in candidates)
     if all_spot and _allows(_capacity_types(plan), SPOT):
@@ -403,15 +406,18 @@ def _min_types_for_min_values(plan: NodeClaimPlan) -> int:
 def _split(
     command: Command, plans: Sequence[NodeClaimPlan], source: float, *, enabled: bool
 ) -> Command | str:
-    """Replace one machine by several cheaper ones (beyond Karpenter, which stops at
-    "Can't remove without creating N candidates")."""
+    """Replace one machine by several cheaper ones, or N machines by M < N cheaper ones
+    (beyond Karpenter, which stops at "Can't remove without creating N candidates").
+    The candidates' own types are not excluded here as for one replacement: M < N nodes
+    of the same type is fewer nodes, not a shuffle."""
     refused = f"Can't remove without creating {len(plans)} candidates"
     if not enabled:
         return refused
     cheapest = [p.price for p in plans]
     total = sum(cheapest)
     if total >= source:
-        return f"{refused} (they would cost ${total:.4f}/h, the node ${source:.4f}/h)"
+        what = "the node" if len(command.candidates) == 1 else "the nodes"
+        return f"{refused} (they would cost ${total:.4f}/h, {what} ${source:.4f}/h)"
     narrowed: list[NodeClaimPlan] = []
     for i, plan in enumerate(plans):
         # Each replacement may cost at most what the others leave of the node's price,
