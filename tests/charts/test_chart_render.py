@@ -90,7 +90,7 @@ def test_values_have_every_karpenter_key_and_the_readme_documents_them() -> None
     missing = [k for k in KARPENTER_KEYS if not has_path(tree, k)]
     assert not missing, f"charts/karpy/values.yaml lacks Karpenter's keys {missing}"
     readme = (CHART / "README.md").read_text()
-    for key in ("logOutputPaths", "capacityBuffer", "ignoreDRARequests"):
+    for key in ("logOutputPaths", "ignoreDRARequests"):
         line = next(line for line in readme.splitlines() if key in line)
         assert "ignored" in line, f"README.md does not say {key} is ignored"
     # karpy run reads these since issue 27: the chart passes them on
@@ -209,8 +209,8 @@ def run_options(env: dict[str, Any]) -> Any:
 
 
 def test_karpy_run_accepts_the_environment_the_chart_gives_it() -> None:
-    # Every feature gate on, capacityBuffer (which karpy lacks) included: the chart must
-    # pass only gates karpy knows, or karpy would exit 2 at start-up.
+    # Every feature gate on: the chart passes each under Karpenter's name, all of which
+    # karpy knows (an unknown one would make it exit 2 at start-up).
     gates = [
         "--set", "settings.featureGates.spotToSpotConsolidation=true",
         "--set", "settings.featureGates.nodeRepair=true",
@@ -218,8 +218,9 @@ def test_karpy_run_accepts_the_environment_the_chart_gives_it() -> None:
         "--set", "settings.batchMaxDuration=20s",
     ]  # fmt: skip
     env = container_env(one(render(*AWS_SEED, *gates), "Deployment"))
-    assert "CapacityBuffer" not in env["FEATURE_GATES"]
+    assert "CapacityBuffer=true" in env["FEATURE_GATES"].split(",")
     options = run_options(env)
+    assert options.settings.feature_gates.capacity_buffer
     assert options.cloud_provider == "aws"
     assert options.settings.cluster_name == "seed-cluster"
     assert options.settings.batch_max_duration == 20.0

@@ -75,7 +75,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* FEATURE_GATES: the gates karpy knows, in Karpenter's Name=bool form. */}}
 {{- define "karpy.featureGates" -}}
 {{- with .Values.settings.featureGates -}}
-ReservedCapacity={{ .reservedCapacity }},SpotToSpotConsolidation={{ .spotToSpotConsolidation }},NodeRepair={{ .nodeRepair }},NodeOverlay={{ .nodeOverlay }},StaticCapacity={{ .staticCapacity }}
+ReservedCapacity={{ .reservedCapacity }},SpotToSpotConsolidation={{ .spotToSpotConsolidation }},NodeRepair={{ .nodeRepair }},NodeOverlay={{ .nodeOverlay }},StaticCapacity={{ .staticCapacity }},CapacityBuffer={{ .capacityBuffer }}
 {{- end }}
 {{- end }}
 
