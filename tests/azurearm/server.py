@@ -11,8 +11,9 @@ Operations (paths are matched case-insensitively, as ARM does; any api-version):
   and ``GET`` of the collection (paged);
 - PUT and DELETE are long-running operations as ARM runs them: ``201``/``202`` with an
   ``Azure-AsyncOperation`` header; the operation reports ``InProgress`` for
-  ``lro_polls`` polls, then ``Succeeded`` (the resource's provisioningState follows) or
-  ``Failed`` with an error;
+  ``lro_polls`` polls and at least ``lro_seconds`` seconds (set it longer than a
+  reconcile to make every LRO outlast one), then ``Succeeded`` (the resource's
+  provisioningState follows) or ``Failed`` with an error;
 - ``PUT|GET .../virtualMachines/{vm}/extensions/{n}``: an extension of a provisioned VM
   (a long-running operation; protected settings are kept in the request log, never
   returned); deleting the VM deletes its extensions;
@@ -31,8 +32,11 @@ What it checks: a bearer token on ARM calls; request bodies in ARM's wire format
 camelCase names ARM documents; a snake_case body is rejected as ARM would reject it); a
 VM's NIC exists; an ephemeral OS disk fits the VM size's cache, resource or NVMe disk
 (else 400 ``NotSupported`` with ARM's message); the backend pools and NSG a NIC refers
-to exist (else 400 ``InvalidResourceReference`` naming the missing one, as ARM answers).
-What it models:
+to exist (else 400 ``InvalidResourceReference`` naming the missing one, as ARM answers);
+a PUT of an existing VM that changes a property ARM cannot change in place (zones,
+priority, the OS profile's computer name, admin user or custom data, the image, the OS
+disk's ephemeral settings) is refused with 409 ``PropertyChangeNotAllowed`` naming the
+property, and the VM is left as it was. What it models:
 deleting a VM deletes the NIC and OS disk marked ``deleteOption: Delete``; a NIC attached
 to a VM cannot be deleted (``NicInUse``).
 
@@ -46,6 +50,7 @@ from __future__ import annotations
 import json
 import re
 import ssl
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -137,6 +142,8 @@ class _Operation:
     action: str  # "create" | "delete"
     polls_left: int
     error: dict[str, str] | None = None
+    #: monotonic time before which the operation reports InProgress
+    ready_at: float = 0.0
 
 
 @dataclass
@@ -158,9 +165,14 @@ class ArmState:
 class ArmServer:
     """The server (see the module docstring). Start it with :meth:`start`."""
 
-    def __init__(self, directory: Path, *, lro_polls: int = 1, page_size: int = 8) -> None:
+    def __init__(
+        self, directory: Path, *, lro_polls: int = 1, page_size: int = 8,
+        lro_seconds: float = 0.0,
+    ) -> None:
         self.directory = directory
         self.lro_polls = lro_polls
+        self.lro_seconds = lro_seconds
+        """Seconds every long-running operation started from now on stays InProgress."""
         self.page_size = page_size
         self.state = ArmState()
         self.requests: list[Recorded] = []
@@ -352,7 +364,10 @@ class ArmServer:
         error: dict[str, str] | None = None,
     ) -> dict[str, str]:
         op_id = uuid.uuid4().hex
-        self._operations[op_id] = _Operation(kind, name, action, self.lro_polls, error)
+        self._operations[op_id] = _Operation(
+            kind, name, action, self.lro_polls, error,
+            ready_at=time.monotonic() + self.lro_seconds,
+        )
         rp = "Microsoft.Network" if kind == "nic" else "Microsoft.Compute"
         url = (
             f"{self._base(request)}/subscriptions/{sub}/providers/{rp}/locations/"
@@ -409,7 +424,7 @@ class ArmServer:
         if op is None:
             return _error(404, "NotFound", f"operation {g['id']}")
         held = op.kind == "vm" and op.action == "create" and self.hold_vm_creates
-        if op.polls_left > 0 or held:
+        if op.polls_left > 0 or held or time.monotonic() < op.ready_at:
             op.polls_left = max(op.polls_left - 1, 0)
             return web.json_response({"name": g["id"], "status": "InProgress"})
         store = {"vm": self.state.vms, "nic": self.state.nics,
@@ -557,6 +572,12 @@ class ArmServer:
             problem = _check_ephemeral_os_disk(body, self._sku_capabilities())
             if problem:
                 return _error(400, "NotSupported", problem)
+            if name in self.state.vms:
+                changed = _immutable_change(self.state.vms[name], body)
+                if changed:
+                    return _error(409, "PropertyChangeNotAllowed",
+                                  f"Changing property '{changed}' is not allowed.",
+                                  target=changed)
             fault = self._fault("vm.create", name, body)
             if fault is not None and not fault.lro:
                 return self._fault_response(fault)
@@ -759,11 +780,42 @@ def _now() -> str:
 
 
 def _error(
-    status: int, code: str, message: str, *, headers: dict[str, str] | None = None
+    status: int, code: str, message: str, *, headers: dict[str, str] | None = None,
+    target: str = "",
 ) -> web.Response:
-    return web.json_response(
-        {"error": {"code": code, "message": message}}, status=status, headers=headers
-    )
+    error = {"code": code, "message": message}
+    if target:
+        error["target"] = target
+    return web.json_response({"error": error}, status=status, headers=headers)
+
+
+#: VM properties ARM refuses to change on an existing VM (PropertyChangeNotAllowed),
+#: as dotted paths into the body; "zones" is top-level.
+_IMMUTABLE_VM_PROPERTIES = (
+    "zones",
+    "properties.priority",
+    "properties.osProfile.computerName",
+    "properties.osProfile.adminUsername",
+    "properties.osProfile.customData",
+    "properties.storageProfile.imageReference",
+    "properties.storageProfile.osDisk.diffDiskSettings",
+)
+
+
+def _immutable_change(existing: dict[str, Any], body: Any) -> str:
+    """The first property ARM cannot change in place that ``body`` changes on
+    ``existing`` ("" if none), named as ARM names it (without ``properties.``)."""
+    if not isinstance(body, dict):
+        return ""
+    for path in _IMMUTABLE_VM_PROPERTIES:
+        old: Any = existing
+        new: Any = body
+        for part in path.split("."):
+            old = old.get(part) if isinstance(old, dict) else None
+            new = new.get(part) if isinstance(new, dict) else None
+        if old != new:
+            return path.removeprefix("properties.")
+    return ""
 
 
 def _not_found(kind: str, name: str) -> web.Response:
