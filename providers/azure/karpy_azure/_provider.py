@@ -4,15 +4,20 @@ them.
 - **Instance types** come from Resource SKUs of the location with the AKS allocatable and
   retail prices (:mod:`karpy_azure._instancetypes`); offerings Azure refused recently are
   shown ``available=False`` from the provider's own cache.
-- **create** picks the cheapest fitting offering, creates the NIC ``aks-<nodeclaim>``
-  (in the AKS load balancers' backend pools, with the managed NSG on a bring-your-own
-  VNet: :mod:`karpy_azure._network`),
-  then the VM with AKS's node bootstrap (:mod:`karpy_azure._nodebootstrap`), then its
-  extensions (:mod:`karpy_azure._extensions`), waiting on each long-running operation; a
-  failed extension deletes the VM and NIC. A capacity error (SkuNotAvailable,
-  ZonalAllocationFailed, AllocationFailed, Overconstrained*, quota) marks offerings
-  unavailable and raises InsufficientCapacityError naming them; any failed VM create
-  deletes what it left (the VM in state Failed, the NIC).
+- **create** first reads VM ``aks-<nodeclaim>``: if an earlier attempt made it, it is
+  reused as it is (its size, zone and priority are the launch's, whatever this attempt
+  would choose) and whatever that attempt left undone is finished. Otherwise it picks
+  the cheapest fitting offering, creates the NIC ``aks-<nodeclaim>`` (in the AKS load
+  balancers' backend pools, with the managed NSG on a bring-your-own VNet:
+  :mod:`karpy_azure._network`), then the VM with AKS's node bootstrap
+  (:mod:`karpy_azure._nodebootstrap`), then its extensions
+  (:mod:`karpy_azure._extensions`) — as one task that outlives the call when the
+  operations take longer than ``launchWait`` (:mod:`karpy_azure._launches`). A capacity
+  error (SkuNotAvailable, ZonalAllocationFailed, AllocationFailed, Overconstrained*,
+  quota) marks offerings unavailable and raises InsufficientCapacityError naming them. A
+  VM whose creation failed after ARM accepted it (state Failed) or whose extension
+  failed is deleted with its NIC; a PUT that ARM refused deletes only the NIC, and only
+  when no VM of that name exists: a retry never deletes the VM an earlier attempt made.
 - **get / list** read VMs back (list: the node resource group's VMs tagged with this
   cluster); **delete** force-deletes the VM, then its NIC, and raises
   NodeClaimNotFoundError once the VM is gone.

@@ -5,6 +5,7 @@ clean-up."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 from typing import Any
 
 import pytest
@@ -212,3 +213,18 @@ async def test_delete_cleans_up_a_leftover_nic(azure: AzureCloudProvider, arm: A
     with pytest.raises(NodeClaimNotFoundError):
         await azure.delete(launched)
     assert name not in arm.state.nics
+
+
+@pytest.mark.parametrize(
+    ("cloud", "billed"),
+    [("AzurePublicCloud", True), ("AzureChinaCloud", True), ("AzureUSGovernmentCloud", True),
+     ("AzureStackCloud", False)],
+)
+async def test_the_billing_extension_only_in_the_clouds_that_have_it(
+    azure: AzureCloudProvider, arm: ArmServer, cloud: str, billed: bool
+) -> None:
+    azure.settings = dataclasses.replace(azure.settings, arm_cloud=cloud)
+    launched = await azure.create(claim())
+    name = "aks-" + (launched.metadata.name or "")
+    assert list(arm.extensions_of(name)) == (["computeAksLinuxBilling"] if billed else [])
+    assert arm.state.vms[name]["properties"]["provisioningState"] == "Succeeded"
