@@ -17,6 +17,9 @@ Operations (paths are matched case-insensitively, as ARM does; any api-version):
 - ``PUT|GET .../virtualMachines/{vm}/extensions/{n}``: an extension of a provisioned VM
   (a long-running operation; protected settings are kept in the request log, never
   returned); deleting the VM deletes its extensions;
+- ``PATCH`` of a VM, an extension (long-running) or a NIC (``UpdateTags``, immediate)
+  with ``{"tags": ...}``: the resource's tags are replaced, nothing else changes (any
+  other property in the body is refused, 400); a missing resource is 404;
 - ``GET .../networkSecurityGroups`` of the resource group and ``GET`` of one (added with
   :meth:`add_nsg`);
 - ``GET .../loadBalancers`` of the resource group and ``GET`` of one (added with
@@ -434,7 +437,7 @@ class ArmServer:
             if resource is not None:
                 resource["properties"]["provisioningState"] = "Failed"
             return web.json_response({"name": g["id"], "status": "Failed", "error": op.error})
-        if op.action == "create":
+        if op.action in ("create", "update"):
             resource = store.get(op.name)
             if resource is not None:
                 resource["properties"]["provisioningState"] = "Succeeded"
@@ -462,6 +465,28 @@ class ArmServer:
                 nic = self.state.nics.get(str(ref["id"]).rsplit("/", 1)[-1])
                 if nic is not None:
                     nic["properties"].pop("virtualMachine", None)
+
+    def _patch_tags(
+        self, request: web.Request, g: dict[str, str], kind: str, name: str, body: Any
+    ) -> web.Response:
+        """A tags-only PATCH of a VM or an extension: a long-running operation."""
+        store = self.state.vms if kind == "vm" else self.state.extensions
+        resource = store.get(name)
+        if resource is None:
+            rtype = ("Microsoft.Compute/virtualMachines" if kind == "vm"
+                     else "Microsoft.Compute/virtualMachines/extensions")
+            return _not_found(rtype, name)
+        problem = _check_tags_patch(body)
+        if problem:
+            return _error(400, "InvalidParameter", problem)
+        fault = self._fault(f"{kind}.update", name, body)
+        if fault is not None and not fault.lro:
+            return self._fault_response(fault)
+        resource["tags"] = dict(body["tags"])
+        resource["properties"]["provisioningState"] = "Updating"
+        error = {"code": fault.code, "message": fault.message} if fault else None
+        headers = self._start_operation(request, g["sub"], kind, name, "update", error)
+        return web.json_response(resource, status=200, headers=headers)
 
     # -- network interfaces ----------------------------------------------------------
 
@@ -519,6 +544,18 @@ class ArmServer:
             error = {"code": fault.code, "message": fault.message} if fault else None
             headers = self._start_operation(request, g["sub"], "nic", name, "create", error)
             return web.json_response(nic, status=200 if existed else 201, headers=headers)
+        if request.method == "PATCH":
+            nic = self.state.nics.get(name)
+            if nic is None:
+                return _not_found("Microsoft.Network/networkInterfaces", name)
+            problem = _check_tags_patch(body)
+            if problem:
+                return _error(400, "InvalidRequestFormat", problem)
+            fault = self._fault("nic.update", name, body)
+            if fault is not None:
+                return self._fault_response(fault)
+            nic["tags"] = dict(body["tags"])
+            return web.json_response(nic)
         if request.method == "DELETE":
             fault = self._fault("nic.delete", name, None)
             if fault is not None:
@@ -601,6 +638,8 @@ class ArmServer:
             error = {"code": fault.code, "message": fault.message} if fault else None
             headers = self._start_operation(request, g["sub"], "vm", name, "create", error)
             return web.json_response(vm, status=200 if existed else 201, headers=headers)
+        if request.method == "PATCH":
+            return self._patch_tags(request, g, "vm", name, body)
         if request.method == "DELETE":
             fault = self._fault("vm.delete", name, None)
             if fault is not None:
@@ -623,6 +662,8 @@ class ArmServer:
             if ext is None:
                 return _not_found("Microsoft.Compute/virtualMachines/extensions", key)
             return web.json_response(ext)
+        if request.method == "PATCH":
+            return self._patch_tags(request, g, "extension", key, body)
         if request.method != "PUT":
             return _error(405, "MethodNotAllowed", request.method)
         vm = self.state.vms.get(vm_name)
@@ -914,6 +955,16 @@ def _check_ephemeral_os_disk(body: dict[str, Any], capabilities: dict[str, dict[
         )
     if os_disk.get("caching") != "ReadOnly":
         return "Ephemeral OS disks support only ReadOnly caching."
+    return ""
+
+
+def _check_tags_patch(body: Any) -> str:
+    """What is wrong with a tags-only PATCH body ("" if nothing)."""
+    if not isinstance(body, dict) or not isinstance(body.get("tags"), dict):
+        return "the request body must be a JSON object with tags"
+    other = sorted(k for k in body if k != "tags")
+    if other:
+        return f"unexpected properties in a tags update: {', '.join(other)}"
     return ""
 
 

@@ -63,7 +63,7 @@ from karpy.cloudprovider.launch import (
     launched_nodeclaim,
     nodeclaim_requirements,
 )
-from karpy.runtime import Client, Kind, Manager
+from karpy.runtime import Client, Manager
 from karpy.runtime.errors import Conflict, NotFound
 from karpy.runtime.kinds import NODE
 from karpy.scheduling import Requirement, Requirements
@@ -84,9 +84,10 @@ from karpy_azure._extensions import (
     billing_extension,
     cse_extension,
 )
-from karpy_azure._gc import register_garbage_collection
+from karpy_azure._gc import NODE_CLAIM_KIND, register_garbage_collection
 from karpy_azure._hash import NODECLASS_HASH_VERSION, hash_drifted, node_class_hash
 from karpy_azure._images import image_for, parse_community_image_id
+from karpy_azure._inplaceupdate import register_in_place_update, tags_hash, update_tags
 from karpy_azure._instancetypes import (
     ON_DEMAND,
     REGIONAL_ZONE,
@@ -165,9 +166,7 @@ REPAIR_POLICIES: Final = (
 _INSTANCE_TYPE_CACHE_SECONDS = 60.0
 #: how often an adopted VM (no LRO to poll: its creator's answer is lost) is re-read
 _ADOPT_POLL_SECONDS = 10.0
-NODE_CLAIM_KIND: Final = Kind(
-    group="karpenter.sh", version="v1", plural="nodeclaims", kind="NodeClaim", namespaced=False
-)
+
 # (catalog version, unavailable generation), built at, instance types
 _CachedTypes = tuple[tuple[int, int], float, list[InstanceType]]
 
@@ -438,11 +437,13 @@ class AzureCloudProvider:
         launched.metadata.annotations[az.ANNOTATION_AKSNODECLASS_HASH_VERSION] = (
             NODECLASS_HASH_VERSION
         )
+        tags = tags_for(self.settings, node_class, nodeclaim)
+        launched.metadata.annotations[az.ANNOTATION_IN_PLACE_UPDATE_HASH] = tags_hash(tags)
         return _Plan(
             name=name,
             choice=choice,
             image_id=image_id,
-            tags=tags_for(self.settings, node_class, nodeclaim),
+            tags=tags,
             subnet_id=subnet_id,
             nsg_id=nsg.id if byo_vnet else "",
             max_pods=params.max_pods,
@@ -661,10 +662,19 @@ class AzureCloudProvider:
         return str(created.id)
 
     def _extension_names(self, cse_command: str | None) -> list[str]:
+        """The extensions karpy makes on a VM: the Custom Script Extension when there is a
+        provisioning command to run, the billing extension where it applies."""
         names = [] if cse_command is None else [CSE_EXTENSION]
         if billing_applies(self.settings.arm_cloud):
             names.append(BILLING_EXTENSION)
         return names
+
+    async def update_tags(self, name: str, tags: Mapping[str, str]) -> None:
+        """Set ``tags`` on VM ``name``'s NIC, extensions and the VM itself (in place:
+        :mod:`karpy_azure._inplaceupdate`)."""
+        customscript = self.settings.provision_mode == "customscript"
+        extensions = self._extension_names("" if customscript else None)
+        await update_tags(self, name, tags, extensions)
 
     async def _create_extensions(
         self,
@@ -954,10 +964,11 @@ class AzureCloudProvider:
         return (AKS_NODE_CLASS,)
 
     def register_controllers(self, manager: Manager) -> None:
-        """Add the AKSNodeClass status controller and NIC garbage collection (VMs are
-        collected by the core through list/delete)."""
+        """Add the AKSNodeClass status controller, NIC garbage collection (VMs are
+        collected by the core through list/delete) and in-place tag updates."""
         register_status_controller(self, manager)
         register_garbage_collection(self, manager)
+        register_in_place_update(self, manager)
 
     async def aclose(self) -> None:
         """Stop the launches in flight; close the SDK clients, the pricing session and

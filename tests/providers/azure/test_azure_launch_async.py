@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 from azurearm.server import ArmServer
 from karpy_azure import AzureCloudProvider
-from karpy_azure._provider import NODE_CLAIM_KIND
+from karpy_azure._gc import NODE_CLAIM_KIND
 
 from karpy.apis import NodeClaim, NodePool
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
@@ -81,7 +81,9 @@ async def test_a_cancelled_create_is_picked_up_by_the_next_whatever_it_would_cho
     name = "aks-" + (nodeclaim.metadata.name or "")
     # the reconcile is cancelled (its timeout, a lost lease) while the NIC is created
     reconcile = asyncio.create_task(azure.create(nodeclaim))
-    while azure.launches.get(name) is None:
+    for _ in range(1000):
+        if azure.launches.get(name) is not None:
+            break
         await asyncio.sleep(0.01)
     reconcile.cancel()
     with pytest.raises(asyncio.CancelledError):
