@@ -4,6 +4,7 @@ clean-up."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 from typing import Any
@@ -179,6 +180,19 @@ async def test_throttling_and_server_errors_are_retried(
     assert launched.status.provider_id
     assert len([r for r in arm.requests if r.method == "PUT"
                 and r.path.rsplit("/", 2)[-2] == "virtualMachines"]) == 3
+
+
+async def test_a_retry_after_longer_than_the_retry_cap_fails_at_once(
+    azure: AzureCloudProvider, arm: ArmServer
+) -> None:
+    # as the Go SDK (MaxRetryDelay 60 s): an hour's Retry-After is not slept through in a
+    # reconcile; the error comes back now and the reconcile's backoff takes over
+    arm.fail("vm.create", "TooManyRequests", status=429, retry_after=3600)
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(CreateError, match="TooManyRequests"):
+        await asyncio.wait_for(azure.create(claim()), 30)
+    assert asyncio.get_running_loop().time() - started < 10
+    assert not arm.state.vms and not arm.state.nics
 
 
 async def test_get_list_and_delete(azure: AzureCloudProvider, arm: ArmServer) -> None:
