@@ -157,10 +157,15 @@ __all__ = [
 log = logging.getLogger("karpy.cloudprovider.azure")
 
 #: Replace a node whose Ready condition is False or Unknown for 10 minutes (online and
-#: offline providers alike).
+#: offline providers alike), and at once a Spot node whose eviction Azure announced: AKS's
+#: node-problem-detector turns the VM's ``Preempt`` Scheduled Event (IMDS, at most 30 s
+#: ahead) into the Node condition ``PreemptionScheduled=True`` (reason
+#: ``SpotEvictionIncoming``); Karpenter-Azure registers that condition as a repair policy
+#: too (its PR #1695), so the node is drained and replaced before it vanishes.
 REPAIR_POLICIES: Final = (
     RepairPolicy("Ready", "False", timedelta(minutes=10)),
     RepairPolicy("Ready", "Unknown", timedelta(minutes=10)),
+    RepairPolicy("PreemptionScheduled", "True", timedelta(0)),
 )
 
 _INSTANCE_TYPE_CACHE_SECONDS = 60.0
@@ -956,7 +961,8 @@ class AzureCloudProvider:
         return node
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
-        """Replace a node whose Ready condition is False or Unknown for 10 minutes."""
+        """Replace a node whose Ready condition is False or Unknown for 10 minutes, and a
+        Spot node whose eviction is scheduled (``PreemptionScheduled=True``) at once."""
         return REPAIR_POLICIES
 
     def supported_node_classes(self) -> Sequence[NodeClassKind]:
