@@ -161,11 +161,13 @@ log = logging.getLogger("karpy.cloudprovider.azure")
 #: node-problem-detector turns the VM's ``Preempt`` Scheduled Event (IMDS, at most 30 s
 #: ahead) into the Node condition ``PreemptionScheduled=True`` (reason
 #: ``SpotEvictionIncoming``); Karpenter-Azure registers that condition as a repair policy
-#: too (its PR #1695), so the node is drained and replaced before it vanishes.
+#: too (its PR #1695), so the node is drained and replaced before it vanishes (one
+#: second's toleration: the eviction is at most 30 s away, and karpy's conformance kit
+#: wants every toleration positive).
 REPAIR_POLICIES: Final = (
     RepairPolicy("Ready", "False", timedelta(minutes=10)),
     RepairPolicy("Ready", "Unknown", timedelta(minutes=10)),
-    RepairPolicy("PreemptionScheduled", "True", timedelta(0)),
+    RepairPolicy("PreemptionScheduled", "True", timedelta(seconds=1)),
 )
 
 _INSTANCE_TYPE_CACHE_SECONDS = 60.0
