@@ -13,7 +13,8 @@ Operations (paths are matched case-insensitively, as ARM does; any api-version):
   ``Azure-AsyncOperation`` header; the operation reports ``InProgress`` for
   ``lro_polls`` polls and at least ``lro_seconds`` seconds (set it longer than a
   reconcile to make every LRO outlast one), then ``Succeeded`` (the resource's
-  provisioningState follows) or ``Failed`` with an error;
+  provisioningState follows) or ``Failed`` with an error; as in ARM, an operation nobody
+  polls finishes too — a GET of the VM shows it done once its time has come;
 - ``PUT|GET .../virtualMachines/{vm}/extensions/{n}``: an extension of a provisioned VM
   (a long-running operation; protected settings are kept in the request log, never
   returned); deleting the VM deletes its extensions;
@@ -426,24 +427,41 @@ class ArmServer:
         op = self._operations.get(g["id"])
         if op is None:
             return _error(404, "NotFound", f"operation {g['id']}")
-        held = op.kind == "vm" and op.action == "create" and self.hold_vm_creates
-        if op.polls_left > 0 or held or time.monotonic() < op.ready_at:
+        if op.polls_left > 0 or self._running(op):
             op.polls_left = max(op.polls_left - 1, 0)
             return web.json_response({"name": g["id"], "status": "InProgress"})
+        self._finish(op)
+        if op.error is not None:
+            return web.json_response({"name": g["id"], "status": "Failed", "error": op.error})
+        return web.json_response({"name": g["id"], "status": "Succeeded"})
+
+    def _running(self, op: _Operation) -> bool:
+        held = op.kind == "vm" and op.action == "create" and self.hold_vm_creates
+        return held or time.monotonic() < op.ready_at
+
+    def _finish(self, op: _Operation) -> None:
+        """Apply what ``op`` did to its resource (idempotent)."""
         store = {"vm": self.state.vms, "nic": self.state.nics,
                  "extension": self.state.extensions}[op.kind]
         if op.error is not None:
             resource = store.get(op.name)
             if resource is not None:
                 resource["properties"]["provisioningState"] = "Failed"
-            return web.json_response({"name": g["id"], "status": "Failed", "error": op.error})
-        if op.action in ("create", "update"):
+        elif op.action in ("create", "update"):
             resource = store.get(op.name)
             if resource is not None:
                 resource["properties"]["provisioningState"] = "Succeeded"
         else:
             self._remove(op.kind, op.name)
-        return web.json_response({"name": g["id"], "status": "Succeeded"})
+
+    def _settle(self, kind: str, name: str) -> None:
+        """ARM finishes an operation whether or not anyone polls it (its creator may be
+        gone): before a GET shows resource ``name``, apply its operations whose time has
+        come (``lro_polls`` only counts polls of the operation itself)."""
+        for op in self._operations.values():
+            if op.kind == kind and op.name == name and not self._running(op):
+                op.polls_left = 0
+                self._finish(op)
 
     def _remove(self, kind: str, name: str) -> None:
         if kind == "nic":
@@ -598,6 +616,7 @@ class ArmServer:
             fault = self._fault("vm.get", name, None)
             if fault is not None:
                 return self._fault_response(fault)
+            self._settle("vm", name)
             vm = self.state.vms.get(name)
             if vm is None:
                 return _not_found("Microsoft.Compute/virtualMachines", name)

@@ -171,8 +171,11 @@ REPAIR_POLICIES: Final = (
 )
 
 _INSTANCE_TYPE_CACHE_SECONDS = 60.0
-#: how often an adopted VM (no LRO to poll: its creator's answer is lost) is re-read
+#: how often an adopted VM (no LRO to poll: its creator's answer is lost) is re-read (at
+#: least a second apart even with pollInterval 0), and for how long at most: Karpenter's
+#: registration TTL is 15 minutes
 _ADOPT_POLL_SECONDS = 10.0
+_ADOPT_TIMEOUT_SECONDS = 20 * 60.0
 
 # (catalog version, unavailable generation), built at, instance types
 _CachedTypes = tuple[tuple[int, int], float, list[InstanceType]]
@@ -573,8 +576,11 @@ class AzureCloudProvider:
         """Wait for an adopted VM's provisioning (ARM's answer to the earlier attempt's
         PUT is lost with that attempt), then create the extensions it lacks."""
         name = plan.name
+        interval = (_ADOPT_POLL_SECONDS if self.arm.poll_interval is None
+                    else max(self.arm.poll_interval, 1.0))
         state = ""
-        while True:
+        deadline = self._monotonic() + _ADOPT_TIMEOUT_SECONDS
+        while self._monotonic() < deadline:
             vm = await self._existing_vm(name)
             if vm is None:
                 raise CreateError(f"virtual machine {name} disappeared while launching",
@@ -582,12 +588,14 @@ class AzureCloudProvider:
             state = _text(vm.properties.provisioning_state) if vm.properties else ""
             if state in ("Succeeded", "Failed", "Canceled"):
                 break
-            await asyncio.sleep(_ADOPT_POLL_SECONDS if self.arm.poll_interval is None
-                                else self.arm.poll_interval)
+            await asyncio.sleep(interval)
         if state != "Succeeded":
             await self._cleanup_failed_launch(name)
-            raise CreateError(f"virtual machine {name} ended in provisioning state {state}",
-                              reason="VirtualMachineCreationFailed")
+            raise CreateError(
+                f"virtual machine {name} ended in provisioning state {state!r} (or stayed "
+                f"there {_ADOPT_TIMEOUT_SECONDS / 60:g} minutes)",
+                reason="VirtualMachineCreationFailed",
+            )
         missing = []
         for extension in self._extension_names(plan.cse_command):
             try:

@@ -143,6 +143,29 @@ async def test_an_adopted_vm_gets_the_extensions_its_creator_did_not_make(
     assert puts(arm, "virtualMachines") == 1
 
 
+async def test_a_vm_whose_creator_died_mid_operation_is_finished_by_the_next(
+    azure: AzureCloudProvider, arm: ArmServer
+) -> None:
+    nodeclaim = claim()
+    name = "aks-" + (nodeclaim.metadata.name or "")
+    arm.hold_vm_creates = True  # the VM exists, its creator gets no answer
+    first = asyncio.create_task(azure.create(nodeclaim))
+    for _ in range(1000):
+        if name in arm.state.vms:
+            break
+        await asyncio.sleep(0.01)
+    first.cancel()
+    await azure.launches.aclose()  # the process died: nothing in memory, no poller
+    arm.hold_vm_creates = False
+    launched = await azure.create(nodeclaim)
+    assert launched.status.provider_id and launched.status.provider_id.endswith(name)
+    await finished(azure, name)
+    assert arm.state.vms[name]["properties"]["provisioningState"] == "Succeeded"
+    assert list(arm.extensions_of(name)) == ["computeAksLinuxBilling"]
+    assert (puts(arm, "virtualMachines"), puts(arm, "networkInterfaces")) == (1, 1)
+    assert deletes(arm) == []
+
+
 async def test_a_refused_put_leaves_the_vm_an_earlier_attempt_made(
     azure: AzureCloudProvider, arm: ArmServer
 ) -> None:
