@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy.apis import NodeClaim
+from karpy.cloudprovider import CreateError
 
 __all__ = ["Launch", "Launches"]
 
@@ -104,7 +105,9 @@ class Launches:
         if self._launches.get(launch.name) is launch:
             del self._launches[launch.name]
         if launch.task.cancelled():
-            raise asyncio.CancelledError(f"the launch of {launch.name} was cancelled")
+            # not CancelledError: the caller was not cancelled, its launch was
+            raise CreateError(f"the launch of virtual machine {launch.name} was stopped",
+                              reason="LaunchCancelled")
         error = launch.task.exception()
         if error is not None:
             raise error

@@ -20,7 +20,7 @@ from karpy_azure._gc import NODE_CLAIM_KIND
 from karpy.apis import NodeClaim, NodePool
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from karpy.apis.v1 import NodeClassReference
-from karpy.cloudprovider import CreateError, OfferingKey
+from karpy.cloudprovider import CreateError, NodeClaimNotFoundError, OfferingKey
 from karpy.cloudprovider.testing import make_nodeclaim, make_nodepool
 from karpy.runtime import errors
 from karpy.runtime.testing import FakeClient
@@ -233,3 +233,27 @@ async def test_arm_refuses_changing_an_immutable_property(
     assert answer["error"]["code"] == "PropertyChangeNotAllowed"
     assert answer["error"]["message"] == "Changing property 'zones' is not allowed."
     assert arm.state.vms[name]["zones"] == body.get("zones")
+
+
+async def test_deleting_a_nodeclaim_stops_its_launch_in_flight(
+    azure: AzureCloudProvider, arm: ArmServer
+) -> None:
+    client = FakeClient()
+    azure.client = client  # type: ignore[assignment]
+    stored = await client.create(NODE_CLAIM_KIND, claim().to_dict())
+    nodeclaim = NodeClaim.model_validate(stored)
+    name = "aks-" + (nodeclaim.metadata.name or "")
+    wait_at_most(azure, 0.2)
+    arm.lro_seconds = 1.0
+    launched = await azure.create(nodeclaim)  # handed over: the VM still provisioning
+    launch = azure.launches.get(name)
+    assert launch is not None and launch.task is not None and not launch.task.done()
+    arm.lro_seconds = 0.0
+    await azure.delete(launched)
+    with pytest.raises(NodeClaimNotFoundError):
+        await azure.delete(launched)
+    assert launch.task.cancelled()
+    assert azure.launches.get(name) is None
+    assert not arm.state.vms and not arm.state.nics
+    # the stopped launch is not a failed one: its NodeClaim is left to termination
+    await client.get(NODE_CLAIM_KIND, nodeclaim.metadata.name or "")
