@@ -125,13 +125,11 @@ class Launches:
             launch.task.cancel()
 
     def _done(self, launch: Launch, task: asyncio.Task[None]) -> None:
+        error = None if task.cancelled() else task.exception()  # retrieved: no GC warning
         if not launch.handed_over:
             return  # a create() collects it
         if self._launches.get(launch.name) is launch:
             del self._launches[launch.name]
-        if task.cancelled():
-            return
-        error = task.exception()
         if error is None:
             return
         follow_up = asyncio.create_task(
