@@ -148,6 +148,8 @@ class _Operation:
     error: dict[str, str] | None = None
     #: monotonic time before which the operation reports InProgress
     ready_at: float = 0.0
+    #: applied to its resource already (an operation takes effect once)
+    done: bool = False
 
 
 @dataclass
@@ -440,7 +442,11 @@ class ArmServer:
         return held or time.monotonic() < op.ready_at
 
     def _finish(self, op: _Operation) -> None:
-        """Apply what ``op`` did to its resource (idempotent)."""
+        """Apply what ``op`` did to its resource, once: a later resource of the same name
+        (a VM created again after a delete) is not touched by an old operation."""
+        if op.done:
+            return
+        op.done = True
         store = {"vm": self.state.vms, "nic": self.state.nics,
                  "extension": self.state.extensions}[op.kind]
         if op.error is not None:
@@ -459,7 +465,7 @@ class ArmServer:
         gone): before a GET shows resource ``name``, apply its operations whose time has
         come (``lro_polls`` only counts polls of the operation itself)."""
         for op in self._operations.values():
-            if op.kind == kind and op.name == name and not self._running(op):
+            if op.kind == kind and op.name == name and not op.done and not self._running(op):
                 op.polls_left = 0
                 self._finish(op)
 
