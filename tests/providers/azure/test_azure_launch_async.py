@@ -257,3 +257,19 @@ async def test_deleting_a_nodeclaim_stops_its_launch_in_flight(
     assert not arm.state.vms and not arm.state.nics
     # the stopped launch is not a failed one: its NodeClaim is left to termination
     await client.get(NODE_CLAIM_KIND, nodeclaim.metadata.name or "")
+
+
+async def test_a_vm_deleted_and_created_again_under_its_name_stays(
+    azure: AzureCloudProvider, arm: ArmServer
+) -> None:
+    # the ARM test server applies each operation once: the first VM's finished delete
+    # does not remove the second VM of that name when it is read
+    nodeclaim = claim()
+    name = "aks-" + (nodeclaim.metadata.name or "")
+    first = await azure.create(nodeclaim)
+    await azure.delete(first)
+    again = await azure.create(nodeclaim)
+    await finished(azure, name)
+    got = await azure.get(again.status.provider_id or "")
+    assert got.status.provider_id == again.status.provider_id
+    assert name in arm.state.vms and name in arm.state.nics
