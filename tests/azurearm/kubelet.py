@@ -49,6 +49,7 @@ class Kubelet:
         self.location = location
         self.node_rg = node_rg
         self.registered: dict[str, str] = {}  # node name -> providerID
+        self._vm_ids: dict[str, str] = {}  # node name -> the vmId its Node was registered for
         self._skus = parse_skus(skus(location), location)
 
     def _node(self, vm: dict[str, Any]) -> dict[str, Any]:
@@ -104,19 +105,24 @@ class Kubelet:
             for vm in list(self.server.state.vms.values())
         }
         for name, vm in vms.items():
-            # only a VM that booted gets a Node (not one whose create failed)
-            if name in self.registered or vm["properties"].get("provisioningState") != (
-                "Succeeded"
-            ):
+            # only a VM that booted gets a Node (not one whose create failed); a VM made
+            # again under the same name (vmId changed) boots a new kubelet, which
+            # registers again, though this loop never saw the name gone
+            vm_id = str(vm["properties"].get("vmId", ""))
+            if self._vm_ids.get(name) == vm_id or vm["properties"].get(
+                "provisioningState"
+            ) != "Succeeded":
                 continue
             node = self._node(vm)
             with contextlib.suppress(errors.AlreadyExists):
                 await self.client.create(kinds.NODE, node)
             self.registered[name] = node["spec"]["providerID"]
+            self._vm_ids[name] = vm_id
         for name in [n for n in self.registered if n not in vms]:
             with contextlib.suppress(errors.NotFound):
                 await self.client.delete(kinds.NODE, name)
             del self.registered[name]
+            self._vm_ids.pop(name, None)
 
     async def run(self, every: float = 0.3) -> None:
         """Sync until cancelled."""

@@ -11,11 +11,16 @@ Operations (paths are matched case-insensitively, as ARM does; any api-version):
   and ``GET`` of the collection (paged);
 - PUT and DELETE are long-running operations as ARM runs them: ``201``/``202`` with an
   ``Azure-AsyncOperation`` header; the operation reports ``InProgress`` for
-  ``lro_polls`` polls, then ``Succeeded`` (the resource's provisioningState follows) or
-  ``Failed`` with an error;
+  ``lro_polls`` polls and at least ``lro_seconds`` seconds (set it longer than a
+  reconcile to make every LRO outlast one), then ``Succeeded`` (the resource's
+  provisioningState follows) or ``Failed`` with an error; as in ARM, an operation nobody
+  polls finishes too — a GET of the VM shows it done once its time has come;
 - ``PUT|GET .../virtualMachines/{vm}/extensions/{n}``: an extension of a provisioned VM
   (a long-running operation; protected settings are kept in the request log, never
   returned); deleting the VM deletes its extensions;
+- ``PATCH`` of a VM, an extension (long-running) or a NIC (``UpdateTags``, immediate)
+  with ``{"tags": ...}``: the resource's tags are replaced, nothing else changes (any
+  other property in the body is refused, 400); a missing resource is 404;
 - ``GET .../networkSecurityGroups`` of the resource group and ``GET`` of one (added with
   :meth:`add_nsg`);
 - ``GET .../loadBalancers`` of the resource group and ``GET`` of one (added with
@@ -31,8 +36,11 @@ What it checks: a bearer token on ARM calls; request bodies in ARM's wire format
 camelCase names ARM documents; a snake_case body is rejected as ARM would reject it); a
 VM's NIC exists; an ephemeral OS disk fits the VM size's cache, resource or NVMe disk
 (else 400 ``NotSupported`` with ARM's message); the backend pools and NSG a NIC refers
-to exist (else 400 ``InvalidResourceReference`` naming the missing one, as ARM answers).
-What it models:
+to exist (else 400 ``InvalidResourceReference`` naming the missing one, as ARM answers);
+a PUT of an existing VM that changes a property ARM cannot change in place (zones,
+priority, the OS profile's computer name, admin user or custom data, the image, the OS
+disk's ephemeral settings) is refused with 409 ``PropertyChangeNotAllowed`` naming the
+property, and the VM is left as it was. What it models:
 deleting a VM deletes the NIC and OS disk marked ``deleteOption: Delete``; a NIC attached
 to a VM cannot be deleted (``NicInUse``).
 
@@ -46,6 +54,7 @@ from __future__ import annotations
 import json
 import re
 import ssl
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -137,6 +146,10 @@ class _Operation:
     action: str  # "create" | "delete"
     polls_left: int
     error: dict[str, str] | None = None
+    #: monotonic time before which the operation reports InProgress
+    ready_at: float = 0.0
+    #: applied to its resource already (an operation takes effect once)
+    done: bool = False
 
 
 @dataclass
@@ -158,9 +171,14 @@ class ArmState:
 class ArmServer:
     """The server (see the module docstring). Start it with :meth:`start`."""
 
-    def __init__(self, directory: Path, *, lro_polls: int = 1, page_size: int = 8) -> None:
+    def __init__(
+        self, directory: Path, *, lro_polls: int = 1, page_size: int = 8,
+        lro_seconds: float = 0.0,
+    ) -> None:
         self.directory = directory
         self.lro_polls = lro_polls
+        self.lro_seconds = lro_seconds
+        """Seconds every long-running operation started from now on stays InProgress."""
         self.page_size = page_size
         self.state = ArmState()
         self.requests: list[Recorded] = []
@@ -352,7 +370,10 @@ class ArmServer:
         error: dict[str, str] | None = None,
     ) -> dict[str, str]:
         op_id = uuid.uuid4().hex
-        self._operations[op_id] = _Operation(kind, name, action, self.lro_polls, error)
+        self._operations[op_id] = _Operation(
+            kind, name, action, self.lro_polls, error,
+            ready_at=time.monotonic() + self.lro_seconds,
+        )
         rp = "Microsoft.Network" if kind == "nic" else "Microsoft.Compute"
         url = (
             f"{self._base(request)}/subscriptions/{sub}/providers/{rp}/locations/"
@@ -408,24 +429,45 @@ class ArmServer:
         op = self._operations.get(g["id"])
         if op is None:
             return _error(404, "NotFound", f"operation {g['id']}")
-        held = op.kind == "vm" and op.action == "create" and self.hold_vm_creates
-        if op.polls_left > 0 or held:
+        if op.polls_left > 0 or self._running(op):
             op.polls_left = max(op.polls_left - 1, 0)
             return web.json_response({"name": g["id"], "status": "InProgress"})
+        self._finish(op)
+        if op.error is not None:
+            return web.json_response({"name": g["id"], "status": "Failed", "error": op.error})
+        return web.json_response({"name": g["id"], "status": "Succeeded"})
+
+    def _running(self, op: _Operation) -> bool:
+        held = op.kind == "vm" and op.action == "create" and self.hold_vm_creates
+        return held or time.monotonic() < op.ready_at
+
+    def _finish(self, op: _Operation) -> None:
+        """Apply what ``op`` did to its resource, once: a later resource of the same name
+        (a VM created again after a delete) is not touched by an old operation."""
+        if op.done:
+            return
+        op.done = True
         store = {"vm": self.state.vms, "nic": self.state.nics,
                  "extension": self.state.extensions}[op.kind]
         if op.error is not None:
             resource = store.get(op.name)
             if resource is not None:
                 resource["properties"]["provisioningState"] = "Failed"
-            return web.json_response({"name": g["id"], "status": "Failed", "error": op.error})
-        if op.action == "create":
+        elif op.action in ("create", "update"):
             resource = store.get(op.name)
             if resource is not None:
                 resource["properties"]["provisioningState"] = "Succeeded"
         else:
             self._remove(op.kind, op.name)
-        return web.json_response({"name": g["id"], "status": "Succeeded"})
+
+    def _settle(self, kind: str, name: str) -> None:
+        """ARM finishes an operation whether or not anyone polls it (its creator may be
+        gone): before a GET shows resource ``name``, apply its operations whose time has
+        come (``lro_polls`` only counts polls of the operation itself)."""
+        for op in self._operations.values():
+            if op.kind == kind and op.name == name and not op.done and not self._running(op):
+                op.polls_left = 0
+                self._finish(op)
 
     def _remove(self, kind: str, name: str) -> None:
         if kind == "nic":
@@ -447,6 +489,28 @@ class ArmServer:
                 nic = self.state.nics.get(str(ref["id"]).rsplit("/", 1)[-1])
                 if nic is not None:
                     nic["properties"].pop("virtualMachine", None)
+
+    def _patch_tags(
+        self, request: web.Request, g: dict[str, str], kind: str, name: str, body: Any
+    ) -> web.Response:
+        """A tags-only PATCH of a VM or an extension: a long-running operation."""
+        store = self.state.vms if kind == "vm" else self.state.extensions
+        resource = store.get(name)
+        if resource is None:
+            rtype = ("Microsoft.Compute/virtualMachines" if kind == "vm"
+                     else "Microsoft.Compute/virtualMachines/extensions")
+            return _not_found(rtype, name)
+        problem = _check_tags_patch(body)
+        if problem:
+            return _error(400, "InvalidParameter", problem)
+        fault = self._fault(f"{kind}.update", name, body)
+        if fault is not None and not fault.lro:
+            return self._fault_response(fault)
+        resource["tags"] = dict(body["tags"])
+        resource["properties"]["provisioningState"] = "Updating"
+        error = {"code": fault.code, "message": fault.message} if fault else None
+        headers = self._start_operation(request, g["sub"], kind, name, "update", error)
+        return web.json_response(resource, status=200, headers=headers)
 
     # -- network interfaces ----------------------------------------------------------
 
@@ -504,6 +568,18 @@ class ArmServer:
             error = {"code": fault.code, "message": fault.message} if fault else None
             headers = self._start_operation(request, g["sub"], "nic", name, "create", error)
             return web.json_response(nic, status=200 if existed else 201, headers=headers)
+        if request.method == "PATCH":
+            nic = self.state.nics.get(name)
+            if nic is None:
+                return _not_found("Microsoft.Network/networkInterfaces", name)
+            problem = _check_tags_patch(body)
+            if problem:
+                return _error(400, "InvalidRequestFormat", problem)
+            fault = self._fault("nic.update", name, body)
+            if fault is not None:
+                return self._fault_response(fault)
+            nic["tags"] = dict(body["tags"])
+            return web.json_response(nic)
         if request.method == "DELETE":
             fault = self._fault("nic.delete", name, None)
             if fault is not None:
@@ -546,6 +622,7 @@ class ArmServer:
             fault = self._fault("vm.get", name, None)
             if fault is not None:
                 return self._fault_response(fault)
+            self._settle("vm", name)
             vm = self.state.vms.get(name)
             if vm is None:
                 return _not_found("Microsoft.Compute/virtualMachines", name)
@@ -557,6 +634,12 @@ class ArmServer:
             problem = _check_ephemeral_os_disk(body, self._sku_capabilities())
             if problem:
                 return _error(400, "NotSupported", problem)
+            if name in self.state.vms:
+                changed = _immutable_change(self.state.vms[name], body)
+                if changed:
+                    return _error(409, "PropertyChangeNotAllowed",
+                                  f"Changing property '{changed}' is not allowed.",
+                                  target=changed)
             fault = self._fault("vm.create", name, body)
             if fault is not None and not fault.lro:
                 return self._fault_response(fault)
@@ -580,6 +663,8 @@ class ArmServer:
             error = {"code": fault.code, "message": fault.message} if fault else None
             headers = self._start_operation(request, g["sub"], "vm", name, "create", error)
             return web.json_response(vm, status=200 if existed else 201, headers=headers)
+        if request.method == "PATCH":
+            return self._patch_tags(request, g, "vm", name, body)
         if request.method == "DELETE":
             fault = self._fault("vm.delete", name, None)
             if fault is not None:
@@ -602,6 +687,8 @@ class ArmServer:
             if ext is None:
                 return _not_found("Microsoft.Compute/virtualMachines/extensions", key)
             return web.json_response(ext)
+        if request.method == "PATCH":
+            return self._patch_tags(request, g, "extension", key, body)
         if request.method != "PUT":
             return _error(405, "MethodNotAllowed", request.method)
         vm = self.state.vms.get(vm_name)
@@ -759,11 +846,42 @@ def _now() -> str:
 
 
 def _error(
-    status: int, code: str, message: str, *, headers: dict[str, str] | None = None
+    status: int, code: str, message: str, *, headers: dict[str, str] | None = None,
+    target: str = "",
 ) -> web.Response:
-    return web.json_response(
-        {"error": {"code": code, "message": message}}, status=status, headers=headers
-    )
+    error = {"code": code, "message": message}
+    if target:
+        error["target"] = target
+    return web.json_response({"error": error}, status=status, headers=headers)
+
+
+#: VM properties ARM refuses to change on an existing VM (PropertyChangeNotAllowed),
+#: as dotted paths into the body; "zones" is top-level.
+_IMMUTABLE_VM_PROPERTIES = (
+    "zones",
+    "properties.priority",
+    "properties.osProfile.computerName",
+    "properties.osProfile.adminUsername",
+    "properties.osProfile.customData",
+    "properties.storageProfile.imageReference",
+    "properties.storageProfile.osDisk.diffDiskSettings",
+)
+
+
+def _immutable_change(existing: dict[str, Any], body: Any) -> str:
+    """The first property ARM cannot change in place that ``body`` changes on
+    ``existing`` ("" if none), named as ARM names it (without ``properties.``)."""
+    if not isinstance(body, dict):
+        return ""
+    for path in _IMMUTABLE_VM_PROPERTIES:
+        old: Any = existing
+        new: Any = body
+        for part in path.split("."):
+            old = old.get(part) if isinstance(old, dict) else None
+            new = new.get(part) if isinstance(new, dict) else None
+        if old != new:
+            return path.removeprefix("properties.")
+    return ""
 
 
 def _not_found(kind: str, name: str) -> web.Response:
@@ -862,6 +980,16 @@ def _check_ephemeral_os_disk(body: dict[str, Any], capabilities: dict[str, dict[
         )
     if os_disk.get("caching") != "ReadOnly":
         return "Ephemeral OS disks support only ReadOnly caching."
+    return ""
+
+
+def _check_tags_patch(body: Any) -> str:
+    """What is wrong with a tags-only PATCH body ("" if nothing)."""
+    if not isinstance(body, dict) or not isinstance(body.get("tags"), dict):
+        return "the request body must be a JSON object with tags"
+    other = sorted(k for k in body if k != "tags")
+    if other:
+        return f"unexpected properties in a tags update: {', '.join(other)}"
     return ""
 
 

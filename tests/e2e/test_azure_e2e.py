@@ -12,7 +12,11 @@ virtualMachines/<name>``), and removes it when the VM goes.
    then every node consolidated away; nothing is left on the server.
 2. ZonalAllocationFailed on the cheapest offering: the pods still end Running, in
    another zone; nothing is left on the server.
-3. GPU driver and OS disk: a GPU size's custom data installs the NVIDIA driver for
+3. LROs that outlast a reconcile (every operation takes 6 s, karpy waits 1 s): the
+   NodeClaim is launched ahead of its VM, which ends Succeeded with its extension —
+   exactly one VM and one NIC, none deleted by karpy. Then a ``spec.tags`` change is
+   set in place on the VM, NIC and extension: no node is drifted or replaced.
+4. GPU driver and OS disk: a GPU size's custom data installs the NVIDIA driver for
    ``gpu.mode: Driver`` (its GPU pod runs) and not for ``None``; a size whose cache disk
    holds the OS disk gets an ephemeral one, a smaller one a managed disk.
 The AKSNodeClass is applied as ``karpenter.azure.com/v1alpha2`` (Azure's published
@@ -83,8 +87,11 @@ async def arm(tmp_path: Path) -> AsyncIterator[ArmServer]:
 
 
 @contextlib.asynccontextmanager
-async def azure_karpy(cluster: Any, arm: ArmServer, client: Client) -> AsyncIterator[RunningKarpy]:
-    """karpy with the Azure provider on ``arm``, and the kubelet helper, until exit."""
+async def azure_karpy(
+    cluster: Any, arm: ArmServer, client: Client, **extra: str
+) -> AsyncIterator[RunningKarpy]:
+    """karpy with the Azure provider on ``arm`` (``extra``: more provider settings), and
+    the kubelet helper, until exit."""
     settings = {
         "subscriptionID": SUBSCRIPTION,
         "nodeResourceGroup": NODE_RG,
@@ -99,6 +106,7 @@ async def azure_karpy(cluster: Any, arm: ArmServer, client: Client) -> AsyncIter
         # max pods from it); the CA comes from karpy's kubeconfig
         "clusterEndpoint": "https://e2e-dns.hcp.southcentralus.azmk8s.io:443",
         "sshPublicKey": "ssh-rsa AAAA e2e",
+        **extra,
     }
     args = ["--cloud-provider", "azure", "--cluster-name", "e2e",
             "--batch-idle-duration", "1s", "--batch-max-duration", "5s",
@@ -336,6 +344,65 @@ async def test_zonal_allocation_failure_on_the_cheapest_offering(
                     cheapest[0], "southcentralus-" + cheapest[1])
             failed = op.messages("failed launching nodeclaim")
             assert failed and "ZonalAllocationFailed" in str(failed[0])
+        finally:
+            forced = await clean_up(client, namespace, app, [app], timeout=CLEANUP_TIMEOUT)
+            with contextlib.suppress(errors.NotFound):
+                await client.delete(AKS_NODE_CLASS, NODE_CLASS)
+        assert forced == [], f"termination left these behind: {forced}"
+        await server_emptied(arm, op)
+
+
+async def test_lros_outlast_a_reconcile_then_tags_change_in_place(
+    cluster: Any, namespace: str, arm: ArmServer, azure_crds: None
+) -> None:
+    app = "az-slow"
+    arm.lro_seconds = 6.0
+    async with connect(cluster) as client, azure_karpy(cluster, arm, client,
+                                                       launchWait="1") as op:
+        await apply_node_class(client)
+        await eventually(lambda: node_class_ready(client), timeout=60,
+                         what="the AKSNodeClass Ready")
+        await client.create(NODE_POOL, pool(app, [
+            {"key": "node.kubernetes.io/instance-type", "operator": "In",
+             "values": ["Standard_D2s_v3"]},
+        ], consolidate_after="Never"))
+        forced: list[str] = []
+        try:
+            await client.create(kinds.DEPLOYMENT, inflate(app, 1, "500m"), namespace=namespace)
+            await eventually(lambda: running_pods(client, namespace, app, 1),
+                             timeout=180, what="the pod Running")
+            claims = await pool_objects(client, NODE_CLAIM, [app])
+            assert len(claims) == 1, [c["metadata"]["name"] for c in claims]
+            vm = "aks-" + claims[0]["metadata"]["name"]
+            assert (list(arm.state.vms), list(arm.state.nics)) == ([vm], [vm])
+            assert [r.path for r in arm.requests if r.method == "DELETE"] == []
+            assert len([b for b in arm.bodies("PUT", "/virtualMachines/")
+                        if "hardwareProfile" in b["properties"]]) == 1
+            assert op.messages("virtual machine accepted, still provisioning; reporting it "
+                               "launched"), op.tail(40)
+
+            async def provisioned() -> bool:
+                state = arm.state.vms[vm]["properties"]["provisioningState"]
+                return state == "Succeeded" and "computeAksLinuxBilling" in arm.extensions_of(vm)
+
+            await eventually(provisioned, timeout=60, what="the VM and its extension done")
+
+            # a tags change reaches the node's resources in place
+            arm.lro_seconds = 0.0
+            await client.patch(AKS_NODE_CLASS, NODE_CLASS, {"spec": {"tags": {"team": "e2e"}}})
+
+            async def tagged() -> bool:
+                return all(r.get("tags", {}).get("team") == "e2e" for r in (
+                    arm.state.vms[vm], arm.state.nics[vm],
+                    arm.extensions_of(vm)["computeAksLinuxBilling"]))
+
+            await eventually(tagged, timeout=60, what="the new tags on the VM, NIC and extension")
+            after = await pool_objects(client, NODE_CLAIM, [app])
+            assert [c["metadata"]["name"] for c in after] == [claims[0]["metadata"]["name"]]
+            assert not any(x["type"] == "Drifted" and x["status"] == "True"
+                           for x in (after[0].get("status") or {}).get("conditions") or [])
+            assert list(arm.state.vms) == [vm]
+            assert [r.path for r in arm.requests if r.method == "DELETE"] == []
         finally:
             forced = await clean_up(client, namespace, app, [app], timeout=CLEANUP_TIMEOUT)
             with contextlib.suppress(errors.NotFound):

@@ -3,7 +3,11 @@ ARM error code means to karpy.
 
 The clients are ``azure.mgmt.compute.aio`` and ``azure.mgmt.network.aio``; azure-core's
 retry policy already retries 408/429/5xx with exponential backoff (honouring
-Retry-After), so karpy adds none of its own. ``base_url``, ``connection_verify`` and the
+Retry-After), so karpy adds none of its own — except one bound: azure-core sleeps as long
+as any Retry-After says, where the Go SDK Karpenter-Azure uses does not retry at all when
+Retry-After exceeds its maximum retry delay (60 s). :class:`CappedRetryPolicy` does the
+same, so a throttled call fails at once and the reconcile's own backoff takes over
+instead of a worker sleeping for an hour. ``base_url``, ``connection_verify`` and the
 poll interval are settings, which is how the tests point the real SDK at an ARM-shaped
 test server.
 """
@@ -17,6 +21,8 @@ from typing import Any, Final
 from azure.core.credentials import AccessToken
 from azure.core.credentials_async import AsyncTokenCredential
 from azure.core.exceptions import HttpResponseError
+from azure.core.pipeline import PipelineResponse
+from azure.core.pipeline.policies import AsyncRetryPolicy
 from azure.mgmt.compute.aio import ComputeManagementClient
 from azure.mgmt.network.aio import NetworkManagementClient
 
@@ -25,6 +31,7 @@ from karpy_azure._settings import AzureSettings
 __all__ = [
     "ArmClients",
     "CapacityError",
+    "CappedRetryPolicy",
     "StaticTokenCredential",
     "classify_capacity_error",
     "error_code",
@@ -39,6 +46,8 @@ ALLOCATION_FAILED: Final = "AllocationFailed"
 OVERCONSTRAINED_ZONAL: Final = "OverconstrainedZonalAllocationRequest"
 OVERCONSTRAINED: Final = "OverconstrainedAllocationRequest"
 OPERATION_NOT_ALLOWED: Final = "OperationNotAllowed"
+#: the longest a retry waits, for a Retry-After too (the Go SDK's default MaxRetryDelay)
+RETRY_DELAY_MAX: Final = 60
 
 
 class StaticTokenCredential:
@@ -71,6 +80,18 @@ def make_credential(settings: AzureSettings) -> AsyncTokenCredential:
     return DefaultAzureCredential()
 
 
+class CappedRetryPolicy(AsyncRetryPolicy[Any, Any]):
+    """azure-core's retry policy, except that a response whose Retry-After is longer than
+    ``retry_backoff_max`` is not retried (as the Go SDK's ``MaxRetryDelay``): the caller
+    gets the error now."""
+
+    def is_retry(self, settings: dict[str, Any], response: PipelineResponse[Any, Any]) -> bool:
+        if not super().is_retry(settings, response):
+            return False
+        retry_after = self.get_retry_after(response)
+        return retry_after is None or retry_after <= self.backoff_max
+
+
 @dataclass
 class ArmClients:
     """The compute and network clients of one subscription."""
@@ -89,11 +110,15 @@ class ArmClients:
         retry_total: int = 6,
     ) -> ArmClients:
         """Clients for ``settings.arm_endpoint``, verifying TLS with ``caBundle`` if set."""
-        options: dict[str, Any] = {
-            "base_url": settings.arm_endpoint,
+        retry = {
             "retry_backoff_factor": retry_backoff_factor,
             "retry_total": retry_total,
-            "retry_backoff_max": 60,
+            "retry_backoff_max": RETRY_DELAY_MAX,
+        }
+        options: dict[str, Any] = {
+            "base_url": settings.arm_endpoint,
+            **retry,
+            "retry_policy": CappedRetryPolicy(**retry),
         }
         if settings.ca_bundle:
             options["connection_verify"] = settings.ca_bundle

@@ -32,8 +32,11 @@ GPU nodes: the NVIDIA driver AKS's scripts install (``GPU_NODE``,
 ``CONFIG_GPU_DRIVER_IF_NEEDED``, ``GPU_DRIVER_VERSION`` / ``_TYPE``, ``GPU_IMAGE_SHA``) and
 ``nvidia-container-runtime`` as containerd's default, per :mod:`karpy_azure._gpu`.
 
-Not done: custom clouds, HTTP proxy, custom CA trust, LocalDNS, artifact
-streaming, Windows.
+Artifact streaming (``artifactStreaming.enabled``): ``ARTIFACT_STREAMING_ENABLED=true``,
+AKS's own provisioning variable, with which its scripts enable the image's streaming
+snapshotter; Karpenter-Azure passes the field only to the node bootstrapping API.
+
+Not done: custom clouds, HTTP proxy, custom CA trust, LocalDNS, Windows.
 """
 
 from __future__ import annotations
@@ -187,6 +190,8 @@ class BootstrapParams:
     gpu_driver: GpuDriver | None = None
     #: the AKSNodeClass's linuxOSConfig (:mod:`karpy_azure._osconfig`)
     os_config: OSConfig = field(default_factory=OSConfig)
+    #: ``artifactStreaming.enabled``: AKS's scripts set up the image's streaming snapshotter
+    artifact_streaming: bool = False
 
 
 def _subnet_parts(subnet_id: str) -> tuple[str, str, str]:
@@ -324,6 +329,10 @@ def bootstrap_variables(settings: AzureSettings, params: BootstrapParams) -> dic
         "CUSTOM_SEARCH_DOMAIN_FILEPATH": "/opt/azure/containers/setup-custom-search-domains.sh",
         "CSE_TIMEOUT": "15m",
     }
+    if params.artifact_streaming:
+        # AKS's variable for it (AgentBaker's ARTIFACT_STREAMING_ENABLED); only when asked,
+        # so every other node renders exactly Karpenter-Azure's scriptless variables
+        variables["ARTIFACT_STREAMING_ENABLED"] = "true"
     return variables
 
 

@@ -9,6 +9,9 @@ provider does, built with the SDK's model classes (the body ARM expects):
   ``Compute.AKS.Linux.Billing`` 1.0), which marks the VM as an AKS node for billing.
 
 Both carry the node's tags and are created in that order, each a long-running operation.
+The billing extension exists only in Azure's public, China and US Government clouds:
+elsewhere (``armCloud`` names another cloud) it is not sent, as Karpenter's Azure provider
+decides (its ``aksIdentifyingExtensionEnvs``).
 A failed extension fails the launch: the VM and its NIC are deleted (Karpenter's
 Azure provider returns the error and its cloud provider deletes the instance).
 """
@@ -21,8 +24,10 @@ from typing import Final
 from azure.mgmt.compute import models as cm
 
 __all__ = [
+    "BILLING_CLOUDS",
     "BILLING_EXTENSION",
     "CSE_EXTENSION",
+    "billing_applies",
     "billing_extension",
     "cse_extension",
 ]
@@ -30,6 +35,15 @@ __all__ = [
 #: The extension names Karpenter's Azure provider gives (and finds) on its VMs.
 BILLING_EXTENSION: Final = "computeAksLinuxBilling"
 CSE_EXTENSION: Final = "cse-agent-karpenter"
+#: the clouds (``armCloud``, Karpenter-Azure's ``ARM_CLOUD``) with the AKS billing extension
+BILLING_CLOUDS: Final = frozenset({"AzurePublicCloud", "AzureChinaCloud",
+                                   "AzureUSGovernmentCloud"})
+
+
+def billing_applies(arm_cloud: str) -> bool:
+    """True when the AKS billing extension exists in cloud ``arm_cloud`` (names compared
+    case-insensitively, as the SDKs resolve them)."""
+    return arm_cloud.lower() in {c.lower() for c in BILLING_CLOUDS}
 
 
 def billing_extension(location: str, tags: Mapping[str, str]) -> cm.VirtualMachineExtension:

@@ -121,6 +121,9 @@ def node_bootstrap(
                 instance_type.name, _gpu_manufacturer(instance_type), node_class
             ),
             os_config=osc,
+            artifact_streaming=bool(
+                node_class.spec.artifact_streaming and node_class.spec.artifact_streaming.enabled
+            ),
         ),
     )
     if settings.provision_mode == "customscript":

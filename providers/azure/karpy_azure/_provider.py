@@ -4,15 +4,20 @@ them.
 - **Instance types** come from Resource SKUs of the location with the AKS allocatable and
   retail prices (:mod:`karpy_azure._instancetypes`); offerings Azure refused recently are
   shown ``available=False`` from the provider's own cache.
-- **create** picks the cheapest fitting offering, creates the NIC ``aks-<nodeclaim>``
-  (in the AKS load balancers' backend pools, with the managed NSG on a bring-your-own
-  VNet: :mod:`karpy_azure._network`),
-  then the VM with AKS's node bootstrap (:mod:`karpy_azure._nodebootstrap`), then its
-  extensions (:mod:`karpy_azure._extensions`), waiting on each long-running operation; a
-  failed extension deletes the VM and NIC. A capacity error (SkuNotAvailable,
-  ZonalAllocationFailed, AllocationFailed, Overconstrained*, quota) marks offerings
-  unavailable and raises InsufficientCapacityError naming them; any failed VM create
-  deletes what it left (the VM in state Failed, the NIC).
+- **create** first reads VM ``aks-<nodeclaim>``: if an earlier attempt made it, it is
+  reused as it is (its size, zone and priority are the launch's, whatever this attempt
+  would choose) and whatever that attempt left undone is finished. Otherwise it picks
+  the cheapest fitting offering, creates the NIC ``aks-<nodeclaim>`` (in the AKS load
+  balancers' backend pools, with the managed NSG on a bring-your-own VNet:
+  :mod:`karpy_azure._network`), then the VM with AKS's node bootstrap
+  (:mod:`karpy_azure._nodebootstrap`), then its extensions
+  (:mod:`karpy_azure._extensions`) — as one task that outlives the call when the
+  operations take longer than ``launchWait`` (:mod:`karpy_azure._launches`). A capacity
+  error (SkuNotAvailable, ZonalAllocationFailed, AllocationFailed, Overconstrained*,
+  quota) marks offerings unavailable and raises InsufficientCapacityError naming them. A
+  VM whose creation failed after ARM accepted it (state Failed) or whose extension
+  failed is deleted with its NIC; a PUT that ARM refused deletes only the NIC, and only
+  when no VM of that name exists: a retry never deletes the VM an earlier attempt made.
 - **get / list** read VMs back (list: the node resource group's VMs tagged with this
   cluster); **delete** force-deletes the VM, then its NIC, and raises
   NodeClaimNotFoundError once the VM is gone.
@@ -28,6 +33,7 @@ import base64
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -58,7 +64,7 @@ from karpy.cloudprovider.launch import (
     nodeclaim_requirements,
 )
 from karpy.runtime import Client, Manager
-from karpy.runtime.errors import NotFound
+from karpy.runtime.errors import Conflict, NotFound
 from karpy.runtime.kinds import NODE
 from karpy.scheduling import Requirement, Requirements
 from karpy.scheduling import resources as res
@@ -74,12 +80,14 @@ from karpy_azure._catalog import Catalog
 from karpy_azure._extensions import (
     BILLING_EXTENSION,
     CSE_EXTENSION,
+    billing_applies,
     billing_extension,
     cse_extension,
 )
-from karpy_azure._gc import register_garbage_collection
+from karpy_azure._gc import NODE_CLAIM_KIND, register_garbage_collection
 from karpy_azure._hash import NODECLASS_HASH_VERSION, hash_drifted, node_class_hash
 from karpy_azure._images import image_for, parse_community_image_id
+from karpy_azure._inplaceupdate import register_in_place_update, tags_hash, update_tags
 from karpy_azure._instancetypes import (
     ON_DEMAND,
     REGIONAL_ZONE,
@@ -89,6 +97,7 @@ from karpy_azure._instancetypes import (
     build_instance_types,
     zone_label,
 )
+from karpy_azure._launches import Launch, Launches
 from karpy_azure._network import (
     BackendPools,
     ManagedNsg,
@@ -148,13 +157,26 @@ __all__ = [
 log = logging.getLogger("karpy.cloudprovider.azure")
 
 #: Replace a node whose Ready condition is False or Unknown for 10 minutes (online and
-#: offline providers alike).
+#: offline providers alike), and at once a Spot node whose eviction Azure announced: AKS's
+#: node-problem-detector turns the VM's ``Preempt`` Scheduled Event (IMDS, at most 30 s
+#: ahead) into the Node condition ``PreemptionScheduled=True`` (reason
+#: ``SpotEvictionIncoming``); Karpenter-Azure registers that condition as a repair policy
+#: too (its PR #1695), so the node is drained and replaced before it vanishes (one
+#: second's toleration: the eviction is at most 30 s away, and karpy's conformance kit
+#: wants every toleration positive).
 REPAIR_POLICIES: Final = (
     RepairPolicy("Ready", "False", timedelta(minutes=10)),
     RepairPolicy("Ready", "Unknown", timedelta(minutes=10)),
+    RepairPolicy("PreemptionScheduled", "True", timedelta(seconds=1)),
 )
 
 _INSTANCE_TYPE_CACHE_SECONDS = 60.0
+#: how often an adopted VM (no LRO to poll: its creator's answer is lost) is re-read (at
+#: least a second apart even with pollInterval 0), and for how long at most: Karpenter's
+#: registration TTL is 15 minutes
+_ADOPT_POLL_SECONDS = 10.0
+_ADOPT_TIMEOUT_SECONDS = 20 * 60.0
+
 # (catalog version, unavailable generation), built at, instance types
 _CachedTypes = tuple[tuple[int, int], float, list[InstanceType]]
 
@@ -172,6 +194,23 @@ def instance_type_params(settings: AzureSettings, node_class: AKSNodeClass) -> I
         encryption_at_host=bool(spec.security and spec.security.encryption_at_host),
         memory_overhead_percent=settings.vm_memory_overhead_percent,
     )
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What one launch's NIC, VM and extensions are made from."""
+
+    name: str
+    choice: LaunchChoice
+    image_id: str
+    tags: dict[str, str]
+    subnet_id: str
+    nsg_id: str
+    max_pods: int
+    custom_data: str | None
+    cse_command: str | None
+    ultra_ssd: bool
+    launched: NodeClaim
 
 
 def _image_requirements(node_class: AKSNodeClass) -> list[tuple[str, Requirements]]:
@@ -228,6 +267,8 @@ class AzureCloudProvider:
             arm.network, settings.node_resource_group, monotonic=monotonic
         )
         self.managed_nsg = ManagedNsg(arm.network, settings.node_resource_group)
+        #: launches in flight, by VM name (:mod:`karpy_azure._launches`)
+        self.launches = Launches(self._launch_failed)
         #: base64 PEM of the API server's CA, for the nodes' bootstrap
         self.ca_bundle = _required_ca_bundle(settings, ca_bundle)
 
@@ -324,13 +365,44 @@ class AzureCloudProvider:
         return node_class
 
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
-        """Launch the cheapest fitting offering: NIC, VM, extensions (see the module
-        docstring)."""
+        """Launch the cheapest fitting offering: NIC, VM, extensions, as a task that
+        outlives this call when it must (see :mod:`karpy_azure._launches`); a VM of this
+        NodeClaim that exists already is reused, never replaced or deleted."""
         if not nodeclaim.metadata.name:
             raise CreateError("the nodeclaim has no name", reason="InvalidNodeClaim")
         node_class = await self._ready_node_class(nodeclaim)
-        instance_types = await self.instance_types_for(node_class)
-        choice = choose_launch(nodeclaim, instance_types, refuse=self.unavailable.is_unavailable)
+        name = resource_name(nodeclaim.metadata.name)
+        launch = self.launches.get(name)
+        if launch is None:
+            existing = await self._existing_vm(name)
+            if existing is not None:
+                return await self._adopt(nodeclaim, node_class, existing)
+            launch = await self._begin_launch(nodeclaim, node_class, name)
+        if await self.launches.wait(launch, self.settings.launch_wait, accepted=True):
+            self.launches.collect(launch)  # raises the launch's error
+            return launch.launched.model_copy(deep=True)
+        self.launches.hand_over(launch)
+        log.info(
+            "virtual machine accepted, still provisioning; reporting it launched",
+            extra={"vmName": name, "waited": self.settings.launch_wait},
+        )
+        return launch.launched.model_copy(deep=True)
+
+    async def _existing_vm(self, name: str) -> cm.VirtualMachine | None:
+        """VM ``name`` if it exists (an earlier attempt's, before a restart)."""
+        try:
+            return await self.arm.compute.virtual_machines.get(
+                self.settings.node_resource_group, name
+            )
+        except HttpResponseError as exc:
+            if is_not_found(exc):
+                return None
+            raise
+
+    async def _plan(
+        self, nodeclaim: NodeClaim, node_class: AKSNodeClass, choice: LaunchChoice
+    ) -> _Plan:
+        """Everything the NIC, VM and extensions of ``choice`` are made from."""
         it = choice.instance_type
         image_id = image_for(_image_requirements(node_class), it.requirements)
         if image_id is None:
@@ -339,9 +411,6 @@ class AzureCloudProvider:
                 f"(status.images: {[i.id for i in node_class.status.images]})",
                 reason="ImageNotFound",
             )
-        sku = await self._sku(it.name)
-        name = resource_name(nodeclaim.metadata.name)
-        tags = tags_for(self.settings, node_class, nodeclaim)
         params = self.params_for(node_class)
         labels = launched_labels(nodeclaim, choice)
         labels[az.LABEL_NODECLASS] = node_class.metadata.name or ""
@@ -364,9 +433,59 @@ class AzureCloudProvider:
         except ValueError as exc:
             raise NodeClassNotReadyError(str(exc)) from exc
         byo_vnet = not is_aks_managed_vnet(self.settings.node_resource_group, subnet_id)
-        nic_id = await self._create_nic(
-            name, subnet_id, tags, sku, params.max_pods, nsg_id=nsg.id if byo_vnet else ""
+        name = resource_name(nodeclaim.metadata.name or "")
+        launched = launched_nodeclaim(
+            nodeclaim,
+            choice,
+            provider_id=provider_id(
+                self.settings.subscription_id, self.settings.node_resource_group, name
+            ),
+            labels=labels,
+            image_id=image_id,
         )
+        launched.metadata.annotations[az.ANNOTATION_AKSNODECLASS_HASH] = node_class_hash(node_class)
+        launched.metadata.annotations[az.ANNOTATION_AKSNODECLASS_HASH_VERSION] = (
+            NODECLASS_HASH_VERSION
+        )
+        tags = tags_for(self.settings, node_class, nodeclaim)
+        launched.metadata.annotations[az.ANNOTATION_IN_PLACE_UPDATE_HASH] = tags_hash(tags)
+        return _Plan(
+            name=name,
+            choice=choice,
+            image_id=image_id,
+            tags=tags,
+            subnet_id=subnet_id,
+            nsg_id=nsg.id if byo_vnet else "",
+            max_pods=params.max_pods,
+            custom_data=bootstrap.custom_data,
+            cse_command=bootstrap.cse_command,
+            ultra_ssd=ultra_ssd,
+            launched=launched,
+        )
+
+    async def _begin_launch(
+        self, nodeclaim: NodeClaim, node_class: AKSNodeClass, name: str
+    ) -> Launch:
+        instance_types = await self.instance_types_for(node_class)
+        choice = choose_launch(nodeclaim, instance_types, refuse=self.unavailable.is_unavailable)
+        plan = await self._plan(nodeclaim, node_class, choice)
+        launch = Launch(
+            name=name,
+            nodeclaim_name=nodeclaim.metadata.name or "",
+            nodeclaim_uid=nodeclaim.metadata.uid or "",
+            launched=plan.launched,
+        )
+        return self.launches.start(launch, self._run_launch(launch, plan, node_class))
+
+    async def _run_launch(self, launch: Launch, plan: _Plan, node_class: AKSNodeClass) -> None:
+        """NIC, VM, extensions: the launch's task. A VM PUT that ARM refuses leaves any VM
+        of that name alone (it is an earlier attempt's); a VM whose creation failed after
+        ARM accepted it (state Failed) is deleted with its NIC."""
+        name, choice = plan.name, plan.choice
+        it = choice.instance_type
+        sku = await self._sku(it.name)
+        nic_id = await self._create_nic(name, plan.subnet_id, plan.tags, sku, plan.max_pods,
+                                        nsg_id=plan.nsg_id)
         vm = virtual_machine(
             self.settings,
             node_class,
@@ -375,42 +494,132 @@ class AzureCloudProvider:
             zone_number=arm_zone(choice.offering.zone),
             capacity_type=choice.offering.capacity_type,
             nic_id=nic_id,
-            image_id=image_id,
+            image_id=plan.image_id,
             premium_storage=bool(sku and sku.premium_io),
-            custom_data=bootstrap.custom_data,
-            tags=tags,
+            custom_data=plan.custom_data,
+            tags=plan.tags,
             ephemeral_placement=(
                 sku.ephemeral_os_placement_for(node_class.spec.os_disk_size_gb) if sku else ""
             ),
-            ultra_ssd=ultra_ssd,
+            ultra_ssd=plan.ultra_ssd,
         )
         rg = self.settings.node_resource_group
         try:
             poller = await self.arm.compute.virtual_machines.begin_create_or_update(
                 rg, name, vm, **self.arm.lro()
             )
+        except HttpResponseError as exc:
+            # ARM made nothing of a refused PUT; a VM of that name is an earlier attempt's
+            if await self._existing_vm(name) is None:
+                await self.delete_nic(name)
+            raise self._launch_error(exc, choice, name) from exc
+        launch.accepted.set()
+        try:
             await poller.result()
         except HttpResponseError as exc:
             await self._cleanup_failed_launch(name)
             raise self._launch_error(exc, choice, name) from exc
-        await self._create_extensions(name, tags, bootstrap.cse_command)
-        launched = launched_nodeclaim(
-            nodeclaim,
-            choice,
-            provider_id=provider_id(self.settings.subscription_id, rg, name),
-            labels=labels,
-            image_id=image_id,
-        )
-        launched.metadata.annotations[az.ANNOTATION_AKSNODECLASS_HASH] = node_class_hash(node_class)
-        launched.metadata.annotations[az.ANNOTATION_AKSNODECLASS_HASH_VERSION] = (
-            NODECLASS_HASH_VERSION
-        )
+        await self._create_extensions(name, plan.tags, plan.cse_command)
         log.info(
             "launched virtual machine",
             extra={"vmName": name, "instance-type": it.name, "zone": choice.offering.zone,
                    "capacity-type": choice.offering.capacity_type},
         )
-        return launched
+
+    async def _adopt(
+        self, nodeclaim: NodeClaim, node_class: AKSNodeClass, vm: cm.VirtualMachine
+    ) -> NodeClaim:
+        """Report VM ``vm`` (an earlier attempt's) as this NodeClaim's launch, with its
+        own size, zone and priority whatever this attempt would choose, and finish what
+        that attempt may not have: wait for its provisioning, create missing extensions."""
+        name = str(vm.name)
+        props = vm.properties
+        size = _text(props.hardware_profile.vm_size) if props and props.hardware_profile else ""
+        zones = list(vm.zones or [])
+        zone = zone_label(self.settings.location, zones[0]) if zones else REGIONAL_ZONE
+        capacity_type = SPOT if props and _text(props.priority).lower() == "spot" else ON_DEMAND
+        found = [it for it in await self.instance_types_for(node_class) if it.name == size]
+        offerings = [
+            o for it in found for o in it.offerings
+            if o.zone == zone and o.capacity_type == capacity_type
+        ]
+        if not offerings:
+            raise CreateError(
+                f"virtual machine {name} exists ({size}, {zone}, {capacity_type}) but "
+                f"AKSNodeClass {node_class.metadata.name} no longer offers that; it is "
+                "left as it is (delete the NodeClaim to remove it)",
+                reason="VirtualMachineMismatch",
+            )
+        plan = await self._plan(nodeclaim, node_class, LaunchChoice(found[0], offerings[0]))
+        image = ""
+        if props and props.storage_profile and props.storage_profile.image_reference:
+            image = str(props.storage_profile.image_reference.community_gallery_image_id or "")
+        plan.launched.status.image_id = image or plan.image_id
+        log.info("found existing virtual machine, reusing it",
+                 extra={"vmName": name, "instance-type": size, "zone": zone,
+                        "capacity-type": capacity_type})
+        launch = Launch(
+            name=name,
+            nodeclaim_name=nodeclaim.metadata.name or "",
+            nodeclaim_uid=nodeclaim.metadata.uid or "",
+            launched=plan.launched,
+        )
+        launch.accepted.set()
+        self.launches.start(launch, self._finish_launch(plan))
+        if await self.launches.wait(launch, self.settings.launch_wait):
+            self.launches.collect(launch)
+        else:
+            self.launches.hand_over(launch)
+        return plan.launched.model_copy(deep=True)
+
+    async def _finish_launch(self, plan: _Plan) -> None:
+        """Wait for an adopted VM's provisioning (ARM's answer to the earlier attempt's
+        PUT is lost with that attempt), then create the extensions it lacks."""
+        name = plan.name
+        interval = (_ADOPT_POLL_SECONDS if self.arm.poll_interval is None
+                    else max(self.arm.poll_interval, 1.0))
+        state = ""
+        deadline = self._monotonic() + _ADOPT_TIMEOUT_SECONDS
+        while self._monotonic() < deadline:
+            vm = await self._existing_vm(name)
+            if vm is None:
+                raise CreateError(f"virtual machine {name} disappeared while launching",
+                                  reason="VirtualMachineCreationFailed")
+            state = _text(vm.properties.provisioning_state) if vm.properties else ""
+            if state in ("Succeeded", "Failed", "Canceled"):
+                break
+            await asyncio.sleep(interval)
+        if state != "Succeeded":
+            await self._cleanup_failed_launch(name)
+            raise CreateError(
+                f"virtual machine {name} ended in provisioning state {state!r} (or stayed "
+                f"there {_ADOPT_TIMEOUT_SECONDS / 60:g} minutes)",
+                reason="VirtualMachineCreationFailed",
+            )
+        missing = []
+        for extension in self._extension_names(plan.cse_command):
+            try:
+                await self.arm.compute.virtual_machine_extensions.get(
+                    self.settings.node_resource_group, name, extension
+                )
+            except HttpResponseError as exc:
+                if not is_not_found(exc):
+                    raise
+                missing.append(extension)
+        await self._create_extensions(name, plan.tags, plan.cse_command, only=missing)
+
+    async def _launch_failed(self, launch: Launch, error: BaseException) -> None:
+        """A launch reported launched has failed (its VM and NIC are cleaned up): delete
+        its NodeClaim so that its pods are planned again, as Karpenter-Azure does."""
+        log.error("failed launching nodeclaim",
+                  extra={"vmName": launch.name, "error": str(error)})
+        if self.client is None:
+            return
+        try:
+            await self.client.delete(NODE_CLAIM_KIND, launch.nodeclaim_name,
+                                     uid=launch.nodeclaim_uid or None)
+        except (NotFound, Conflict):
+            return  # gone already, or a newer NodeClaim of that name
 
     async def _create_nic(
         self,
@@ -423,25 +632,23 @@ class AzureCloudProvider:
         nsg_id: str,
     ) -> str:
         """Create the NIC in the load balancers' backend pools; when ARM says a pool is
-        gone (the cached list was stale), re-read the pools and try once more."""
+        gone (the cached list was stale), re-read the pools and try once more. A NIC
+        that cannot be created is deleted."""
         pools = await self.backend_pools.get()
-        try:
-            return await self._put_nic(name, subnet_id, tags, sku, pods, pools, nsg_id)
-        except HttpResponseError as exc:
-            if not is_missing_backend_pool(exc, pools):
-                await self.delete_nic(name)
-                raise _nic_error(name, exc) from exc
-            log.info(
-                "network interface creation failed due to stale load balancer backend pool "
-                "reference, refreshing",
-                extra={"nicName": name, "error": str(exc.message)},
-            )
-        pools = await self.backend_pools.refresh(pools)
-        try:
-            return await self._put_nic(name, subnet_id, tags, sku, pods, pools, nsg_id)
-        except HttpResponseError as exc:
-            await self.delete_nic(name)
-            raise _nic_error(name, exc) from exc
+        for attempt in (1, 2):
+            try:
+                return await self._put_nic(name, subnet_id, tags, sku, pods, pools, nsg_id)
+            except HttpResponseError as exc:
+                if attempt == 2 or not is_missing_backend_pool(exc, pools):
+                    await self.delete_nic(name)
+                    raise _nic_error(name, exc) from exc
+                log.info(
+                    "network interface creation failed due to stale load balancer backend "
+                    "pool reference, refreshing",
+                    extra={"nicName": name, "error": str(exc.message)},
+                )
+            pools = await self.backend_pools.refresh(pools)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _put_nic(
         self,
@@ -469,22 +676,43 @@ class AzureCloudProvider:
         created = await poller.result()
         return str(created.id)
 
+    def _extension_names(self, cse_command: str | None) -> list[str]:
+        """The extensions karpy makes on a VM: the Custom Script Extension when there is a
+        provisioning command to run, the billing extension where it applies."""
+        names = [] if cse_command is None else [CSE_EXTENSION]
+        if billing_applies(self.settings.arm_cloud):
+            names.append(BILLING_EXTENSION)
+        return names
+
+    async def update_tags(self, name: str, tags: Mapping[str, str]) -> None:
+        """Set ``tags`` on VM ``name``'s NIC, extensions and the VM itself (in place:
+        :mod:`karpy_azure._inplaceupdate`)."""
+        customscript = self.settings.provision_mode == "customscript"
+        extensions = self._extension_names("" if customscript else None)
+        await update_tags(self, name, tags, extensions)
+
     async def _create_extensions(
-        self, name: str, tags: Mapping[str, str], cse_command: str | None
+        self,
+        name: str,
+        tags: Mapping[str, str],
+        cse_command: str | None,
+        *,
+        only: Sequence[str] | None = None,
     ) -> None:
         """The Custom Script Extension (provision mode ``customscript``), then the AKS
-        billing extension; a failure deletes the VM and NIC and raises CreateError."""
-        extensions = []
-        if cse_command is not None:
-            extensions.append(
-                (CSE_EXTENSION, cse_extension(self.settings.location, tags, cse_command))
-            )
-        extensions.append((BILLING_EXTENSION, billing_extension(self.settings.location, tags)))
-        for extension_name, body in extensions:
+        billing extension (in the clouds it exists in); ``only``: just those. A failure
+        deletes the VM and NIC and raises CreateError."""
+        bodies = {
+            CSE_EXTENSION: lambda: cse_extension(self.settings.location, tags, cse_command or ""),
+            BILLING_EXTENSION: lambda: billing_extension(self.settings.location, tags),
+        }
+        for extension_name in self._extension_names(cse_command):
+            if only is not None and extension_name not in only:
+                continue
             try:
                 poller = await self.arm.compute.virtual_machine_extensions.begin_create_or_update(
-                    self.settings.node_resource_group, name, extension_name, body,
-                    **self.arm.lro()
+                    self.settings.node_resource_group, name, extension_name,
+                    bodies[extension_name](), **self.arm.lro()
                 )
                 await poller.result()
             except HttpResponseError as exc:
@@ -663,6 +891,7 @@ class AzureCloudProvider:
         if name is None:
             raise NodeClaimNotFoundError(f"{pid!r} is not an Azure VM provider ID",
                                          provider_id=pid)
+        self.launches.cancel(name)  # a launch still under way stops here
         lock = self._locks.setdefault(name, asyncio.Lock())
         async with lock:
             await self.delete_vm(name, provider_id_=pid)
@@ -742,7 +971,8 @@ class AzureCloudProvider:
         return node
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
-        """Replace a node whose Ready condition is False or Unknown for 10 minutes."""
+        """Replace a node whose Ready condition is False or Unknown for 10 minutes, and a
+        Spot node whose eviction is scheduled (``PreemptionScheduled=True``) at once."""
         return REPAIR_POLICIES
 
     def supported_node_classes(self) -> Sequence[NodeClassKind]:
@@ -750,13 +980,16 @@ class AzureCloudProvider:
         return (AKS_NODE_CLASS,)
 
     def register_controllers(self, manager: Manager) -> None:
-        """Add the AKSNodeClass status controller and NIC garbage collection (VMs are
-        collected by the core through list/delete)."""
+        """Add the AKSNodeClass status controller, NIC garbage collection (VMs are
+        collected by the core through list/delete) and in-place tag updates."""
         register_status_controller(self, manager)
         register_garbage_collection(self, manager)
+        register_in_place_update(self, manager)
 
     async def aclose(self) -> None:
-        """Close the SDK clients, the pricing session and the credential."""
+        """Stop the launches in flight; close the SDK clients, the pricing session and
+        the credential."""
+        await self.launches.aclose()
         await self.catalog.close()
         await self.arm.close()
         if self._credential is not None:

@@ -48,6 +48,12 @@ credential               AZURE_CREDENTIAL               ``default`` (DefaultAzur
                                                         armEndpoint, for test servers)
 pollInterval             AZURE_POLL_INTERVAL            seconds between long-running-operation
                                                         polls (default: what ARM says)
+launchWait               AZURE_LAUNCH_WAIT              seconds a launch is waited for in one
+                                                        reconcile before it goes on in the
+                                                        background (default 30)
+armCloud                 ARM_CLOUD                      the Azure cloud (``AzurePublicCloud``,
+                                                        default; ``AzureChinaCloud``,
+                                                        ``AzureUSGovernmentCloud`` or another)
 offline                  KARPY_OFFLINE                  price only, from the shipped tables: no
                                                         Azure client, no call (true/false)
 ======================== ============================== ====================================
@@ -126,6 +132,8 @@ _ENV: Final = {
     "caBundle": "AZURE_CA_BUNDLE",
     "credential": "AZURE_CREDENTIAL",
     "pollInterval": "AZURE_POLL_INTERVAL",
+    "launchWait": "AZURE_LAUNCH_WAIT",
+    "armCloud": "ARM_CLOUD",
     "offline": "KARPY_OFFLINE",
     "diskEncryptionSetID": "NODE_OSDISK_DISKENCRYPTIONSET_ID",
 }
@@ -190,6 +198,8 @@ class AzureSettings:
     ca_bundle: str = ""
     credential: str = "default"
     poll_interval: float | None = None
+    launch_wait: float = 30.0
+    arm_cloud: str = "AzurePublicCloud"
     offline: bool = False
     disk_encryption_set_id: str = ""
 
@@ -263,6 +273,10 @@ class AzureSettings:
             )
         if self.poll_interval is not None and self.poll_interval < 0:
             raise AzureSettingsError(f"pollInterval {self.poll_interval} must be >= 0")
+        if self.launch_wait < 0:
+            raise AzureSettingsError(
+                f"launchWait {self.launch_wait} (env AZURE_LAUNCH_WAIT) must be >= 0 seconds"
+            )
         if self.disk_encryption_set_id and not _DISK_ENCRYPTION_SET_ID.match(
             self.disk_encryption_set_id
         ):
@@ -400,6 +414,8 @@ class AzureSettings:
             poll_interval=(
                 _float(get("pollInterval"), "pollInterval") if get("pollInterval") else None
             ),
+            launch_wait=_float(get("launchWait", "30"), "launchWait"),
+            arm_cloud=get("armCloud") or "AzurePublicCloud",
             offline=_flag(get("offline"), "offline"),
             disk_encryption_set_id=get("diskEncryptionSetID"),
         )
@@ -483,6 +499,10 @@ _HELP: Final = {
     "credential": ("default", "default (DefaultAzureCredential) or static (test servers)",
                    False),
     "pollInterval": ("", "seconds between long-running-operation polls", False),
+    "launchWait": ("30", "seconds one reconcile waits for a launch before it goes on in "
+                   "the background", False),
+    "armCloud": ("AzurePublicCloud", "the Azure cloud: AzurePublicCloud, AzureChinaCloud, "
+                 "AzureUSGovernmentCloud, ...", False),
     "offline": ("false", "price from the shipped tables only: no Azure client, no launches "
                 "(karpy simulate/explain/top)", False),
     "diskEncryptionSetID": ("", "DiskEncryptionSet resource ID for the nodes' OS disks "

@@ -292,3 +292,22 @@ def test_kubelet_flags_follow_the_kubernetes_version() -> None:
 )
 def test_only_labels_the_kubelet_may_set_on_itself(key: str, allowed: bool) -> None:
     assert kubelet_can_set(key) is allowed
+
+
+async def test_artifact_streaming_reaches_aks_scripts_only_when_enabled(
+    scriptless: AzureCloudProvider, arm: ArmServer
+) -> None:
+    off = await scriptless.create(claim())
+    variables = script_variables(custom_data_script(vm_body(arm, "aks-" + (off.metadata.name
+                                                                              or ""))))
+    assert "ARTIFACT_STREAMING_ENABLED" not in variables  # Karpenter-Azure's variables
+    node_classes = scriptless.node_classes
+    assert isinstance(node_classes, StaticNodeClasses)
+    node_classes.items["default"] = await ready_node_class(
+        scriptless, artifactStreaming={"enabled": True}
+    )
+    on = await scriptless.create(claim())
+    enabled = script_variables(custom_data_script(vm_body(arm, "aks-" + (on.metadata.name
+                                                                           or ""))))
+    assert enabled["ARTIFACT_STREAMING_ENABLED"] == "true"
+    assert node_labels(enabled)["kubernetes.azure.com/artifactstreaming-enabled"] == "true"

@@ -4,7 +4,9 @@ clean-up."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import dataclasses
 from typing import Any
 
 import pytest
@@ -180,6 +182,19 @@ async def test_throttling_and_server_errors_are_retried(
                 and r.path.rsplit("/", 2)[-2] == "virtualMachines"]) == 3
 
 
+async def test_a_retry_after_longer_than_the_retry_cap_fails_at_once(
+    azure: AzureCloudProvider, arm: ArmServer
+) -> None:
+    # as the Go SDK (MaxRetryDelay 60 s): an hour's Retry-After is not slept through in a
+    # reconcile; the error comes back now and the reconcile's backoff takes over
+    arm.fail("vm.create", "TooManyRequests", status=429, retry_after=3600)
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(CreateError, match="TooManyRequests"):
+        await asyncio.wait_for(azure.create(claim()), 30)
+    assert asyncio.get_running_loop().time() - started < 10
+    assert not arm.state.vms and not arm.state.nics
+
+
 async def test_get_list_and_delete(azure: AzureCloudProvider, arm: ArmServer) -> None:
     launched = await azure.create(claim(pin(LABEL_CAPACITY_TYPE, "spot")))
     pid = launched.status.provider_id or ""
@@ -230,3 +245,18 @@ async def test_a_price_overlaid_nodeclaim_launches_its_listed_first_size(
     vm = arm.bodies("PUT", "virtualMachines/aks-" + (launched.metadata.name or ""))[0]
     assert vm["properties"]["hardwareProfile"]["vmSize"] == "Standard_D4s_v3"
     await azure.delete(launched)
+
+
+@pytest.mark.parametrize(
+    ("cloud", "billed"),
+    [("AzurePublicCloud", True), ("AzureChinaCloud", True), ("AzureUSGovernmentCloud", True),
+     ("AzureStackCloud", False)],
+)
+async def test_the_billing_extension_only_in_the_clouds_that_have_it(
+    azure: AzureCloudProvider, arm: ArmServer, cloud: str, billed: bool
+) -> None:
+    azure.settings = dataclasses.replace(azure.settings, arm_cloud=cloud)
+    launched = await azure.create(claim())
+    name = "aks-" + (launched.metadata.name or "")
+    assert list(arm.extensions_of(name)) == (["computeAksLinuxBilling"] if billed else [])
+    assert arm.state.vms[name]["properties"]["provisioningState"] == "Succeeded"

@@ -28,6 +28,7 @@ def test_settings_come_from_flags_with_azure_defaults() -> None:
     assert s.vm_memory_overhead_percent == 0.075
     assert s.credential == "default"
     assert s.arm_endpoint == "https://management.azure.com"
+    assert (s.arm_cloud, s.launch_wait) == ("AzurePublicCloud", 30.0)
 
 
 def test_environment_variables_are_the_fallback() -> None:
@@ -49,8 +50,11 @@ def test_environment_variables_are_the_fallback() -> None:
         "KUBELET_IDENTITY_CLIENT_ID": "61f71907-753f-4802-a901-47361c3664f2",
         "VNET_GUID": "a519e60a-cac0-40b2-b883-084477fe6f5c",
         "PROVISION_MODE": "customscript",
+        "ARM_CLOUD": "AzureChinaCloud",
+        "AZURE_LAUNCH_WAIT": "12.5",
     }
     s = AzureSettings.from_settings({"subscriptionID": "sub-flag"}, environ=env)
+    assert (s.arm_cloud, s.launch_wait) == ("AzureChinaCloud", 12.5)
     assert s.subscription_id == "sub-flag"  # a flag beats the environment
     assert s.location == "westcentralus"
     assert s.cluster_name == "env-cluster"
@@ -120,6 +124,7 @@ def test_a_missing_bootstrap_token_says_to_take_it_from_a_secret() -> None:
         ({**REQUIRED, "provisionMode": "bootstrappingclient"}, "provisionMode "
          "'bootstrappingclient' is not one of aksscriptless, customscript"),
         ({**REQUIRED, "linuxAdminUsername": "1admin"}, "linuxAdminUsername '1admin' must start"),
+        ({**REQUIRED, "launchWait": "-1"}, "launchWait -1.0 .*AZURE_LAUNCH_WAIT.* must be >= 0"),
     ],
 )
 def test_bad_settings_fail_naming_the_setting(settings: dict[str, str], message: str) -> None:

@@ -77,6 +77,8 @@ RESTRICTED_LABELS: Final = ("agentpool", "storageprofile", "storagetier", "accel
 
 ANNOTATION_AKSNODECLASS_HASH: Final = GROUP + "/aksnodeclass-hash"
 ANNOTATION_AKSNODECLASS_HASH_VERSION: Final = GROUP + "/aksnodeclass-hash-version"
+#: the hash of the tags a NodeClaim's VM, NIC and extensions carry (Karpenter-Azure's name)
+ANNOTATION_IN_PLACE_UPDATE_HASH: Final = GROUP + "/in-place-update-hash"
 TERMINATION_FINALIZER: Final = GROUP + "/termination"
 
 IMAGE_FAMILY_UBUNTU: Final = "Ubuntu"
