@@ -1,7 +1,7 @@
 """Karpenter-Azure's own examples render the same bootstrap with karpy as with
 Karpenter-Azure (issue 23).
 
-data/karpenter_azure_scriptless.yaml holds, worked out from Karpenter-Azure's source at the
+data/scriptless-parity.yaml holds, worked out from Karpenter-Azure's source at the
 commit it names, every variable its scriptless custom data template renders for each pool
 of its examples on one cluster. Here the same manifests go through ``karpy convert`` (the
 v1beta1 NodePools, the v1alpha2 AKSNodeClass) and a launch on the ARM test server, and the
@@ -32,7 +32,7 @@ from karpy.apis.labels import LABEL_INSTANCE_TYPE, LABEL_ZONE
 from karpy.cloudprovider.testing import make_nodeclaim
 
 DATA: dict[str, Any] = yaml.safe_load(
-    (Path(__file__).parent / "data" / "karpenter_azure_scriptless.yaml").read_text()
+    (Path(__file__).parent / "data" / "scriptless-parity.yaml").read_text()
 )
 EXAMPLES: dict[str, Any] = DATA["examples"]
 # flags whose comma lists Go joins from maps (JoinParameterArgsToMap): compared as sets
