@@ -21,10 +21,12 @@ from typing import Any
 
 import pytest
 import yaml
-from azure_support import azure_settings, ready_node_class
+from azure_support import azure_settings
 from azurearm.bootstrap import custom_data_script, kubelet_flags, node_labels
 from azurearm.server import ArmServer
 from karpy_azure import ArmClients, AzureCloudProvider, StaticNodeClasses, make_credential
+from karpy_azure._status import resolve_status
+from karpy_azure.apis import AKSNodeClass
 
 from karpy.apis import NodePool, Taint
 from karpy.apis.convert import convert_documents, parse_nodeclass
@@ -55,23 +57,32 @@ def comparable_flags(flags: dict[str, str]) -> dict[str, object]:
     return {k: frozenset(v.split(",")) if k in _UNORDERED_FLAGS else v for k, v in flags.items()}
 
 
-def expected_for(example: str, pool: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+def expected_for(
+    example: str, pool: str, version: str
+) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     """Karpenter-Azure's variables, kubelet flags and node labels for one pool."""
     spec = EXAMPLES[example]["pools"][pool]
     size = DATA["instanceTypes"][spec["instanceType"]]
+    changes = DATA["kubernetesVersions"].get(version, {})
     arch = size["labels"]["kubernetes.io/arch"]
-    variables = {k: v.replace("{arch}", arch) for k, v in DATA["variables"].items()}
+    variables = {
+        k: v.replace("{arch}", arch)
+        for k, v in {**DATA["variables"], **changes.get("variables", {})}.items()
+    }
     flags = {
-        **DATA["kubeletFlags"],
+        **{k: v for k, v in DATA["kubeletFlags"].items() if k not in changes.get("dropFlags", [])},
         "--kube-reserved": size["kubeReserved"],
         "--register-with-taints": ",".join(spec["registerWithTaints"]),
     }
     # labels.Get's, then the NodeClaim's and the launch's single-valued ones (which win)
-    labels = {**DATA["clusterLabels"], **size["labels"], **spec["labels"]}
+    labels = {
+        **DATA["clusterLabels"], **changes.get("clusterLabels", {}), **size["labels"],
+        **spec["labels"],
+    }
     return variables, flags, labels
 
 
-async def render(arm: ArmServer, example: str) -> dict[str, str]:
+async def render(arm: ArmServer, example: str, version: str) -> dict[str, str]:
     """karpy's custom data for one launch of each NodePool of ``example`` (converted as
     ``karpy convert --default-nodeclass AKSNodeClass.karpenter.azure.com`` does), on the
     pool's size."""
@@ -94,8 +105,10 @@ async def render(arm: ArmServer, example: str) -> dict[str, str]:
     try:
         for doc in converted:
             if doc["kind"] == "AKSNodeClass":
-                name = doc["metadata"]["name"]
-                node_classes.items[name] = await ready_node_class(provider, name, **doc["spec"])
+                node_class = AKSNodeClass.model_validate(doc)
+                await resolve_status(provider, node_class, lambda: _version(version))
+                assert node_class.status.kubernetes_version == version
+                node_classes.items[node_class.metadata.name or ""] = node_class
         for doc in converted:
             if doc["kind"] != "NodePool":
                 continue
@@ -130,6 +143,10 @@ async def render(arm: ArmServer, example: str) -> dict[str, str]:
     return scripts
 
 
+async def _version(version: str) -> str:
+    return version
+
+
 def test_the_data_names_its_source() -> None:
     assert re.fullmatch(r"[0-9a-f]{40}", DATA["source"]["commit"])
     # every example of Karpenter-Azure's examples/v1 and examples/v1beta1 at that commit
@@ -139,14 +156,18 @@ def test_the_data_names_its_source() -> None:
     }
 
 
-@pytest.mark.parametrize("example", sorted(EXAMPLES))
+@pytest.mark.parametrize(
+    ("example", "version"),
+    [(example, DATA["kubernetesVersion"]) for example in sorted(EXAMPLES)]
+    + [("v1beta1/multi-arch.yaml", version) for version in sorted(DATA["kubernetesVersions"])],
+)
 async def test_karpy_renders_karpenter_azures_bootstrap_for_its_example(
-    arm: ArmServer, example: str
+    arm: ArmServer, example: str, version: str
 ) -> None:
-    scripts = await render(arm, example)
+    scripts = await render(arm, example, version)
     ca = base64.b64encode(arm.cert.cert_file.read_bytes()).decode()
     for pool, script in scripts.items():
-        expected, expected_flags, expected_labels = expected_for(example, pool)
+        expected, expected_flags, expected_labels = expected_for(example, pool, version)
         pairs = assignments(script)
         names = [name for name, _ in pairs]
         # each variable once; exactly the template's (which assigns KUBE_BINARY_URL twice,
