@@ -15,14 +15,13 @@ from __future__ import annotations
 import base64
 import copy
 import re
-import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from azure_support import azure_settings
-from azurearm.bootstrap import custom_data_script, kubelet_flags, node_labels
+from azurearm.bootstrap import custom_data_script, kubelet_flags, node_labels, script_variables
 from azurearm.server import ArmServer
 from karpy_azure import ArmClients, AzureCloudProvider, StaticNodeClasses, make_credential
 from karpy_azure._status import resolve_status
@@ -39,18 +38,6 @@ DATA: dict[str, Any] = yaml.safe_load(
 EXAMPLES: dict[str, Any] = DATA["examples"]
 # flags whose comma lists Go joins from maps (JoinParameterArgsToMap): compared as sets
 _UNORDERED_FLAGS = frozenset({"--system-reserved", "--kube-reserved", "--eviction-hard"})
-_ASSIGNMENT = re.compile(r"^([A-Z][A-Z0-9_]*)=(.*)$")
-
-
-def assignments(script: str) -> list[tuple[str, str]]:
-    """Every ``NAME=value`` line of a provisioning script in order, unquoted as bash does."""
-    found = []
-    for line in script.splitlines():
-        m = _ASSIGNMENT.match(line)
-        if m is not None:
-            words = shlex.split(m.group(2)) if m.group(2) else [""]
-            found.append((m.group(1), words[0] if words else ""))
-    return found
 
 
 def comparable_flags(flags: dict[str, str]) -> dict[str, object]:
@@ -168,16 +155,12 @@ async def test_karpy_renders_karpenter_azures_bootstrap_for_its_example(
     ca = base64.b64encode(arm.cert.cert_file.read_bytes()).decode()
     for pool, script in scripts.items():
         expected, expected_flags, expected_labels = expected_for(example, pool, version)
-        pairs = assignments(script)
-        names = [name for name, _ in pairs]
-        # each variable once; exactly the template's (which assigns KUBE_BINARY_URL twice,
-        # to the same value)
-        assert len(names) == len(set(names)), f"{pool}: a variable assigned twice"
-        assert set(names) == set(expected), (
-            f"{pool}: karpy only {sorted(set(names) - set(expected))}, "
-            f"Karpenter-Azure only {sorted(set(expected) - set(names))}"
+        got = script_variables(script)
+        # exactly the template's variables (it assigns KUBE_BINARY_URL twice, the same value)
+        assert set(got) == set(expected), (
+            f"{pool}: karpy only {sorted(set(got) - set(expected))}, "
+            f"Karpenter-Azure only {sorted(set(expected) - set(got))}"
         )
-        got = dict(pairs)
         special = {"SYSCTL_CONTENT", "KUBELET_FLAGS", "KUBELET_NODE_LABELS", "KUBE_CA_CRT",
                     "CONTAINERD_CONFIG_CONTENT"}
         plain = {k: v for k, v in got.items() if k not in special}
