@@ -230,12 +230,24 @@ def bootstrap_variables(settings: AzureSettings, params: BootstrapParams) -> dic
         "TARGET_CLOUD": "AzurePublicCloud",
         "TARGET_ENVIRONMENT": "AzurePublicCloud",
         "IS_CUSTOM_CLOUD": "false",
+        "CUSTOM_ENV_JSON": "",
+        "AZURE_ENVIRONMENT_FILEPATH": "",
         # Kubernetes binaries
         "KUBERNETES_VERSION": params.kubernetes_version.removeprefix("v"),
         "KUBE_BINARY_URL": kube_binary_url(params.kubernetes_version, arch),
         "CREDENTIAL_PROVIDER_DOWNLOAD_URL": credential_provider_url(
             params.kubernetes_version, arch
         ),
+        # the images carry these; empty as Karpenter-Azure renders them
+        "HYPERKUBE_URL": "",
+        "CUSTOM_KUBE_BINARY_URL": "",
+        "KUBEPROXY_URL": "",
+        "MOBY_VERSION": "",
+        "CONTAINERD_VERSION": "",
+        "CONTAINERD_PACKAGE_URL": "",
+        "CONTAINERD_DOWNLOAD_URL_BASE": "",
+        "RUNC_VERSION": "",
+        "RUNC_PACKAGE_URL": "",
         "IS_VHD": "true",
         # joining the cluster: TLS bootstrapping with the bootstrap token
         "API_SERVER_NAME": settings.api_server_name,
@@ -243,11 +255,18 @@ def bootstrap_variables(settings: AzureSettings, params: BootstrapParams) -> dic
         "ENABLE_TLS_BOOTSTRAPPING": "true",
         "ENABLE_SECURE_TLS_BOOTSTRAPPING": "false",
         "TLS_BOOTSTRAP_TOKEN": settings.kubelet_bootstrap_token.get_secret_value(),
+        # serving certificates stay self-signed, as on Karpenter-Azure's nodes (its
+        # template's default for self-hosted Karpenter)
         "ENABLE_KUBELET_SERVING_CERTIFICATE_ROTATION": "false",
+        "APISERVER_PUBLIC_KEY": "",
+        "KUBELET_CLIENT_CONTENT": "",
+        "KUBELET_CLIENT_CERT_CONTENT": "",
         # the kubelet
         "KUBELET_FLAGS": flags,
         "KUBELET_NODE_LABELS": labels,
         "KUBELET_CONFIG_FILE_ENABLED": "false",
+        "KUBELET_CONFIG_FILE_CONTENT": "",
+        "HAS_KUBELET_DISK_TYPE": "false",
         "NEEDS_CGROUPV2": "true",
         # network
         "NETWORK_PLUGIN": network_plugin_for_scripts(settings),
@@ -257,6 +276,8 @@ def bootstrap_variables(settings: AzureSettings, params: BootstrapParams) -> dic
         "CNI_PLUGINS_URL": plugins_url,
         "ENSURE_NO_DUPE_PROMISCUOUS_BRIDGE": "false",
         "IPV6_DUAL_STACK_ENABLED": "false",
+        "DHCPV6_SERVICE_FILEPATH": "",
+        "DHCPV6_CONFIG_FILEPATH": "",
         # the cloud provider's azure.json
         "VM_TYPE": "standard",
         "SUBNET": subnet or "aks-subnet",
@@ -302,15 +323,33 @@ def bootstrap_variables(settings: AzureSettings, params: BootstrapParams) -> dic
         "GPU_NEEDS_FABRIC_MANAGER": "false",
         "GPU_INSTANCE_PROFILE": "",
         "MIG_NODE": "false",
+        "SGX_NODE": "false",
+        # node features Karpenter-Azure does not offer: off, as it renders them
+        "IS_KRUSTLET": "false",
+        "IS_KATA": "false",
+        "TELEPORT_ENABLED": "false",
+        "TELEPORTD_PLUGIN_DOWNLOAD_URL": "",
+        "NEEDS_DOCKER_LOGIN": "false",
+        "MESSAGE_OF_THE_DAY": "",
         "DISABLE_SSH": "false",
         "ENABLE_UNATTENDED_UPGRADES": "false",
+        # HTTP proxy, custom CA trust, custom search domains, private registry: not done
         "SHOULD_CONFIGURE_HTTP_PROXY": "false",
+        "SHOULD_CONFIGURE_HTTP_PROXY_CA": "false",
+        "HTTP_PROXY_TRUSTED_CA": "",
+        "HTTP_PROXY_URLS": "",
+        "HTTPS_PROXY_URLS": "",
+        "NO_PROXY_URLS": "",
         "SHOULD_CONFIGURE_CUSTOM_CA_TRUST": "false",
         "CUSTOM_CA_TRUST_COUNT": "0",
         "ENABLE_HOSTS_CONFIG_AGENT": "false",
         "HAS_CUSTOM_SEARCH_DOMAIN": "false",
+        "CUSTOM_SEARCH_DOMAIN_NAME": "",
+        "CUSTOM_SEARCH_REALM_USER": "",
+        "CUSTOM_SEARCH_REALM_PASSWORD": "",
+        "AZURE_PRIVATE_REGISTRY_SERVER": "",
         "SHOULD_CONFIG_SWAP_FILE": _bool(osc.swap_file_size_mb > 0),
-        "SWAP_FILE_SIZE_MB": str(osc.swap_file_size_mb) if osc.swap_file_size_mb else "",
+        "SWAP_FILE_SIZE_MB": str(osc.swap_file_size_mb),
         "SHOULD_CONFIG_TRANSPARENT_HUGE_PAGE": _bool(
             bool(osc.transparent_huge_page_enabled or osc.transparent_huge_page_defrag)
         ),
@@ -327,6 +366,8 @@ def bootstrap_variables(settings: AzureSettings, params: BootstrapParams) -> dic
         "CSE_DISTRO_INSTALL_FILEPATH": "/opt/azure/containers/provision_installs_distro.sh",
         "CSE_CONFIG_FILEPATH": "/opt/azure/containers/provision_configs.sh",
         "CUSTOM_SEARCH_DOMAIN_FILEPATH": "/opt/azure/containers/setup-custom-search-domains.sh",
+        # how long provision_start.sh lets provisioning run (Karpenter-Azure's template
+        # passes it since its #1425)
         "CSE_TIMEOUT": "15m",
     }
     if params.artifact_streaming:

@@ -54,6 +54,8 @@ class InstanceTypeParams:
     fips: bool = False
     encryption_at_host: bool = False
     memory_overhead_percent: float = 0.075
+    #: ``artifactStreaming.enabled``: AKS streams images on amd64 nodes only
+    artifact_streaming: bool = False
 
 
 def zone_label(location: str, arm_zone_number: str) -> str:
@@ -182,6 +184,10 @@ _AZURE_LINUX_GPU = re.compile(r"^Standard_N(C|D)")  # AzureLinux ships NVIDIA dr
 
 def _supported_by_node_class(sku: Sku, params: InstanceTypeParams) -> bool:
     if params.encryption_at_host and not sku.encryption_at_host:
+        return False
+    if params.artifact_streaming and sku.architecture == "arm64":
+        # arm64 images cannot stream; as Karpenter-Azure does, a class that asks for
+        # streaming offers no arm64 size rather than nodes where it silently is off
         return False
     if sku.gpu_manufacturer == "amd" and params.image_family == az.IMAGE_FAMILY_AZURE_LINUX:
         return False

@@ -237,8 +237,11 @@ def kubelet_flags(params: KubeletParams) -> dict[str, str]:
         flags["--register-with-taints"] = taint_flag(params.taints)
     flags["--max-pods"] = str(params.max_pods)
     overhead = params.overhead
-    if overhead.system_reserved:
-        flags["--system-reserved"] = _quantities(overhead.system_reserved, "=")
+    # AKS reserves nothing for the system; Karpenter's Azure provider still passes its
+    # zero CPU and memory (so the flag reads cpu=0,memory=0), as karpy does
+    flags["--system-reserved"] = _quantities(
+        {res.CPU: 0, res.MEMORY: 0, **overhead.system_reserved}, "="
+    )
     if overhead.kube_reserved:
         flags["--kube-reserved"] = _quantities(overhead.kube_reserved, "=")
     if overhead.eviction_threshold.get(res.MEMORY):

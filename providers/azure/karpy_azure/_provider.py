@@ -193,6 +193,7 @@ def instance_type_params(settings: AzureSettings, node_class: AKSNodeClass) -> I
         fips=spec.fips_mode == "FIPS",
         encryption_at_host=bool(spec.security and spec.security.encryption_at_host),
         memory_overhead_percent=settings.vm_memory_overhead_percent,
+        artifact_streaming=bool(spec.artifact_streaming and spec.artifact_streaming.enabled),
     )
 
 

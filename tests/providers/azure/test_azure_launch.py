@@ -10,12 +10,12 @@ import dataclasses
 from typing import Any
 
 import pytest
-from azure_support import IMAGE_VERSION, NODE_RG, SUBNET
+from azure_support import IMAGE_VERSION, NODE_RG, SUBNET, ready_node_class
 from azurearm.server import CAPACITY_CODES, ArmServer
-from karpy_azure import AzureCloudProvider
+from karpy_azure import AzureCloudProvider, StaticNodeClasses
 
 from karpy.apis import NodeClaim, NodePool
-from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
+from karpy.apis.labels import LABEL_ARCH, LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from karpy.apis.v1 import NodeClassReference
 from karpy.cloudprovider import CreateError, InsufficientCapacityError, NodeClaimNotFoundError
 from karpy.cloudprovider.testing import make_nodeclaim, make_nodepool
@@ -260,3 +260,23 @@ async def test_the_billing_extension_only_in_the_clouds_that_have_it(
     name = "aks-" + (launched.metadata.name or "")
     assert list(arm.extensions_of(name)) == (["computeAksLinuxBilling"] if billed else [])
     assert arm.state.vms[name]["properties"]["provisioningState"] == "Succeeded"
+
+
+async def test_a_class_that_streams_images_offers_no_arm64_size(
+    azure: AzureCloudProvider,
+) -> None:
+    # AKS streams images on amd64 nodes only: as Karpenter-Azure does, a class with
+    # artifactStreaming.enabled offers no arm64 size (rather than arm64 nodes where
+    # streaming is silently off)
+    types = await azure.get_instance_types(POOL)
+    assert "arm64" in {it.requirements.labels()[LABEL_ARCH] for it in types}
+    node_classes = azure.node_classes
+    assert isinstance(node_classes, StaticNodeClasses)
+    node_classes.items["default"] = await ready_node_class(
+        azure, artifactStreaming={"enabled": True}
+    )
+    streaming = await azure.get_instance_types(POOL)
+    assert {it.requirements.labels()[LABEL_ARCH] for it in streaming} == {"amd64"}
+    assert {it.name for it in streaming} == {
+        it.name for it in types if it.requirements.labels()[LABEL_ARCH] == "amd64"
+    }
