@@ -25,6 +25,7 @@ __all__ = [
     "HostPort",
     "Pod",
     "SpreadConstraint",
+    "pod_limits",
     "pod_requests",
 ]
 
@@ -37,6 +38,7 @@ _EMPTY_LABELS: Mapping[str, str] = MappingProxyType({})
 # A pod without a nodeSelector selects any node; one shared (immutable) value for all.
 _ANY = Requirements()
 _NO_TOLERATIONS: frozenset[Toleration] = frozenset()
+_NO_LIMITS: Mapping[str, int] = MappingProxyType({})
 
 # Pods of one workload are alike: equal labels, requests and signatures are stored once
 # and shared (they are immutable). Fewer objects make parsing and the garbage
@@ -164,42 +166,74 @@ def _container_requests(container: Mapping[str, Any]) -> res.ResourceList:
     return requests
 
 
-def pod_requests(spec: Mapping[str, Any]) -> res.ResourceList:
-    """What a pod reserves on a node, as kube-scheduler counts it (KEP-753).
+def _container_limits(container: Mapping[str, Any]) -> res.ResourceList:
+    return res.parse_resource_list((container.get("resources") or {}).get("limits"))
+
+
+def _containers_total(
+    spec: Mapping[str, Any], amounts: Callable[[Mapping[str, Any]], res.ResourceList]
+) -> res.ResourceList:
+    """The containers' ``amounts`` combined as kube-scheduler combines them (KEP-753).
 
     Sidecars (init containers with ``restartPolicy: Always``) run beside the regular
-    containers and add to their sum; each ordinary init container needs its own request
-    plus the sidecars started before it. The pod needs the larger of the two, plus
-    ``spec.overhead``, plus one ``pods``. Pod-level ``spec.resources.requests`` replace
-    the container sums for the resources they name.
+    containers and add to their sum; each ordinary init container needs its own amount
+    plus the sidecars started before it. The pod needs the larger of the two.
     """
     total: res.ResourceList = {}
     for container in spec.get("containers") or ():
-        for name, amount in _container_requests(container).items():
+        for name, amount in amounts(container).items():
             total[name] = total.get(name, 0) + amount
     sidecars: res.ResourceList = {}
     init_peak: res.ResourceList = {}
     for container in spec.get("initContainers") or ():
-        requests = _container_requests(container)
+        own = amounts(container)
         if container.get("restartPolicy") == "Always":
-            for name, amount in requests.items():
+            for name, amount in own.items():
                 total[name] = total.get(name, 0) + amount
                 sidecars[name] = sidecars.get(name, 0) + amount
             need = dict(sidecars)
         else:
-            need = res.add(requests, sidecars)
+            need = res.add(own, sidecars)
         for name, amount in need.items():
             if amount > init_peak.get(name, 0):
                 init_peak[name] = amount
     for name, amount in init_peak.items():
         if amount > total.get(name, 0):
             total[name] = amount
+    return total
+
+
+def pod_requests(spec: Mapping[str, Any]) -> res.ResourceList:
+    """What a pod reserves on a node, as kube-scheduler counts it (KEP-753).
+
+    The containers' requests combined (sidecars add, init containers peak), plus
+    ``spec.overhead``, plus one ``pods``. Pod-level ``spec.resources.requests`` replace
+    the container sums for the resources they name.
+    """
+    total = _containers_total(spec, _container_requests)
     pod_level = (spec.get("resources") or {}).get("requests")
     if pod_level:
         total.update(res.parse_resource_list(pod_level))
     for name, amount in res.parse_resource_list(spec.get("overhead")).items():
         total[name] = total.get(name, 0) + amount
     total[res.PODS] = total.get(res.PODS, 0) + 1
+    return {name: amount for name, amount in total.items() if amount}
+
+
+def pod_limits(spec: Mapping[str, Any]) -> res.ResourceList:
+    """A pod's limits as Kubernetes sums them (the resource helper's PodLimits, which
+    Karpenter's karpenter_nodes_total_pod_limits adds up): the containers' limits
+    combined like requests, pod-level ``spec.resources.limits`` replacing the resources
+    they name, and ``spec.overhead`` added only to resources that have a limit (an
+    unlimited resource stays unlimited). No ``pods`` entry.
+    """
+    total = _containers_total(spec, _container_limits)
+    pod_level = (spec.get("resources") or {}).get("limits")
+    if pod_level:
+        total.update(res.parse_resource_list(pod_level))
+    for name, amount in res.parse_resource_list(spec.get("overhead")).items():
+        if name in total:
+            total[name] += amount
     return {name: amount for name, amount in total.items() if amount}
 
 
@@ -267,6 +301,7 @@ class Pod:
     uid: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
     requests: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({res.PODS: 1}))
+    limits: Mapping[str, int] = field(default_factory=lambda: _NO_LIMITS)
     node_selector: Requirements = field(default_factory=Requirements)
     required_node_terms: tuple[Requirements, ...] = ()
     preferred_node_terms: tuple[tuple[int, Requirements], ...] = ()
@@ -294,6 +329,10 @@ class Pod:
         request_items = frozenset(self.requests.items())
         object.__setattr__(self, "requests", _shared(
             ("requests", request_items), lambda: MappingProxyType(dict(self.requests))))
+        if self.limits:
+            limit_items = frozenset(self.limits.items())
+            object.__setattr__(self, "limits", _shared(
+                ("limits", limit_items), lambda: MappingProxyType(dict(self.limits))))
         # Everything that decides where the pod may go, except its requests: pods with
         # equal signatures are interchangeable for the simulator, which schedules them
         # as one group. Labels and namespace count because other pods select on them.
@@ -370,6 +409,7 @@ class Pod:
             uid=metadata.get("uid") or "",
             labels=labels,
             requests=pod_requests(spec),
+            limits=pod_limits(spec),
             node_selector=Requirements.from_labels(node_selector) if node_selector else _ANY,
             required_node_terms=tuple(
                 Requirements.from_node_selector(t.get("matchExpressions")) for t in required

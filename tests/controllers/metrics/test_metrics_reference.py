@@ -49,8 +49,6 @@ NOT_EMITTED: dict[str, str] = {
     "karpenter_consolidation_score": "balanced consolidation (consolidationPolicy "
     "Balanced, v1.14) is not implemented; nothing to score",
     "karpenter_consolidation_moves_total": "balanced consolidation is not implemented",
-    "karpenter_nodes_total_pod_limits": "the cluster model sums pod requests, not limits",
-    "karpenter_nodes_total_daemon_limits": "the cluster model sums pod requests, not limits",
     "karpenter_pods_scheduling_decision_duration_seconds": _NO_DECISION_TIME,
     "karpenter_pods_provisioning_unstarted_time_seconds": _NO_DECISION_TIME,
     "karpenter_pods_provisioning_unbound_time_seconds": _NO_DECISION_TIME,
