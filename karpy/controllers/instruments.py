@@ -93,6 +93,28 @@ class KarpenterMetrics:
             description="The time from pod creation until the pod is bound.",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
         )
+        # Measured from moments in karpy's memory (karpy.state.pod_scheduling), not from
+        # the pod's creation: how long karpy, rather than the pod's history, made it wait.
+        self.pods_scheduling_decision_duration = meter.create_histogram(
+            "karpenter_pods_scheduling_decision_duration_seconds", unit="s",
+            description="The time it takes for Karpenter to first try to schedule a pod "
+            "after it's been seen.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.pods_provisioning_bound_duration = meter.create_histogram(
+            "karpenter_pods_provisioning_bound_duration_seconds", unit="s",
+            description="The time from when Karpenter first thinks the pod can schedule "
+            "until it binds. Note: this calculated from a point in memory, not by the pod "
+            "creation timestamp.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.pods_provisioning_startup_duration = meter.create_histogram(
+            "karpenter_pods_provisioning_startup_duration_seconds", unit="s",
+            description="The time from when Karpenter first thinks the pod can schedule "
+            "until the pod is running. Note: this calculated from a point in memory, not by "
+            "the pod creation timestamp.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
         self.scheduling_duration = meter.create_histogram(
             "karpenter_scheduler_scheduling_duration_seconds", unit="s",
             description="Duration of scheduling simulations used for deprovisioning and "

@@ -223,6 +223,8 @@ class Provisioner:
         templates = await self.templates()
         if not templates and not self._ready_pools:
             log.info("no nodepools found")
+            # a verdict all the same: nowhere to go (Karpenter marks them failed too)
+            self._mark_decisions(failed=self._real(pending), placed=())
             return None
         # Ready NodePools whose instance types were all filtered out still get a solve
         # (Karpenter builds its scheduler without templates): pods may fit existing and
@@ -250,7 +252,25 @@ class Provisioner:
                        "duration": format_go_duration(elapsed)},
             )
         self._record(results)
+        self._mark_decisions(
+            failed=self._real([e.pod for e in results.errors]),
+            placed=self._real([p for n in (*results.new_nodeclaims, *results.existing_nodes)
+                               for p in n.pods]),
+        )
         return results
+
+    def _mark_decisions(self, *, failed: Sequence[Pod], placed: Sequence[Pod]) -> None:
+        """Tell the model which unbound pods this round decided about (the pod latency
+        metrics' starting points); time the first decision on each pod since it was
+        first seen. Pods still bound (moving off a deleting node) are not waiting on
+        karpy to be placed: their bind lies in the past."""
+        waits = self.cluster.pod_scheduling.mark_decisions(
+            self.clock.now(),
+            failed=[p.key for p in failed if not p.node_name],
+            placed=[p.key for p in placed if not p.node_name],
+        )
+        for wait in waits:
+            self.metrics.pods_scheduling_decision_duration.record(wait)
 
     def pending_pods(self) -> list[Pod]:
         """Provisionable pods as the simulator sees them, volume topology included;

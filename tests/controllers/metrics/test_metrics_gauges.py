@@ -21,6 +21,7 @@ from karpy.runtime import Request, kinds
 from karpy.runtime.telemetry import Metrics
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.cluster import Cluster
+from karpy.state.pod_scheduling import PodSchedulingTimes
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 
@@ -82,7 +83,8 @@ async def test_pod_state_and_startup_recorded_once_per_pod_seen_pending(
     gauges = store(registry)
     kube.add(kinds.NODE, f.node("node-a", provider_id="fake://a"))
     metrics = KarpenterMetrics(registry.meter("karpenter"), registry.registry)
-    controller = PodMetrics(client=kube, store=gauges, metrics=metrics)  # type: ignore[arg-type]
+    controller = PodMetrics(client=kube, store=gauges, metrics=metrics,  # type: ignore[arg-type]
+                            scheduling=PodSchedulingTimes())
     pending = f.pod("web-1", node_name="", phase="Pending")
     pending["metadata"]["creationTimestamp"] = "2024-01-01T00:00:00Z"
     kube.add(kinds.POD, pending)
