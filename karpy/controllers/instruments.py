@@ -3,7 +3,8 @@
 One :class:`KarpenterMetrics` is built per operator from the manager's OpenTelemetry
 meter, so the instruments appear on the same ``/metrics`` endpoint as the runtime's
 controller_runtime_* and workqueue_* metrics; the two that Karpenter exports as
-summaries are prometheus_client collectors registered on the manager's registry.
+summaries, and the one gauge whose series come and go, are prometheus_client collectors
+registered on the manager's registry.
 Controllers receive it through ``Deps`` and record events where they happen; gauges
 that describe state (NodePool usage and limits, node counts) are observed by the
 metrics controllers from the cluster model.
@@ -12,7 +13,7 @@ metrics controllers from the cluster model.
 from __future__ import annotations
 
 from opentelemetry.metrics import Meter
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 
 from karpy.controllers.summary import Summary
 
@@ -133,6 +134,17 @@ class KarpenterMetrics:
             "karpenter_scheduler_unschedulable_pods_count",
             description="The number of unschedulable Pods.",
         )
+        # A prometheus_client gauge, not an OpenTelemetry one: each round replaces the
+        # zones (Karpenter deletes the controller's series first), and OpenTelemetry
+        # cannot drop a series once observed.
+        self.scheduler_pending_pods_by_zone = Gauge(
+            "karpenter_scheduler_pending_pods_by_effective_zone_count",
+            "Pending pods dimensioned by effective zone constraint, or the intersection of "
+            "pod-level zone signals, volume topology (PVC zones), and topology constraints. "
+            "Values: specific zone name (e.g., 'us-west-2a'), 'flexible' (multiple zones), "
+            "or 'none' (no valid intersection).",
+            ("controller", "zone"), registry=None,
+        )
         self.cloudprovider_duration = meter.create_histogram(
             "karpenter_cloudprovider_duration_seconds", unit="s",
             description="Duration of cloud provider method calls. Labeled by the controller, "
@@ -152,6 +164,7 @@ class KarpenterMetrics:
         if registry is not None:
             registry.register(self.pods_startup_duration)
             registry.register(self.node_termination_duration)
+            registry.register(self.scheduler_pending_pods_by_zone)
         self.nodeclaim_termination_duration = meter.create_histogram(
             "karpenter_nodeclaims_termination_duration_seconds", unit="s",
             description="Duration of NodeClaim termination in seconds.",

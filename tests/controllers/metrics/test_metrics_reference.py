@@ -46,8 +46,6 @@ NOT_EMITTED: dict[str, str] = {
     "karpenter_consolidation_moves_total": "balanced consolidation is not implemented",
     "karpenter_scheduler_unfinished_work_seconds": "the simulator runs synchronously on "
     "the event loop: no scrape can happen while a simulation is unfinished",
-    "karpenter_scheduler_pending_pods_by_effective_zone_count": "not implemented yet (the "
-    "zone a pending pod's requirements and spread leave it)",
     "controller_runtime_reconcile_timeouts_total": "karpy's reconciles have no per-call "
     "timeout (every loop is bounded instead)",
     "controller_runtime_reconcile_panics_total": "a reconcile that raises is counted as "
