@@ -145,6 +145,17 @@ class KarpenterMetrics:
             "or 'none' (no valid intersection).",
             ("controller", "zone"), registry=None,
         )
+        self.consolidation_score = meter.create_histogram(
+            "karpenter_consolidation_score",
+            description="Score of balanced consolidation moves. Labeled by decision, "
+            "NodePool, and policy.",
+            explicit_bucket_boundaries_advisory=(0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0),
+        )
+        self.consolidation_moves = meter.create_counter(
+            "karpenter_consolidation_moves_total",
+            description="Number of balanced consolidation moves. Labeled by decision, "
+            "NodePool, and policy.",
+        )
         self.cloudprovider_duration = meter.create_histogram(
             "karpenter_cloudprovider_duration_seconds", unit="s",
             description="Duration of cloud provider method calls. Labeled by the controller, "

@@ -41,9 +41,6 @@ EC2_NODE_CLASS = NodeClassKind(
 #: Reference metrics karpy's core does not emit, and why. The test fails when one of
 #: these appears (remove it here) or another goes missing.
 NOT_EMITTED: dict[str, str] = {
-    "karpenter_consolidation_score": "balanced consolidation (consolidationPolicy "
-    "Balanced, v1.14) is not implemented; nothing to score",
-    "karpenter_consolidation_moves_total": "balanced consolidation is not implemented",
     "karpenter_scheduler_unfinished_work_seconds": "the simulator runs synchronously on "
     "the event loop: no scrape can happen while a simulation is unfinished",
     "controller_runtime_reconcile_timeouts_total": "karpy's reconciles have no per-call "
