@@ -258,8 +258,10 @@ class Provisioner:
         self._record_zones(results.pending_by_zone)
         self._mark_decisions(
             failed=self._real([e.pod for e in results.errors]),
-            placed=self._real([p for n in (*results.new_nodeclaims, *results.existing_nodes)
-                               for p in n.pods]),
+            placed=self._real([
+                *(p for plan in results.new_nodeclaims for p in plan.pods),
+                *(p for node in results.existing_nodes for p in node.pods),
+            ]),
         )
         return results
 

@@ -22,6 +22,7 @@ async def test_a_balanced_move_worth_its_disruption_is_approved_with_its_score()
         scene.pod(f"{name}-pod", name, cpu="1")
     controller = SceneController(scene)
     [command] = await controller.run(method(controller, "single"))
+    assert [c.name for c in command.candidates] == ["a"]
     labels = {"nodepool": "default", "policy": "Balanced", "decision": "approved"}
     assert controller.metric("karpenter_consolidation_moves_total", **labels) == 1.0
     # half the pool's cost saved for half its disruption: 0.5 / 0.5

@@ -21,8 +21,8 @@ from karpy.runtime import Request, kinds
 from karpy.runtime.telemetry import Metrics
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.cluster import Cluster
-from karpy.state.pod_scheduling import PodSchedulingTimes
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
+from karpy.state.pod_scheduling import PodSchedulingTimes
 
 
 @pytest.fixture
