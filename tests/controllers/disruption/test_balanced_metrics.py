@@ -4,9 +4,13 @@ NodePool's moves also get their score, under the NodePool's own decision."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 from disruption_support import Scene, SceneController
 
+from karpy.controllers.disruption import Candidate, Command, _multinode
+from karpy.controllers.disruption._consolidation import BalancedVerdict
 from karpy.controllers.disruption._method import Method
 
 
@@ -62,17 +66,49 @@ async def test_moves_of_other_policies_are_counted_without_a_score() -> None:
     assert controller.metric("karpenter_consolidation_score_count") is None
 
 
-async def test_multi_node_counts_its_move_once_per_pass() -> None:
-    """Not once per prefix its search tries."""
+def four_alike() -> Scene:
     scene = Scene()
     scene.pool(consolidationPolicy="Balanced", budgets=[{"nodes": "100%"}])
-    for name in ("a", "b", "c"):
+    for name in ("a", "b", "c", "d"):
         scene.machine(name, "m-4x")
         scene.pod(f"{name}-pod", name, cpu="1")
-    controller = SceneController(scene)
+    return scene
+
+
+def refusing(monkeypatch: pytest.MonkeyPatch, at_least: int) -> None:
+    """The Balanced policy refuses every move of ``at_least`` candidates or more (score
+    0.2): the search's verdicts as a test wants them."""
+    real = _multinode.balanced_verdict
+
+    def verdict(command: Command, everything: Sequence[Candidate]) -> BalancedVerdict:
+        if len(command.candidates) >= at_least:
+            return BalancedVerdict(False, {"default": (0.2, False)})
+        return real(command, everything)
+
+    monkeypatch.setattr(_multinode, "balanced_verdict", verdict)
+
+
+async def test_multi_node_counts_the_move_it_chose_once_not_each_prefix_it_tried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    refusing(monkeypatch, at_least=3)  # the search tries three nodes first, refused
+    controller = SceneController(four_alike())
     [command] = await controller.run(method(controller, "multi"))
-    assert len(command.candidates) == 2
+    assert [c.name for c in command.candidates] == ["a", "b"]
     assert controller.metric("karpenter_consolidation_moves_total", nodepool="default",
                              policy="Balanced", decision="approved") == 1.0
-    assert controller.metric("karpenter_consolidation_score_count", nodepool="default",
-                             decision="approved") == 1.0
+    assert controller.metric("karpenter_consolidation_moves_total", decision="rejected") is None
+    # two of the pool's four nodes for half its cost: 0.5 / 0.5
+    assert controller.metric("karpenter_consolidation_score_sum", decision="approved") == 1.0
+
+
+async def test_multi_node_with_every_move_refused_counts_the_last_refusal_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    refusing(monkeypatch, at_least=2)
+    controller = SceneController(four_alike())
+    assert await controller.run(method(controller, "multi")) == []
+    assert controller.metric("karpenter_consolidation_moves_total", nodepool="default",
+                             policy="Balanced", decision="rejected") == 1.0
+    assert controller.metric("karpenter_consolidation_score_sum", decision="rejected") == 0.2
+    assert controller.metric("karpenter_consolidation_moves_total", decision="approved") is None
