@@ -27,6 +27,7 @@ __all__ = [
     "SpreadConstraint",
     "pod_limits",
     "pod_requests",
+    "pod_resources",
 ]
 
 DO_NOT_SCHEDULE: Final = "DoNotSchedule"
@@ -156,38 +157,36 @@ def _affinity_term(
     return _shared(("term", parsed), partial(_same, parsed))
 
 
-def _container_requests(container: Mapping[str, Any]) -> res.ResourceList:
+def _container_amounts(container: Mapping[str, Any]) -> tuple[res.ResourceList, res.ResourceList]:
+    """A container's requests and limits, each parsed once."""
     resources = container.get("resources") or {}
+    limits = res.parse_resource_list(resources.get("limits"))
     requests = res.parse_resource_list(resources.get("requests"))
     # The API server defaults a missing request to the limit; do the same for pods
     # built by hand so the simulator sees what the kubelet will reserve.
-    for name, amount in res.parse_resource_list(resources.get("limits")).items():
+    for name, amount in limits.items():
         requests.setdefault(name, amount)
-    return requests
+    return requests, limits
 
 
-def _container_limits(container: Mapping[str, Any]) -> res.ResourceList:
-    return res.parse_resource_list((container.get("resources") or {}).get("limits"))
-
-
-def _containers_total(
-    spec: Mapping[str, Any], amounts: Callable[[Mapping[str, Any]], res.ResourceList]
+def _combine(
+    regular: Iterable[res.ResourceList], init: Iterable[tuple[res.ResourceList, bool]]
 ) -> res.ResourceList:
-    """The containers' ``amounts`` combined as kube-scheduler combines them (KEP-753).
+    """Per-container amounts combined as kube-scheduler combines them (KEP-753).
 
-    Sidecars (init containers with ``restartPolicy: Always``) run beside the regular
-    containers and add to their sum; each ordinary init container needs its own amount
-    plus the sidecars started before it. The pod needs the larger of the two.
+    Sidecars (init containers with ``restartPolicy: Always``, flagged True in ``init``)
+    run beside the regular containers and add to their sum; each ordinary init
+    container needs its own amount plus the sidecars started before it. The pod needs
+    the larger of the two.
     """
     total: res.ResourceList = {}
-    for container in spec.get("containers") or ():
-        for name, amount in amounts(container).items():
+    for own in regular:
+        for name, amount in own.items():
             total[name] = total.get(name, 0) + amount
     sidecars: res.ResourceList = {}
     init_peak: res.ResourceList = {}
-    for container in spec.get("initContainers") or ():
-        own = amounts(container)
-        if container.get("restartPolicy") == "Always":
+    for own, sidecar in init:
+        if sidecar:
             for name, amount in own.items():
                 total[name] = total.get(name, 0) + amount
                 sidecars[name] = sidecars.get(name, 0) + amount
@@ -203,6 +202,29 @@ def _containers_total(
     return total
 
 
+def pod_resources(spec: Mapping[str, Any]) -> tuple[res.ResourceList, res.ResourceList]:
+    """:func:`pod_requests` and :func:`pod_limits` of one pod, its containers parsed once."""
+    regular = [_container_amounts(c) for c in spec.get("containers") or ()]
+    init = [
+        (_container_amounts(c), c.get("restartPolicy") == "Always")
+        for c in spec.get("initContainers") or ()
+    ]
+    requests = _combine((r for r, _ in regular), ((a[0], s) for a, s in init))
+    limits = _combine((lim for _, lim in regular), ((a[1], s) for a, s in init))
+    pod_level = spec.get("resources") or {}
+    overhead = res.parse_resource_list(spec.get("overhead"))
+    if pod_level.get("requests"):
+        requests.update(res.parse_resource_list(pod_level["requests"]))
+    if pod_level.get("limits"):
+        limits.update(res.parse_resource_list(pod_level["limits"]))
+    for name, amount in overhead.items():
+        requests[name] = requests.get(name, 0) + amount
+        if name in limits:  # an unlimited resource stays unlimited
+            limits[name] += amount
+    requests[res.PODS] = requests.get(res.PODS, 0) + 1
+    return ({n: a for n, a in requests.items() if a}, {n: a for n, a in limits.items() if a})
+
+
 def pod_requests(spec: Mapping[str, Any]) -> res.ResourceList:
     """What a pod reserves on a node, as kube-scheduler counts it (KEP-753).
 
@@ -210,14 +232,7 @@ def pod_requests(spec: Mapping[str, Any]) -> res.ResourceList:
     ``spec.overhead``, plus one ``pods``. Pod-level ``spec.resources.requests`` replace
     the container sums for the resources they name.
     """
-    total = _containers_total(spec, _container_requests)
-    pod_level = (spec.get("resources") or {}).get("requests")
-    if pod_level:
-        total.update(res.parse_resource_list(pod_level))
-    for name, amount in res.parse_resource_list(spec.get("overhead")).items():
-        total[name] = total.get(name, 0) + amount
-    total[res.PODS] = total.get(res.PODS, 0) + 1
-    return {name: amount for name, amount in total.items() if amount}
+    return pod_resources(spec)[0]
 
 
 def pod_limits(spec: Mapping[str, Any]) -> res.ResourceList:
@@ -227,14 +242,7 @@ def pod_limits(spec: Mapping[str, Any]) -> res.ResourceList:
     they name, and ``spec.overhead`` added only to resources that have a limit (an
     unlimited resource stays unlimited). No ``pods`` entry.
     """
-    total = _containers_total(spec, _container_limits)
-    pod_level = (spec.get("resources") or {}).get("limits")
-    if pod_level:
-        total.update(res.parse_resource_list(pod_level))
-    for name, amount in res.parse_resource_list(spec.get("overhead")).items():
-        if name in total:
-            total[name] += amount
-    return {name: amount for name, amount in total.items() if amount}
+    return pod_resources(spec)[1]
 
 
 def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
@@ -402,14 +410,15 @@ class Pod:
             spreads.append(_shared(("spread", constraint), partial(_same, constraint)))
         node_selector = spec.get("nodeSelector")
         tolerations = spec.get("tolerations")
+        requests, limits = pod_resources(spec)
         owners = metadata.get("ownerReferences")
         return cls(
             name=metadata.get("name") or "",
             namespace=namespace,
             uid=metadata.get("uid") or "",
             labels=labels,
-            requests=pod_requests(spec),
-            limits=pod_limits(spec),
+            requests=requests,
+            limits=limits,
             node_selector=Requirements.from_labels(node_selector) if node_selector else _ANY,
             required_node_terms=tuple(
                 Requirements.from_node_selector(t.get("matchExpressions")) for t in required
