@@ -5,6 +5,7 @@ and karpenter_consolidation_score for each move scored)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -144,7 +145,9 @@ def record_move(
             1, {"decision": move, "nodepool": pool, "policy": policy}
         )
         scored = verdict.scores.get(pool)
-        if scored is not None:
+        # an infinite score (a move without disruption cost; every node costs 1) cannot
+        # be recorded: OpenTelemetry drops non-finite measurements
+        if scored is not None and math.isfinite(scored[0]):
             score, ok = scored
             metrics.consolidation_score.record(score, {
                 "decision": "approved" if ok else "rejected", "nodepool": pool,
