@@ -3,7 +3,8 @@
 One :class:`KarpenterMetrics` is built per operator from the manager's OpenTelemetry
 meter, so the instruments appear on the same ``/metrics`` endpoint as the runtime's
 controller_runtime_* and workqueue_* metrics; the two that Karpenter exports as
-summaries are prometheus_client collectors registered on the manager's registry.
+summaries, and the one gauge whose series come and go, are prometheus_client collectors
+registered on the manager's registry.
 Controllers receive it through ``Deps`` and record events where they happen; gauges
 that describe state (NodePool usage and limits, node counts) are observed by the
 metrics controllers from the cluster model.
@@ -12,7 +13,7 @@ metrics controllers from the cluster model.
 from __future__ import annotations
 
 from opentelemetry.metrics import Meter
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 
 from karpy.controllers.summary import Summary
 
@@ -93,6 +94,28 @@ class KarpenterMetrics:
             description="The time from pod creation until the pod is bound.",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
         )
+        # Measured from moments in karpy's memory (karpy.state.pod_scheduling), not from
+        # the pod's creation: how long karpy, rather than the pod's history, made it wait.
+        self.pods_scheduling_decision_duration = meter.create_histogram(
+            "karpenter_pods_scheduling_decision_duration_seconds", unit="s",
+            description="The time it takes for Karpenter to first try to schedule a pod "
+            "after it's been seen.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.pods_provisioning_bound_duration = meter.create_histogram(
+            "karpenter_pods_provisioning_bound_duration_seconds", unit="s",
+            description="The time from when Karpenter first thinks the pod can schedule "
+            "until it binds. Note: this calculated from a point in memory, not by the pod "
+            "creation timestamp.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+        self.pods_provisioning_startup_duration = meter.create_histogram(
+            "karpenter_pods_provisioning_startup_duration_seconds", unit="s",
+            description="The time from when Karpenter first thinks the pod can schedule "
+            "until the pod is running. Note: this calculated from a point in memory, not by "
+            "the pod creation timestamp.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
         self.scheduling_duration = meter.create_histogram(
             "karpenter_scheduler_scheduling_duration_seconds", unit="s",
             description="Duration of scheduling simulations used for deprovisioning and "
@@ -110,6 +133,28 @@ class KarpenterMetrics:
         self.scheduler_unschedulable_pods = meter.create_gauge(
             "karpenter_scheduler_unschedulable_pods_count",
             description="The number of unschedulable Pods.",
+        )
+        # A prometheus_client gauge, not an OpenTelemetry one: each round replaces the
+        # zones (Karpenter deletes the controller's series first), and OpenTelemetry
+        # cannot drop a series once observed.
+        self.scheduler_pending_pods_by_zone = Gauge(
+            "karpenter_scheduler_pending_pods_by_effective_zone_count",
+            "Pending pods dimensioned by effective zone constraint, or the intersection of "
+            "pod-level zone signals, volume topology (PVC zones), and topology constraints. "
+            "Values: specific zone name (e.g., 'us-west-2a'), 'flexible' (multiple zones), "
+            "or 'none' (no valid intersection).",
+            ("controller", "zone"), registry=None,
+        )
+        self.consolidation_score = meter.create_histogram(
+            "karpenter_consolidation_score",
+            description="Score of balanced consolidation moves. Labeled by decision, "
+            "NodePool, and policy.",
+            explicit_bucket_boundaries_advisory=(0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0),
+        )
+        self.consolidation_moves = meter.create_counter(
+            "karpenter_consolidation_moves_total",
+            description="Number of balanced consolidation moves. Labeled by decision, "
+            "NodePool, and policy.",
         )
         self.cloudprovider_duration = meter.create_histogram(
             "karpenter_cloudprovider_duration_seconds", unit="s",
@@ -130,6 +175,7 @@ class KarpenterMetrics:
         if registry is not None:
             registry.register(self.pods_startup_duration)
             registry.register(self.node_termination_duration)
+            registry.register(self.scheduler_pending_pods_by_zone)
         self.nodeclaim_termination_duration = meter.create_histogram(
             "karpenter_nodeclaims_termination_duration_seconds", unit="s",
             description="Duration of NodeClaim termination in seconds.",

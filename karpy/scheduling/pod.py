@@ -25,7 +25,9 @@ __all__ = [
     "HostPort",
     "Pod",
     "SpreadConstraint",
+    "pod_limits",
     "pod_requests",
+    "pod_resources",
 ]
 
 DO_NOT_SCHEDULE: Final = "DoNotSchedule"
@@ -37,6 +39,7 @@ _EMPTY_LABELS: Mapping[str, str] = MappingProxyType({})
 # A pod without a nodeSelector selects any node; one shared (immutable) value for all.
 _ANY = Requirements()
 _NO_TOLERATIONS: frozenset[Toleration] = frozenset()
+_NO_LIMITS: Mapping[str, int] = MappingProxyType({})
 
 # Pods of one workload are alike: equal labels, requests and signatures are stored once
 # and shared (they are immutable). Fewer objects make parsing and the garbage
@@ -154,53 +157,92 @@ def _affinity_term(
     return _shared(("term", parsed), partial(_same, parsed))
 
 
-def _container_requests(container: Mapping[str, Any]) -> res.ResourceList:
+def _container_amounts(container: Mapping[str, Any]) -> tuple[res.ResourceList, res.ResourceList]:
+    """A container's requests and limits, each parsed once."""
     resources = container.get("resources") or {}
+    limits = res.parse_resource_list(resources.get("limits"))
     requests = res.parse_resource_list(resources.get("requests"))
     # The API server defaults a missing request to the limit; do the same for pods
     # built by hand so the simulator sees what the kubelet will reserve.
-    for name, amount in res.parse_resource_list(resources.get("limits")).items():
+    for name, amount in limits.items():
         requests.setdefault(name, amount)
-    return requests
+    return requests, limits
 
 
-def pod_requests(spec: Mapping[str, Any]) -> res.ResourceList:
-    """What a pod reserves on a node, as kube-scheduler counts it (KEP-753).
+def _combine(
+    regular: Iterable[res.ResourceList], init: Iterable[tuple[res.ResourceList, bool]]
+) -> res.ResourceList:
+    """Per-container amounts combined as kube-scheduler combines them (KEP-753).
 
-    Sidecars (init containers with ``restartPolicy: Always``) run beside the regular
-    containers and add to their sum; each ordinary init container needs its own request
-    plus the sidecars started before it. The pod needs the larger of the two, plus
-    ``spec.overhead``, plus one ``pods``. Pod-level ``spec.resources.requests`` replace
-    the container sums for the resources they name.
+    Sidecars (init containers with ``restartPolicy: Always``, flagged True in ``init``)
+    run beside the regular containers and add to their sum; each ordinary init
+    container needs its own amount plus the sidecars started before it. The pod needs
+    the larger of the two.
     """
     total: res.ResourceList = {}
-    for container in spec.get("containers") or ():
-        for name, amount in _container_requests(container).items():
+    for own in regular:
+        for name, amount in own.items():
             total[name] = total.get(name, 0) + amount
     sidecars: res.ResourceList = {}
     init_peak: res.ResourceList = {}
-    for container in spec.get("initContainers") or ():
-        requests = _container_requests(container)
-        if container.get("restartPolicy") == "Always":
-            for name, amount in requests.items():
+    for own, sidecar in init:
+        if sidecar:
+            for name, amount in own.items():
                 total[name] = total.get(name, 0) + amount
                 sidecars[name] = sidecars.get(name, 0) + amount
             need = dict(sidecars)
         else:
-            need = res.add(requests, sidecars)
+            need = res.add(own, sidecars)
         for name, amount in need.items():
             if amount > init_peak.get(name, 0):
                 init_peak[name] = amount
     for name, amount in init_peak.items():
         if amount > total.get(name, 0):
             total[name] = amount
-    pod_level = (spec.get("resources") or {}).get("requests")
-    if pod_level:
-        total.update(res.parse_resource_list(pod_level))
-    for name, amount in res.parse_resource_list(spec.get("overhead")).items():
-        total[name] = total.get(name, 0) + amount
-    total[res.PODS] = total.get(res.PODS, 0) + 1
-    return {name: amount for name, amount in total.items() if amount}
+    return total
+
+
+def pod_resources(spec: Mapping[str, Any]) -> tuple[res.ResourceList, res.ResourceList]:
+    """:func:`pod_requests` and :func:`pod_limits` of one pod, its containers parsed once."""
+    regular = [_container_amounts(c) for c in spec.get("containers") or ()]
+    init = [
+        (_container_amounts(c), c.get("restartPolicy") == "Always")
+        for c in spec.get("initContainers") or ()
+    ]
+    requests = _combine((r for r, _ in regular), ((a[0], s) for a, s in init))
+    limits = _combine((lim for _, lim in regular), ((a[1], s) for a, s in init))
+    pod_level = spec.get("resources") or {}
+    overhead = res.parse_resource_list(spec.get("overhead"))
+    if pod_level.get("requests"):
+        requests.update(res.parse_resource_list(pod_level["requests"]))
+    if pod_level.get("limits"):
+        limits.update(res.parse_resource_list(pod_level["limits"]))
+    for name, amount in overhead.items():
+        requests[name] = requests.get(name, 0) + amount
+        if name in limits:  # an unlimited resource stays unlimited
+            limits[name] += amount
+    requests[res.PODS] = requests.get(res.PODS, 0) + 1
+    return ({n: a for n, a in requests.items() if a}, {n: a for n, a in limits.items() if a})
+
+
+def pod_requests(spec: Mapping[str, Any]) -> res.ResourceList:
+    """What a pod reserves on a node, as kube-scheduler counts it (KEP-753).
+
+    The containers' requests combined (sidecars add, init containers peak), plus
+    ``spec.overhead``, plus one ``pods``. Pod-level ``spec.resources.requests`` replace
+    the container sums for the resources they name.
+    """
+    return pod_resources(spec)[0]
+
+
+def pod_limits(spec: Mapping[str, Any]) -> res.ResourceList:
+    """A pod's limits as Kubernetes sums them (the resource helper's PodLimits, which
+    Karpenter's karpenter_nodes_total_pod_limits adds up): the containers' limits
+    combined like requests, pod-level ``spec.resources.limits`` replacing the resources
+    they name, and ``spec.overhead`` added only to resources that have a limit (an
+    unlimited resource stays unlimited). No ``pods`` entry.
+    """
+    return pod_resources(spec)[1]
 
 
 def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
@@ -267,6 +309,7 @@ class Pod:
     uid: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
     requests: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({res.PODS: 1}))
+    limits: Mapping[str, int] = field(default_factory=lambda: _NO_LIMITS)
     node_selector: Requirements = field(default_factory=Requirements)
     required_node_terms: tuple[Requirements, ...] = ()
     preferred_node_terms: tuple[tuple[int, Requirements], ...] = ()
@@ -294,6 +337,10 @@ class Pod:
         request_items = frozenset(self.requests.items())
         object.__setattr__(self, "requests", _shared(
             ("requests", request_items), lambda: MappingProxyType(dict(self.requests))))
+        if self.limits:
+            limit_items = frozenset(self.limits.items())
+            object.__setattr__(self, "limits", _shared(
+                ("limits", limit_items), lambda: MappingProxyType(dict(self.limits))))
         # Everything that decides where the pod may go, except its requests: pods with
         # equal signatures are interchangeable for the simulator, which schedules them
         # as one group. Labels and namespace count because other pods select on them.
@@ -363,13 +410,15 @@ class Pod:
             spreads.append(_shared(("spread", constraint), partial(_same, constraint)))
         node_selector = spec.get("nodeSelector")
         tolerations = spec.get("tolerations")
+        requests, limits = pod_resources(spec)
         owners = metadata.get("ownerReferences")
         return cls(
             name=metadata.get("name") or "",
             namespace=namespace,
             uid=metadata.get("uid") or "",
             labels=labels,
-            requests=pod_requests(spec),
+            requests=requests,
+            limits=limits,
             node_selector=Requirements.from_labels(node_selector) if node_selector else _ANY,
             required_node_terms=tuple(
                 Requirements.from_node_selector(t.get("matchExpressions")) for t in required

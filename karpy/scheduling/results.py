@@ -135,6 +135,9 @@ class Results:
     errors: tuple[PodError, ...] = ()
     reservations: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     """Per reservation ID: (slots the new NodeClaims take, slots that were free)."""
+    pending_by_zone: Mapping[str, int] = field(default_factory=dict)
+    """The unbound pods of the solve by the zone they were held to when it started: a
+    zone name, ``flexible`` or ``none`` (see :mod:`karpy.scheduling.effectivezone`)."""
 
     @property
     def scheduled_pods(self) -> int:

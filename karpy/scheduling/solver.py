@@ -12,6 +12,7 @@ pieces a step relies on live beside this module: :mod:`~karpy.scheduling.capacit
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING, Any, Final
 
@@ -30,6 +31,7 @@ from karpy.scheduling.capacity import (
 from karpy.scheduling.catalog import iter_bits as _bits
 from karpy.scheduling.checks import Checker, taint_reason
 from karpy.scheduling.daemons import daemon_groups
+from karpy.scheduling.effectivezone import effective_zone
 from karpy.scheduling.improve import Improver
 from karpy.scheduling.instancetype import Offering
 from karpy.scheduling.node import ExistingNode
@@ -187,6 +189,8 @@ class Solve:
             else:
                 runs.append((self.signatures.get(pod, Relaxation()), vectors[i], [pod]))
                 previous_key = key
+        # before any placement: the zones as the cluster stands (Karpenter's Solve)
+        pending_by_zone = self._pending_by_zone(runs)
         errors: dict[str, tuple[Pod, str]] = {}
         queue = runs
         while queue:
@@ -203,7 +207,23 @@ class Solve:
             queue = failed
         self._improve()
         self._pin_reservations()
-        return self._results(errors)
+        return replace(self._results(errors), pending_by_zone=pending_by_zone)
+
+    @staticmethod
+    def _pending_by_zone(
+        runs: Sequence[tuple[Signature, list[int], list[Pod]]],
+    ) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        zones: dict[int, str] = {}
+        for sig, _, pods in runs:
+            unbound = sum(1 for pod in pods if not pod.node_name)
+            if not unbound:
+                continue
+            zone = zones.get(id(sig))
+            if zone is None:
+                zone = zones[id(sig)] = effective_zone(sig)
+            counts[zone] = counts.get(zone, 0) + unbound
+        return counts
 
     def _improve(self) -> None:
         """Lower the plan's price by moving pods between its new NodeClaims."""

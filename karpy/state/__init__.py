@@ -8,13 +8,15 @@ the offerings that recently ran out of capacity; :class:`OverlayStore` the NodeO
 in force; :class:`VolumeIndex` the claims,
 volumes and StorageClasses that restrict where pods can run (:class:`VolumeError` when
 they cannot be resolved); :mod:`karpy.state.cost` what the machines cost (their
-offerings priced from the provider's catalogue).
+offerings priced from the provider's catalogue); :class:`PodSchedulingTimes` when each
+pending pod was first seen, decided and found a place.
 """
 
 from karpy.state.cluster import Cluster, ReleaseHandler
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 from karpy.state.nodepool import NodePoolEntry
 from karpy.state.overlays import OverlayStore, UnevaluatedNodePoolError
+from karpy.state.pod_scheduling import PodSchedulingTimes
 from karpy.state.statenode import NodePods, StateNode
 from karpy.state.unavailable_offerings import UnavailableOfferings
 from karpy.state.volumes import VolumeError, VolumeIndex
@@ -26,6 +28,7 @@ __all__ = [
     "NodePods",
     "NodePoolEntry",
     "OverlayStore",
+    "PodSchedulingTimes",
     "ReleaseHandler",
     "StateNode",
     "UnavailableOfferings",

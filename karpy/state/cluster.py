@@ -54,6 +54,7 @@ from karpy.state.daemonsets import daemonset_pod
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 from karpy.state.nodepool import NodePoolEntry
 from karpy.state.nominations import Nomination, Nominations, node_target, nodeclaim_target
+from karpy.state.pod_scheduling import PodSchedulingTimes
 from karpy.state.pods import (
     is_provisionable,
     is_reschedulable,
@@ -120,6 +121,9 @@ class Cluster:
         self.volumes = VolumeIndex()
         """PersistentVolumeClaims, PersistentVolumes and StorageClasses, indexed."""
         self._provisionable: dict[str, Object] = {}
+        self.pod_scheduling = PodSchedulingTimes()
+        """When each pending pod was first seen, decided and found a place (the pod
+        latency metrics' starting points)."""
         self._nominations = Nominations()
         self._usage: dict[str, dict[str, int]] = {}
         self._nodepools: dict[str, NodePoolEntry] = {}
@@ -397,6 +401,9 @@ class Cluster:
         uid = str(meta.get("uid") or key)
         if is_provisionable(pod):
             self._provisionable[key] = pod
+            # Karpenter's AckPods: the pod has waited on karpy since it was first seen
+            if self.pod_scheduling.acked(key) is None:
+                self.pod_scheduling.ack(key, self.clock.now())
         else:
             self._provisionable.pop(key, None)
         node_name = str((pod.get("spec") or {}).get("nodeName") or "")
@@ -422,6 +429,7 @@ class Cluster:
         """A Pod is gone."""
         key = pod_key(pod)
         self._provisionable.pop(key, None)
+        self.pod_scheduling.clear(key)
         if key in self._bindings:
             self._unbind(key)
         self._nominations.drop(key)

@@ -63,9 +63,11 @@ def _undeclared(node: Object, claim: Object) -> tuple[NodeTaint, ...]:
 
 
 class NodePods:
-    """The pods bound to one node name, with their requests summed as they come and go."""
+    """The pods bound to one node name, with their requests and limits summed as they
+    come and go."""
 
-    __slots__ = ("daemon_requests", "daemonsets", "movable", "pods", "requests")
+    __slots__ = ("daemon_limits", "daemon_requests", "daemonsets", "limits", "movable", "pods",
+                 "requests")
 
     def __init__(self) -> None:
         self.pods: dict[str, Pod] = {}
@@ -73,6 +75,10 @@ class NodePods:
         """Sum of the bound, non-terminal pods' requests (DaemonSet pods included)."""
         self.daemon_requests: res.ResourceList = {}
         """The DaemonSet pods' share of ``requests``."""
+        self.limits: res.ResourceList = {}
+        """Sum of the same pods' limits (Karpenter's StateNode.PodLimits)."""
+        self.daemon_limits: res.ResourceList = {}
+        """The DaemonSet pods' share of ``limits``."""
         self.daemonsets: dict[str, str] = {}
         """Pod key to its DaemonSet's ``namespace/name``, for the DaemonSet pods."""
         self.movable: set[str] = set()
@@ -83,9 +89,11 @@ class NodePods:
         self.remove(key)
         self.pods[key] = pod
         _accumulate(self.requests, pod.requests, 1)
+        _accumulate(self.limits, pod.limits, 1)
         if daemonset:
             self.daemonsets[key] = daemonset
             _accumulate(self.daemon_requests, pod.requests, 1)
+            _accumulate(self.daemon_limits, pod.limits, 1)
         if movable:
             self.movable.add(key)
 
@@ -101,8 +109,10 @@ class NodePods:
         pod = self.pods.pop(key, None)
         if pod is not None:
             _accumulate(self.requests, pod.requests, -1)
+            _accumulate(self.limits, pod.limits, -1)
             if self.daemonsets.pop(key, None) is not None:
                 _accumulate(self.daemon_requests, pod.requests, -1)
+                _accumulate(self.daemon_limits, pod.limits, -1)
             self.movable.discard(key)
         return pod
 
@@ -356,6 +366,16 @@ class StateNode:
     def daemonset_requests(self) -> Mapping[str, int]:
         """The summed requests of the DaemonSet pods bound here."""
         return self.bound.daemon_requests
+
+    @property
+    def pod_limits(self) -> Mapping[str, int]:
+        """The summed limits of the pods bound here (DaemonSet pods included)."""
+        return self.bound.limits
+
+    @property
+    def daemonset_limits(self) -> Mapping[str, int]:
+        """The summed limits of the DaemonSet pods bound here."""
+        return self.bound.daemon_limits
 
     def available(self) -> res.ResourceList:
         """Allocatable minus the bound pods' requests."""

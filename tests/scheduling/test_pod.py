@@ -8,7 +8,7 @@ import pytest
 from scheduling_support import GIB, HOSTNAME, ZONE, pod, pod_dict
 
 from karpy.scheduling import ExistingNode, NodePoolTemplate, Pod
-from karpy.scheduling.pod import pod_requests
+from karpy.scheduling.pod import pod_limits, pod_requests
 
 
 def container(cpu: str, memory: str = "0", **extra: Any) -> dict[str, Any]:
@@ -62,6 +62,27 @@ def test_limits_stand_in_for_missing_requests_and_gpus_count() -> None:
         ]
     }
     assert pod_requests(spec) == {"nvidia.com/gpu": 2, "memory": GIB, "pods": 1}
+
+
+def limited(cpu: str, **extra: Any) -> dict[str, Any]:
+    return {"name": "c", "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": cpu}},
+            **extra}
+
+
+def test_limits_are_summed_as_kubernetes_sums_them() -> None:
+    """What karpenter_nodes_total_pod_limits adds up: container limits (sidecars add,
+    init containers peak), overhead only on limited resources, no pod count."""
+    spec = {
+        "containers": [limited("1"), limited("500m"), container("2", "1Gi")],
+        "initContainers": [limited("250m", restartPolicy="Always"), limited("3")],
+        "overhead": {"cpu": "100m", "memory": "64Mi"},
+    }
+    # 1 + 0.5 + 0.25 (sidecar) = 1.75 < 3 + 0.25 (init beside the sidecar); + overhead
+    assert pod_limits(spec) == {"cpu": 3350}
+    assert pod_limits({"containers": [container("1")]}) == {}
+    assert pod_limits({"containers": [limited("1")],
+                       "resources": {"limits": {"cpu": "2"}}}) == {"cpu": 2000}
+    assert Pod.from_dict({"metadata": {"name": "p"}, "spec": spec}).limits == {"cpu": 3350}
 
 
 def test_affinity_spread_ports_and_tolerations_are_parsed() -> None:

@@ -1,10 +1,13 @@
 """What the consolidation methods (emptiness, multi- and single-node) share: which
 candidates consolidation may touch at all, which machines may not receive their pods
-yet, and the Balanced policy's approval."""
+yet, and the Balanced policy's approval (with Karpenter's karpenter_consolidation_moves_total
+and karpenter_consolidation_score for each move scored)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
@@ -12,10 +15,18 @@ from karpy.apis.v1 import CONDITION_CONSOLIDATABLE
 from karpy.controllers.disruption._candidates import Candidate, _condition_true
 from karpy.controllers.disruption._command import Command
 from karpy.controllers.disruption._whatif import balanced_score
+from karpy.controllers.instruments import KarpenterMetrics
 from karpy.state import NodePoolEntry
 from karpy.state.statenode import StateNode
 
-__all__ = ["balanced_approves", "consolidatable_reason", "settling_machines"]
+__all__ = [
+    "BalancedVerdict",
+    "balanced_approves",
+    "balanced_verdict",
+    "consolidatable_reason",
+    "record_move",
+    "settling_machines",
+]
 
 
 def settling_machines(
@@ -82,26 +93,75 @@ def _pool_totals(candidates: Sequence[Candidate]) -> dict[str, tuple[float, floa
     return totals
 
 
-def balanced_approves(command: Command, all_candidates: Sequence[Candidate]) -> bool:
-    """Whether every Balanced NodePool among the command's candidates approves the move
-    (Karpenter's EvaluateBalancedMove); other policies always approve."""
+@dataclass(frozen=True, slots=True)
+class BalancedVerdict:
+    """A move's Balanced evaluation: approved when every Balanced NodePool among its
+    candidates approves; ``scores`` has (score, approved) per Balanced NodePool (other
+    policies are not scored)."""
+
+    approved: bool = True
+    scores: dict[str, tuple[float, bool]] = field(default_factory=dict)
+
+
+def balanced_verdict(command: Command, all_candidates: Sequence[Candidate]) -> BalancedVerdict:
+    """Score ``command`` for every Balanced NodePool among its candidates (Karpenter's
+    EvaluateBalancedMove)."""
     totals = _pool_totals(all_candidates)
     savings = command.estimated_savings
     source = command.source_price
-    by_pool: dict[str, list[Candidate]] = {}
-    for c in command.candidates:
-        by_pool.setdefault(c.nodepool, []).append(c)
+    by_pool = _by_pool(command)
+    scores: dict[str, tuple[float, bool]] = {}
     for pool, members in by_pool.items():
-        model = members[0].pool.entry.model
-        if model is None or model.spec.disruption.consolidation_policy != "Balanced":
+        if _policy(members) != "Balanced":
             continue
         pool_savings = savings
         if source > 0 and len(by_pool) > 1:
             pool_savings = savings * sum(c.price for c in members) / source
         cost, disruption = totals.get(pool, (0.0, 0.0))
-        _, approved = balanced_score(
+        scores[pool] = balanced_score(
             pool_savings, sum(c.disruption_cost for c in members), cost, disruption
         )
-        if not approved:
-            return False
-    return True
+    return BalancedVerdict(all(ok for _, ok in scores.values()), scores)
+
+
+def balanced_approves(command: Command, all_candidates: Sequence[Candidate]) -> bool:
+    """Whether every Balanced NodePool among the command's candidates approves the move
+    (Karpenter's EvaluateBalancedMove); other policies always approve."""
+    return balanced_verdict(command, all_candidates).approved
+
+
+def record_move(
+    metrics: KarpenterMetrics | None, command: Command, verdict: BalancedVerdict
+) -> None:
+    """Count a consolidation move per NodePool of its candidates, under the move's
+    decision, and each Balanced NodePool's score under that NodePool's own decision
+    (Karpenter's ApproveCommand for one candidate, EmitMultiNodeEvents for several)."""
+    if metrics is None:
+        return
+    move = "approved" if verdict.approved else "rejected"
+    for pool, members in _by_pool(command).items():
+        policy = _policy(members)
+        metrics.consolidation_moves.add(
+            1, {"decision": move, "nodepool": pool, "policy": policy}
+        )
+        scored = verdict.scores.get(pool)
+        # an infinite score (a move without disruption cost; every node costs 1) cannot
+        # be recorded: OpenTelemetry drops non-finite measurements
+        if scored is not None and math.isfinite(scored[0]):
+            score, ok = scored
+            metrics.consolidation_score.record(score, {
+                "decision": "approved" if ok else "rejected", "nodepool": pool,
+                "policy": policy,
+            })
+
+
+def _by_pool(command: Command) -> dict[str, list[Candidate]]:
+    by_pool: dict[str, list[Candidate]] = {}
+    for c in command.candidates:
+        by_pool.setdefault(c.nodepool, []).append(c)
+    return by_pool
+
+
+def _policy(members: Sequence[Candidate]) -> str:
+    model = members[0].pool.entry.model
+    return model.spec.disruption.consolidation_policy if model is not None else ""

@@ -270,6 +270,7 @@ class DisruptionController:
             settings=self._settings,
             validate=self.validate,
             all_candidates=everything,
+            metrics=self._metrics,
         )
 
     # -- validation ----------------------------------------------------------------------

@@ -18,6 +18,7 @@ from karpy.controllers.disruption._candidates import Candidate, DisruptionClass
 from karpy.controllers.disruption._command import Command
 from karpy.controllers.disruption._events import DisruptionEvents
 from karpy.controllers.disruption._whatif import WhatIf
+from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.settings import Settings
 from karpy.runtime import Clock
 
@@ -42,6 +43,8 @@ class Context:
     validate: Validate
     all_candidates: list[Candidate] = field(default_factory=list)
     """Every candidate of the pass, before the method's filter (Balanced totals)."""
+    metrics: KarpenterMetrics | None = None
+    """Where consolidation moves and their Balanced scores are counted."""
 
 
 class Method(Protocol):

@@ -19,8 +19,13 @@ from collections.abc import Sequence
 
 from karpy.apis.v1.nodepool import DisruptionReason
 from karpy.controllers.disruption._candidates import GRACEFUL, Candidate
-from karpy.controllers.disruption._command import Command
-from karpy.controllers.disruption._consolidation import balanced_approves, consolidatable_reason
+from karpy.controllers.disruption._command import Command, Decision
+from karpy.controllers.disruption._consolidation import (
+    BalancedVerdict,
+    balanced_verdict,
+    consolidatable_reason,
+    record_move,
+)
 from karpy.controllers.disruption._method import Context
 from karpy.controllers.disruption._whatif import consolidate
 
@@ -46,9 +51,17 @@ class MultiNodeConsolidation:
         """At most one command: the largest prefix of candidates that consolidates."""
         ordered = sorted(context.candidates, key=lambda c: (-c.savings_ratio, c.name))
         usable = [c for c in ordered if context.budgets.take(c.nodepool)]
-        command = await self._first_n(context, usable)
+        rejected: list[tuple[Command, BalancedVerdict]] = []
+        command = await self._first_n(context, usable, rejected)
         if command is None:
+            if rejected:
+                # once per pass, the last (smallest) prefix the Balanced policy refused,
+                # not every step of the search (Karpenter's EmitMultiNodeEvents)
+                record_move(context.metrics, *rejected[-1])
             return []
+        if command.decision is not Decision.NOOP:
+            record_move(context.metrics, command,
+                        balanced_verdict(command, context.all_candidates))
         for c in command.candidates:
             context.events.candidate(c.node, c.nodeclaim, command.for_node(c),
                                      command.estimated_savings)
@@ -59,7 +72,12 @@ class MultiNodeConsolidation:
             return []
         return [validated]
 
-    async def _first_n(self, context: Context, candidates: list[Candidate]) -> Command | None:
+    async def _first_n(
+        self,
+        context: Context,
+        candidates: list[Candidate],
+        rejected: list[tuple[Command, BalancedVerdict]],
+    ) -> Command | None:
         if len(candidates) < 2:
             return None
         low, high = 1, min(len(candidates), MAX_MULTI_NODE_CANDIDATES)
@@ -74,7 +92,7 @@ class MultiNodeConsolidation:
                           "valid command", extra={"last_batch_size": (low + high) // 2})
                 break
             mid = (low + high) // 2
-            outcome = self._try(context, candidates[: mid + 1])
+            outcome = self._try(context, candidates[: mid + 1], rejected)
             if outcome is not None:
                 best = outcome
                 low = mid + 1
@@ -85,16 +103,26 @@ class MultiNodeConsolidation:
             best is None and longest > 1 and context.settings.multi_node_split_consolidation
             and context.clock.monotonic() <= deadline
         ):
-            best = self._try(context, candidates[: longest + 1])
+            best = self._try(context, candidates[: longest + 1], rejected)
         return best
 
-    def _try(self, context: Context, prefix: Sequence[Candidate]) -> Command | None:
+    def _try(
+        self,
+        context: Context,
+        prefix: Sequence[Candidate],
+        rejected: list[tuple[Command, BalancedVerdict]],
+    ) -> Command | None:
         outcome = consolidate(
             context.whatif, prefix,
             spot_to_spot=context.settings.feature_gates.spot_to_spot_consolidation,
             split=context.settings.multi_node_split_consolidation,
             consolidation_type=self.consolidation_type, exclude_own_types=True,
         )
-        if isinstance(outcome, Command) and balanced_approves(outcome, context.all_candidates):
+        if not isinstance(outcome, Command):
+            return None
+        verdict = balanced_verdict(outcome, context.all_candidates)
+        if verdict.approved:
             return outcome
+        if outcome.decision is not Decision.NOOP:
+            rejected.append((outcome, verdict))
         return None

@@ -16,7 +16,11 @@ from collections.abc import Sequence
 from karpy.apis.v1.nodepool import DisruptionReason
 from karpy.controllers.disruption._candidates import GRACEFUL, Candidate
 from karpy.controllers.disruption._command import Command, Decision
-from karpy.controllers.disruption._consolidation import balanced_approves, consolidatable_reason
+from karpy.controllers.disruption._consolidation import (
+    balanced_verdict,
+    consolidatable_reason,
+    record_move,
+)
 from karpy.controllers.disruption._method import Context
 from karpy.controllers.disruption._whatif import consolidate
 
@@ -86,7 +90,9 @@ class SingleNodeConsolidation:
                 continue
             if outcome.decision is Decision.NOOP:
                 continue
-            if not balanced_approves(outcome, context.all_candidates):
+            verdict = balanced_verdict(outcome, context.all_candidates)
+            record_move(context.metrics, outcome, verdict)
+            if not verdict.approved:
                 continue
             context.events.candidate(candidate.node, candidate.nodeclaim, str(outcome),
                                      outcome.estimated_savings)

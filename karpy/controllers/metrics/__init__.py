@@ -81,7 +81,8 @@ def register(deps: Deps) -> None:
         nodepool = NodePoolMetrics(client=deps.client, store=nodepools)
         manager.controller(nodepool.name).for_(NODE_POOL).complete(nodepool, workers=2)
 
-        pod = PodMetrics(client=deps.client, store=pods, metrics=deps.metrics)
+        pod = PodMetrics(client=deps.client, store=pods, metrics=deps.metrics,
+                         scheduling=deps.cluster.pod_scheduling)
         manager.controller(pod.name).for_(kinds.POD).complete(pod, workers=4)
 
         node = NodeMetrics(cluster=deps.cluster, store=nodes, clock=deps.clock)

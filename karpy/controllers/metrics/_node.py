@@ -1,11 +1,11 @@
 """``metrics.node``: per-node gauges from the cluster model, every few seconds —
-karpenter_nodes_allocatable, _system_overhead, _total_pod_requests,
-_total_daemon_requests, _current_lifetime_seconds and
+karpenter_nodes_allocatable, _system_overhead, _total_pod_requests, _total_pod_limits,
+_total_daemon_requests, _total_daemon_limits, _current_lifetime_seconds and
 karpenter_cluster_utilization_percent, labelled as Karpenter labels them (the node's
 well-known labels in snake_case, node_name, phase, managed, resource_type).
 
 A node's samples are kept between rounds and rebuilt only when its Node object, its
-pods' summed requests or its managed flag changed; only the lifetime sample is new each
+pods' summed requests or limits or its managed flag changed; only the lifetime sample is new each
 round. Rebuilding all of them every 5 s (about twenty 30-label samples per node) cost a
 tenth of karpy's CPU at a thousand nodes, in one synchronous stretch of the event loop.
 """
@@ -57,6 +57,15 @@ NODE_DAEMON_REQUESTS: Final = _gauge(
     "karpenter_nodes_total_daemon_requests",
     "Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.",
 )
+NODE_POD_LIMITS: Final = _gauge(
+    "karpenter_nodes_total_pod_limits",
+    "Node total pod limits are the resources specified by pod limits, including the "
+    "DaemonSet pods.",
+)
+NODE_DAEMON_LIMITS: Final = _gauge(
+    "karpenter_nodes_total_daemon_limits",
+    "Node total daemon limits are the resources specified by DaemonSet pod limits.",
+)
 NODE_LIFETIME: Final = _gauge(
     "karpenter_nodes_current_lifetime_seconds", "Node age in seconds", _NODE_LABELS
 )
@@ -66,7 +75,7 @@ CLUSTER_UTILIZATION: Final = _gauge(
 )
 GAUGES: Final = (
     NODE_ALLOCATABLE, NODE_SYSTEM_OVERHEAD, NODE_POD_REQUESTS, NODE_DAEMON_REQUESTS,
-    NODE_LIFETIME, CLUSTER_UTILIZATION,
+    NODE_POD_LIMITS, NODE_DAEMON_LIMITS, NODE_LIFETIME, CLUSTER_UTILIZATION,
 )
 
 
@@ -109,6 +118,8 @@ class _Built:
     managed: bool
     pod_requests: Mapping[str, int]
     daemon_requests: Mapping[str, int]
+    pod_limits: Mapping[str, int]
+    daemon_limits: Mapping[str, int]
     base: Mapping[str, str]
     created: datetime | None
     samples: tuple[Sample, ...]
@@ -125,6 +136,8 @@ def _build(state: StateNode, node: Object) -> _Built:
         managed=state.managed,
         pod_requests=dict(state.pod_requests),
         daemon_requests=dict(state.daemonset_requests),
+        pod_limits=dict(state.pod_limits),
+        daemon_limits=dict(state.daemonset_limits),
         base=base,
         created=datetime.fromisoformat(str(created).replace("Z", "+00:00")) if created else None,
         samples=(
@@ -134,6 +147,9 @@ def _build(state: StateNode, node: Object) -> _Built:
             *_per_resource(
                 NODE_DAEMON_REQUESTS, base, _with_pod_count(state.daemonset_requests)
             ),
+            # no pods:0 here: Karpenter's limits are a plain sum (no pod count)
+            *_per_resource(NODE_POD_LIMITS, base, state.pod_limits),
+            *_per_resource(NODE_DAEMON_LIMITS, base, state.daemonset_limits),
         ),
     )
 
@@ -147,6 +163,8 @@ def _current(built: _Built | None, state: StateNode, node: Object) -> bool:
         and built.managed == state.managed
         and built.pod_requests == state.pod_requests
         and built.daemon_requests == state.daemonset_requests
+        and built.pod_limits == state.pod_limits
+        and built.daemon_limits == state.daemonset_limits
     )
 
 

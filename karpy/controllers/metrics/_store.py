@@ -13,7 +13,7 @@ registry, so these metrics appear on the same ``/metrics`` endpoint as the rest.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -38,12 +38,16 @@ class Gauge:
 class Sample:
     """One value of one gauge, with its labels. With ``since``, the value is the seconds
     from ``since`` to the moment ``/metrics`` is read (an age, exact at every scrape
-    without a reconcile to refresh it; the store needs a clock)."""
+    without a reconcile to refresh it; the store needs a clock). With ``since_of``, the
+    start is read when ``/metrics`` is, and the sample is left out while it is None:
+    for an age whose start is set or cleared by another controller than the one that
+    stores the sample (it must be cheap and safe to call from the scraping thread)."""
 
     gauge: Gauge
     labels: Mapping[str, str]
     value: float
     since: datetime | None = None
+    since_of: Callable[[], datetime | None] | None = None
 
 
 def resource_type(resource: str) -> str:
@@ -104,8 +108,13 @@ class GaugeStore(Collector):
             for sample in samples:
                 family = families[sample.gauge.name]
                 value = sample.value
-                if sample.since is not None and now is not None:
-                    value = max(0.0, (now - sample.since).total_seconds())
+                since = sample.since
+                if sample.since_of is not None:
+                    since = sample.since_of()
+                    if since is None:
+                        continue
+                if since is not None and now is not None:
+                    value = max(0.0, (now - since).total_seconds())
                 family.add_metric(
                     [sample.labels.get(label, "") for label in sample.gauge.labels], value
                 )

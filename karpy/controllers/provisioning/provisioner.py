@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpy.apis import NodePool
@@ -126,6 +126,8 @@ class Provisioner:
         self._batch_waiting = False
         """A batch window closed and its round still waits for the model to sync."""
         self._skipped_pools: dict[str, str] = {}
+        self._zones: set[str] = set()
+        """The zones of karpenter_scheduler_pending_pods_by_effective_zone_count set."""
         # NodePool name -> (the parsed NodePool, its hash): hashing the template costs
         # ~1 ms, once per NodePool version rather than once per NodeClaim.
         self._hashes: dict[str, tuple[NodePool, str]] = {}
@@ -215,6 +217,7 @@ class Provisioner:
         deleting = self.moving_pods()
         pods = pending + deleting + self.buffer_pods()
         if not pods:
+            self._record_zones({})
             return None
         log.debug(
             "computing scheduling decision for provisionable pod(s)",
@@ -223,6 +226,8 @@ class Provisioner:
         templates = await self.templates()
         if not templates and not self._ready_pools:
             log.info("no nodepools found")
+            # a verdict all the same: nowhere to go (Karpenter marks them failed too)
+            self._mark_decisions(failed=self._real(pending), placed=())
             return None
         # Ready NodePools whose instance types were all filtered out still get a solve
         # (Karpenter builds its scheduler without templates): pods may fit existing and
@@ -250,7 +255,38 @@ class Provisioner:
                        "duration": format_go_duration(elapsed)},
             )
         self._record(results)
+        self._record_zones(results.pending_by_zone)
+        self._mark_decisions(
+            failed=self._real([e.pod for e in results.errors]),
+            placed=self._real([
+                *(p for plan in results.new_nodeclaims for p in plan.pods),
+                *(p for node in results.existing_nodes for p in node.pods),
+            ]),
+        )
         return results
+
+    def _record_zones(self, pending_by_zone: Mapping[str, int]) -> None:
+        """karpenter_scheduler_pending_pods_by_effective_zone_count for this round: the
+        zones no pod is held to any more are dropped, as Karpenter drops them."""
+        gauge = self.metrics.scheduler_pending_pods_by_zone
+        for zone in self._zones.difference(pending_by_zone):
+            gauge.remove(self.name, zone)
+        for zone, count in pending_by_zone.items():
+            gauge.labels(self.name, zone).set(count)
+        self._zones = set(pending_by_zone)
+
+    def _mark_decisions(self, *, failed: Sequence[Pod], placed: Sequence[Pod]) -> None:
+        """Tell the model which unbound pods this round decided about (the pod latency
+        metrics' starting points); time the first decision on each pod since it was
+        first seen. Pods still bound (moving off a deleting node) are not waiting on
+        karpy to be placed: their bind lies in the past."""
+        waits = self.cluster.pod_scheduling.mark_decisions(
+            self.clock.now(),
+            failed=[p.key for p in failed if not p.node_name],
+            placed=[p.key for p in placed if not p.node_name],
+        )
+        for wait in waits:
+            self.metrics.pods_scheduling_decision_duration.record(wait)
 
     def pending_pods(self) -> list[Pod]:
         """Provisionable pods as the simulator sees them, volume topology included;

@@ -22,6 +22,7 @@ from karpy.runtime.telemetry import Metrics
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.cluster import Cluster
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
+from karpy.state.pod_scheduling import PodSchedulingTimes
 
 
 @pytest.fixture
@@ -82,7 +83,8 @@ async def test_pod_state_and_startup_recorded_once_per_pod_seen_pending(
     gauges = store(registry)
     kube.add(kinds.NODE, f.node("node-a", provider_id="fake://a"))
     metrics = KarpenterMetrics(registry.meter("karpenter"), registry.registry)
-    controller = PodMetrics(client=kube, store=gauges, metrics=metrics)  # type: ignore[arg-type]
+    controller = PodMetrics(client=kube, store=gauges, metrics=metrics,  # type: ignore[arg-type]
+                            scheduling=PodSchedulingTimes())
     pending = f.pod("web-1", node_name="", phase="Pending")
     pending["metadata"]["creationTimestamp"] = "2024-01-01T00:00:00Z"
     kube.add(kinds.POD, pending)
@@ -153,6 +155,36 @@ async def test_node_gauges_and_cluster_state_node_count(
         registry, "karpenter_cluster_utilization_percent")
     assert lines(registry, "karpenter_cluster_state_node_count") == [
         "karpenter_cluster_state_node_count 2.0"]
+
+
+async def test_node_limits_gauges_sum_the_bound_pods_limits(
+    registry: Metrics, clock: FakeClock
+) -> None:
+    """karpenter_nodes_total_pod_limits / _total_daemon_limits: what a node's pods (and
+    its DaemonSet pods) may burst to, following pods as they come and go."""
+    gauges = store(registry)
+    cluster = Cluster(clock=clock)
+    cluster.update_node(f.node("node-a", provider_id="fake://a", capacity={"cpu": "4"}))
+    web = f.pod("web-1", node_name="node-a", cpu="500m")
+    web["spec"]["containers"][0]["resources"]["limits"] = {"cpu": "2", "memory": "1Gi"}
+    agent = f.pod("agent-x", node_name="node-a", owner=("apps/v1", "DaemonSet"), cpu="100m")
+    agent["spec"]["containers"][0]["resources"]["limits"] = {"cpu": "250m"}
+    unlimited = f.pod("batch-1", node_name="node-a", cpu="1")
+    for pod in (web, agent, unlimited):
+        cluster.update_pod(pod)
+    metrics = NodeMetrics(cluster=cluster, store=gauges, clock=clock)
+    await metrics.reconcile()
+
+    def values(name: str) -> dict[str, str]:
+        return {s.split('resource_type="')[1].split('"')[0]: s.rsplit(" ", 1)[1]
+                for s in lines(registry, name) if 'node_name="node-a"' in s}
+
+    assert values("karpenter_nodes_total_pod_limits") == {
+        "cpu": "2.25", "memory": "1.073741824e+09"}
+    assert values("karpenter_nodes_total_daemon_limits") == {"cpu": "0.25"}
+    cluster.delete_pod(web)
+    await metrics.reconcile()
+    assert values("karpenter_nodes_total_pod_limits") == {"cpu": "0.25"}
 
 
 async def test_node_gauges_follow_changes_between_rounds_and_rebuild_only_changed_nodes(

@@ -38,29 +38,11 @@ EC2_NODE_CLASS = NodeClassKind(
     group="karpenter.k8s.aws", version="v1", kind="EC2NodeClass", plural="ec2nodeclasses"
 )
 
-_NO_DECISION_TIME = (
-    "times from the moment the scheduler first judged the pod schedulable (or first "
-    "saw it), which karpy's cluster model does not record yet"
-)
-
 #: Reference metrics karpy's core does not emit, and why. The test fails when one of
 #: these appears (remove it here) or another goes missing.
 NOT_EMITTED: dict[str, str] = {
-    "karpenter_consolidation_score": "balanced consolidation (consolidationPolicy "
-    "Balanced, v1.14) is not implemented; nothing to score",
-    "karpenter_consolidation_moves_total": "balanced consolidation is not implemented",
-    "karpenter_nodes_total_pod_limits": "the cluster model sums pod requests, not limits",
-    "karpenter_nodes_total_daemon_limits": "the cluster model sums pod requests, not limits",
-    "karpenter_pods_scheduling_decision_duration_seconds": _NO_DECISION_TIME,
-    "karpenter_pods_provisioning_unstarted_time_seconds": _NO_DECISION_TIME,
-    "karpenter_pods_provisioning_unbound_time_seconds": _NO_DECISION_TIME,
-    "karpenter_pods_provisioning_startup_duration_seconds": _NO_DECISION_TIME,
-    "karpenter_pods_provisioning_scheduling_undecided_time_seconds": _NO_DECISION_TIME,
-    "karpenter_pods_provisioning_bound_duration_seconds": _NO_DECISION_TIME,
     "karpenter_scheduler_unfinished_work_seconds": "the simulator runs synchronously on "
     "the event loop: no scrape can happen while a simulation is unfinished",
-    "karpenter_scheduler_pending_pods_by_effective_zone_count": "not implemented yet (the "
-    "zone a pending pod's requirements and spread leave it)",
     "controller_runtime_reconcile_timeouts_total": "karpy's reconciles have no per-call "
     "timeout (every loop is bounded instead)",
     "controller_runtime_reconcile_panics_total": "a reconcile that raises is counted as "

@@ -13,6 +13,7 @@ from karpy.controllers.metrics._pod import GAUGES
 from karpy.runtime import Request, kinds
 from karpy.runtime.telemetry import Metrics
 from karpy.runtime.testing import FakeClient, FakeClock
+from karpy.state.pod_scheduling import PodSchedulingTimes
 
 
 def lines(registry: Metrics, name: str) -> list[str]:
@@ -28,7 +29,8 @@ async def test_a_waiting_pod_shows_its_age_until_it_binds_and_starts() -> None:
     store = GaugeStore(GAUGES, clock=clock)
     registry.registry.register(store)
     metrics = KarpenterMetrics(registry.meter("karpenter"), registry.registry)
-    controller = PodMetrics(client=kube, store=store, metrics=metrics)  # type: ignore[arg-type]
+    controller = PodMetrics(client=kube, store=store, metrics=metrics,  # type: ignore[arg-type]
+                            scheduling=PodSchedulingTimes())
     kube.add(kinds.NODE, f.node("node-a", provider_id="fake://a"))
     web = f.pod("web-1", node_name="", phase="Pending")
     web["metadata"]["creationTimestamp"] = "2024-01-01T00:00:00Z"

@@ -4,7 +4,7 @@ ignored/unschedulable pod gauges count what a round left behind."""
 
 from __future__ import annotations
 
-from provisioning_support import build
+from provisioning_support import Harness, build
 
 from karpy.controllers.settings import Settings
 from karpy.scheduling.simulator import SchedulerOptions
@@ -64,3 +64,26 @@ async def test_unschedulable_pods_are_counted_per_round() -> None:
     assert h.metric("karpenter_scheduler_unschedulable_pods_count",
                     controller="provisioner") == 1.0
     assert h.metric("karpenter_scheduler_ignored_pods_count") == 0.0
+
+
+def pending_by_zone(h: Harness) -> dict[str, float]:
+    [family] = h.provisioner.metrics.scheduler_pending_pods_by_zone.collect()
+    return {s.labels["zone"]: s.value for s in family.samples
+            if s.labels["controller"] == "provisioner"}
+
+
+async def test_pending_pods_are_counted_by_the_zone_they_are_held_to() -> None:
+    """karpenter_scheduler_pending_pods_by_effective_zone_count, replaced every round:
+    a zone no pod is held to any more disappears."""
+    h = build()
+    h.cluster.update_nodepool(nodepool("default"))
+    h.cluster.update_pod(pod("free", cpu="1", memory="256Mi"))
+    pinned = pod("pinned", cpu="1", memory="256Mi",
+                 node_selector={"topology.kubernetes.io/zone": "test-zone-b"})
+    h.cluster.update_pod(pinned)
+    await h.provisioner.schedule()
+    assert pending_by_zone(h) == {"flexible": 1.0, "test-zone-b": 1.0}
+
+    h.cluster.delete_pod(pinned)
+    await h.provisioner.schedule()
+    assert pending_by_zone(h) == {"flexible": 1.0}
