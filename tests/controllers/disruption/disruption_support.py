@@ -6,7 +6,8 @@ suite does with its no-op validator)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -220,6 +221,7 @@ class SceneController(DisruptionController):
         )
         self.scene = scene
         self.options = options
+        self.clock = clock
 
     async def snapshot(self) -> Snapshot:
         return self.scene.snapshot()
@@ -238,6 +240,29 @@ class SceneController(DisruptionController):
         if not context.candidates:
             return []
         return [c for c in await method.compute(context) if c.decision is not Decision.NOOP]
+
+    async def run_validated(
+        self, method: Method, during: Callable[[], None] = lambda: None,
+        *, wait: float = 31.0,
+    ) -> tuple[bool, list[Command]]:
+        """One method's commands through the real validation step, as Karpenter's suite
+        runs a controller with the real validator: once the method blocks on the
+        validation delay, ``during`` changes the scene, then the clock moves ``wait``
+        seconds. Returns (whether the method was still blocked before the clock moved,
+        its commands)."""
+        context = await self.context(method)
+        if not context.candidates:
+            return False, []
+        task = asyncio.ensure_future(method.compute(context))
+        for _ in range(1000):  # bounded: a method that never waits fails the test below
+            if self.clock.pending_timers() or task.done():
+                break
+            await asyncio.sleep(0)
+        blocked = not task.done()
+        during()
+        await self.clock.step(wait)
+        commands = await asyncio.wait_for(task, timeout=10)
+        return blocked, [c for c in commands if c.decision is not Decision.NOOP]
 
     def metric(self, name: str, **labels: str) -> float | None:
         """The value of a sample of metric ``name`` with ``labels`` (None if absent)."""
