@@ -247,7 +247,8 @@ class SceneController(DisruptionController):
     ) -> tuple[bool, list[Command]]:
         """One method's commands through the real validation step, as Karpenter's suite
         runs a controller with the real validator: once the method blocks on the
-        validation delay, ``during`` changes the scene, then the clock moves ``wait``
+        validation delay, ``during`` changes the scene (not called if the method did
+        not wait), then the clock moves ``wait``
         seconds. Returns (whether the method was still blocked before the clock moved,
         its commands)."""
         context = await self.context(method)
@@ -259,10 +260,33 @@ class SceneController(DisruptionController):
                 break
             await asyncio.sleep(0)
         blocked = not task.done()
-        during()
+        if blocked:
+            during()
         await self.clock.step(wait)
         commands = await asyncio.wait_for(task, timeout=10)
         return blocked, [c for c in commands if c.decision is not Decision.NOOP]
+
+    async def decide_validated(
+        self, during: Callable[[], None] = lambda: None,
+    ) -> tuple[bool, list[Command]]:
+        """One pass with the real validation step (the methods in Karpenter's order; the
+        first with commands wins): ``during`` runs once, at the first validation wait.
+        Returns (whether any method waited, the commands)."""
+        ran = False
+
+        def once() -> None:
+            nonlocal ran
+            if not ran:
+                ran = True
+                during()
+
+        waited = False
+        for method in self.methods:
+            blocked, commands = await self.run_validated(method, once)
+            waited = waited or blocked
+            if commands:
+                return waited, commands
+        return waited, []
 
     def metric(self, name: str, **labels: str) -> float | None:
         """The value of a sample of metric ``name`` with ``labels`` (None if absent)."""

@@ -167,3 +167,119 @@ async def test_single_node_command_survives_validation_without_change() -> None:
     )
     assert names(commands) == [("Underutilized", "replace", ["node"], 1)]
     assert controller.metric(FAILED, consolidation_type="single") is None
+
+
+# -- consolidation_test.go Context("TTL"), emptiness_test.go's TTL case ----------------
+
+
+def ttl_nodes(type_name: str = MOST_EXPENSIVE, count: int = 2) -> Scene:
+    """Context("TTL")'s BeforeEach: two consolidatable nodes of the most expensive type,
+    32 CPUs and 100 pods allocatable (``count`` of them: some cases apply only one)."""
+    scene = karpenter_scene()
+    for name in ("node-0", "node-1")[:count]:
+        machine(scene, name, type_name, cpu="32", memory="32Gi")
+    return scene
+
+
+async def test_should_wait_for_the_node_ttl_for_non_empty_nodes_before_consolidating() -> None:
+    """consolidation_test.go Context("TTL") It("should wait for the node TTL for
+    non-empty nodes before consolidating"): the pass blocks on the validation wait, then
+    deletes the node with one pod (its pod fits the other)."""
+    scene = ttl_nodes(LEAST_EXPENSIVE)
+    scene.pod("pod-0", "node-0", cpu="10m", memory="10Mi", labels=LABELS)
+    scene.pod("pod-1", "node-0", cpu="10m", memory="10Mi", labels=LABELS)
+    scene.pod("pod-2", "node-1", cpu="10m", memory="10Mi", labels=LABELS)
+    waited, commands = await SceneController(scene, SPOT_TO_SPOT).decide_validated()
+    assert waited
+    assert names(commands) == [("Underutilized", "delete", ["node-1"], 0)]
+
+
+async def test_should_not_consolidate_if_the_action_picks_different_instance_types() -> None:
+    """consolidation_test.go Context("TTL") It("should not consolidate if the action
+    picks different instance types after the node TTL wait"): a second 1-CPU pod lands on
+    the node during the wait, so the replacement chosen before no longer fits."""
+    scene = ttl_nodes(count=1)
+    scene.pod("pod-0", "node-0", cpu="1", memory="10Mi", labels=LABELS)
+    waited, commands = await SceneController(scene, SPOT_TO_SPOT).decide_validated(
+        lambda: scene.pod("pod-1", "node-0", cpu="1", memory="10Mi", labels=LABELS)
+    )
+    assert waited
+    assert commands == []
+
+
+async def test_should_not_consolidate_if_the_action_becomes_invalid_during_the_ttl_wait() -> None:
+    """consolidation_test.go Context("TTL") It("should not consolidate if the action
+    becomes invalid during the node TTL wait"): a do-not-disrupt pod binds to the empty
+    node during the wait."""
+    scene = ttl_nodes(count=1)
+    waited, commands = await SceneController(scene, SPOT_TO_SPOT).decide_validated(
+        lambda: scene.pod("pod-0", "node-0", cpu="10m", memory="10Mi",
+                          annotations={"karpenter.sh/do-not-disrupt": "true"})
+    )
+    assert waited
+    assert commands == []
+
+
+def block_with_pdb(scene: Scene, *nodes: str) -> None:
+    """A pod matching a maxUnavailable=0 PDB binds to each of ``nodes``."""
+    scene.pdbs.append({"metadata": {"name": "pdb", "namespace": "default"},
+                       "spec": {"selector": {"matchLabels": LABELS}, "maxUnavailable": 0},
+                       "status": {"disruptionsAllowed": 0}})
+    for node in nodes:
+        scene.pod(f"pdb-pod-{node}", node, cpu="10m", memory="10Mi", labels=LABELS)
+
+
+def block_with_do_not_disrupt(scene: Scene, *nodes: str) -> None:
+    """A do-not-disrupt pod binds to each of ``nodes``."""
+    for node in nodes:
+        scene.pod(f"dnd-pod-{node}", node, cpu="10m", memory="10Mi",
+                  annotations={"karpenter.sh/do-not-disrupt": "true"})
+
+
+BLOCKERS = pytest.mark.parametrize(
+    "block", [block_with_do_not_disrupt, block_with_pdb], ids=["do-not-disrupt", "pdb"]
+)
+
+
+@BLOCKERS
+async def test_should_not_replace_node_if_a_blocking_pod_schedules_during_the_ttl_wait(
+    block: Callable[..., None],
+) -> None:
+    """consolidation_test.go Context("TTL") It("should not replace node if a pod
+    schedules with karpenter.sh/do-not-disrupt set to true during the TTL wait") /
+    It("should not replace node if a pod schedules with a blocking PDB during the TTL
+    wait")"""
+    scene = one_used_expensive_node()
+    waited, commands = await SceneController(scene, SPOT_TO_SPOT).decide_validated(
+        lambda: block(scene, "node")
+    )
+    assert waited
+    assert commands == []
+
+
+@BLOCKERS
+async def test_should_not_delete_node_if_blocking_pods_schedule_during_the_ttl_wait(
+    block: Callable[..., None],
+) -> None:
+    """consolidation_test.go Context("TTL") It("should not delete node if pods schedule
+    with karpenter.sh/do-not-disrupt set to true during the TTL wait") / It("should not
+    delete node if pods schedule with a blocking PDB during the TTL wait"): without them
+    the two nodes would consolidate into one."""
+    scene = ttl_nodes()
+    scene.pod("pod-0", "node-0", cpu="10m", memory="10Mi")
+    scene.pod("pod-1", "node-1", cpu="10m", memory="10Mi")
+    waited, commands = await SceneController(scene, SPOT_TO_SPOT).decide_validated(
+        lambda: block(scene, "node-0", "node-1")
+    )
+    assert waited
+    assert commands == []
+
+
+async def test_should_wait_for_the_node_ttl_for_empty_nodes_before_consolidating() -> None:
+    """emptiness_test.go It("should wait for the node TTL for empty nodes before
+    consolidating")"""
+    scene = karpenter_scene(policy="WhenEmpty")
+    machine(scene, "node-0", LEAST_EXPENSIVE, cpu="32", memory="32Gi")
+    waited, commands = await SceneController(scene).decide_validated()
+    assert waited
+    assert names(commands) == [("Empty", "delete", ["node-0"], 0)]
