@@ -35,6 +35,7 @@ from karpy.scheduling import (
     InstanceType,
     NodePoolTemplate,
     Offering,
+    Pod,
     SchedulerOptions,
     Simulator,
 )
@@ -86,6 +87,8 @@ class Scene:
     pods: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     pdbs: list[dict[str, Any]] = field(default_factory=list)
     pools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    buffer: list[Pod] = field(default_factory=list)
+    """CapacityBuffer virtual pods (the provisioner's ``buffer_pods``)."""
 
     def pool(self, name: str = "default", *,
              requirements: Sequence[Mapping[str, Any]] = (), **disruption: Any) -> dict[str, Any]:
@@ -193,7 +196,8 @@ class Scene:
                       nodes=tuple(self.cluster.existing_nodes()),
                       pending=tuple(pending), deleting=tuple(self.cluster.reschedulable_pods()),
                       namespaces={},
-                      settling=settling_machines(self.cluster.nodes(), self.cluster.nodepool))
+                      settling=settling_machines(self.cluster.nodes(), self.cluster.nodepool),
+                      buffer=tuple(self.buffer))
 
 
 class _NoQueue:
