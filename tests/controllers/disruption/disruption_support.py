@@ -89,6 +89,8 @@ class Scene:
     pools: dict[str, dict[str, Any]] = field(default_factory=dict)
     buffer: list[Pod] = field(default_factory=list)
     """CapacityBuffer virtual pods (the provisioner's ``buffer_pods``)."""
+    now: datetime = NOW
+    """The wall-clock time snapshots see (do-not-disrupt durations, budget schedules)."""
 
     def pool(self, name: str = "default", *,
              requirements: Sequence[Mapping[str, Any]] = (), **disruption: Any) -> dict[str, Any]:
@@ -178,7 +180,7 @@ class Scene:
         for entry in self.cluster.nodepools():
             pools[entry.name] = PoolCatalogue(entry, {it.name: it for it in self.types})
         return Snapshot(
-            now=NOW, pools=pools, pdbs=PdbLimits(self.pdbs),
+            now=self.now, pools=pools, pdbs=PdbLimits(self.pdbs),
             pods_on=lambda node: self.pods.get(node, []),
             queued=lambda pid: pid in queued,
             nominated=self.cluster.is_node_nominated,
