@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ksuite import LEAST_EXPENSIVE_SPOT, Scene, decide, karpenter_scene, machine, names
+from ksuite import (
+    LEAST_EXPENSIVE_SPOT,
+    MOST_EXPENSIVE,
+    Scene,
+    decide,
+    karpenter_scene,
+    machine,
+    names,
+)
 
 from karpy.controllers.capacitybuffer import build_virtual_pods
 
@@ -94,4 +102,60 @@ async def test_should_not_protect_a_node_with_zero_buffer_pod_count() -> None:
     with zero buffer pod count")"""
     scene = empty_nodes(1)
     scene.buffer = headroom(0, "1")
+    assert names(await decide(scene)) == [("Empty", "delete", ["node-0"], 0)]
+
+
+# -- consolidation_test.go Context("Buffer Pods") ----------------------------------------
+
+
+def expensive_nodes(count: int) -> Scene:
+    """consolidation_test.go's nodes: the most expensive type, 32 CPUs allocatable,
+    under a WhenEmptyOrUnderutilized NodePool."""
+    scene = karpenter_scene()
+    for i in range(count):
+        machine(scene, f"node-{i}", MOST_EXPENSIVE, cpu="32", memory="32Gi")
+    return scene
+
+
+async def test_should_not_empty_consolidate_a_node_with_only_buffer_pods() -> None:
+    """consolidation_test.go Context("Buffer Pods") It("should not empty-consolidate a
+    node with only buffer pods"): nor is it replaced by a cheaper one (Karpenter's
+    consolidation skips a node without real pods)."""
+    scene = expensive_nodes(1)
+    scene.buffer = headroom(5, "1")
+    assert await decide(scene) == []
+
+
+async def test_should_allow_consolidation_of_a_node_with_real_and_buffer_pods() -> None:
+    """consolidation_test.go Context("Buffer Pods") It("should allow consolidation of a
+    node with real pods and buffer pods to a cheaper instance"): the replacement holds
+    the real pod and the headroom."""
+    scene = expensive_nodes(1)
+    scene.pod("pod-0", "node-0", cpu="1", memory="10Mi")
+    scene.buffer = headroom(2, "1")
+    [command] = await decide(scene)
+    assert names([command]) == [("Underutilized", "replace", ["node-0"], 1)]
+    [plan] = command.replacements
+    assert {p.key for p in plan.pods} >= {p.key for p in scene.buffer}
+
+
+async def test_should_skip_buffer_only_nodes_in_single_node_consolidation() -> None:
+    """consolidation_test.go Context("Buffer Pods") It("should skip buffer-only nodes in
+    single-node consolidation but protect via emptiness"): the buffer-only node-0 is in
+    no command and stays. Difference: Karpenter protects it because its provisioner put
+    four virtual pods there; karpy because the headroom (here 6 x 6 CPUs) needs it."""
+    scene = expensive_nodes(2)
+    scene.pod("pod-0", "node-1", cpu="1", memory="10Mi")
+    scene.buffer = headroom(6, "6")
+    for command in await decide(scene):
+        assert "node-0" not in {c.name for c in command.candidates}
+
+
+async def test_should_consolidate_a_buffer_node_once_buffer_pods_are_cleared() -> None:
+    """consolidation_test.go Context("Buffer Pods") It("should consolidate a buffer node
+    once buffer pods are cleared")"""
+    scene = expensive_nodes(1)
+    scene.buffer = headroom(3, "1")
+    assert await decide(scene) == []
+    scene.buffer = []
     assert names(await decide(scene)) == [("Empty", "delete", ["node-0"], 0)]

@@ -283,3 +283,15 @@ async def test_should_wait_for_the_node_ttl_for_empty_nodes_before_consolidating
     waited, commands = await SceneController(scene).decide_validated()
     assert waited
     assert names(commands) == [("Empty", "delete", ["node-0"], 0)]
+
+
+async def test_does_not_delete_nodes_with_pod_churn_deletes_nodes_without_pod_churn() -> None:
+    """consolidation_test.go Context("Delete") It("does not delete nodes with pod churn,
+    deletes nodes without pod churn"): a pod lands on node-0 during the wait; emptiness
+    keeps the still-empty node-1 in its command."""
+    scene = karpenter_scene()
+    for name in ("node-0", "node-1"):
+        machine(scene, name, LEAST_EXPENSIVE, cpu="32", memory="32Gi")
+    controller, commands = await validated(scene, Emptiness(), churn)
+    assert names(commands) == [("Empty", "delete", ["node-1"], 0)]
+    assert controller.metric(FAILED, consolidation_type="empty") == 1
