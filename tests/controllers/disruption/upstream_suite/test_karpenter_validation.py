@@ -21,6 +21,7 @@ from ksuite import (
     names,
 )
 
+from karpy.controllers.disruption import Command
 from karpy.controllers.disruption._emptiness import Emptiness
 from karpy.controllers.disruption._method import Method
 from karpy.controllers.disruption._multinode import MultiNodeConsolidation
@@ -66,7 +67,7 @@ MUTATIONS = pytest.mark.parametrize(
 
 
 async def validated(scene: Scene, method: Method, mutate: Callable[[Scene], None],
-                    settings: Settings = SPOT_TO_SPOT) -> tuple[SceneController, list]:  # type: ignore[type-arg]
+                    settings: Settings = SPOT_TO_SPOT) -> tuple[SceneController, list[Command]]:
     controller = SceneController(scene, settings)
     blocked, commands = await controller.run_validated(method, lambda: mutate(scene))
     assert blocked, "the method did not wait out the validation delay"
