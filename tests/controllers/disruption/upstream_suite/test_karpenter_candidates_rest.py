@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ksuite import LEAST_EXPENSIVE, Scene, karpenter_scene, machine
+import pytest
+from ksuite import LEAST_EXPENSIVE, Scene, SceneController, karpenter_scene, machine
 
 from karpy.controllers.disruption import Candidate, build_candidate
 from karpy.controllers.disruption._candidates import EVENTUAL, GRACEFUL
-from karpy.runtime import freeze
+from karpy.runtime import freeze, thaw
 from karpy.state import testing as t
 
 LABELS = {"app": "test"}
@@ -120,3 +121,24 @@ def test_do_not_disrupt_pods_with_a_grace_period_are_not_graceful_candidates() -
     machine(eventual, "node", LEAST_EXPENSIVE)
     eventual.pod("pod", "node", cpu="10m", memory="10Mi", annotations=DND)
     assert verdict(eventual, "test:///node", EVENTUAL) == expected
+
+
+@pytest.mark.parametrize("reason", ["Empty", "Drifted", "Underutilized"])
+def test_terminating_instances_are_not_part_of_the_disruption_count(reason: str) -> None:
+    """suite_test.go It("should not consider nodes that have the terminating status
+    condition as part of disruption count"): a NodeClaim whose instance is terminating
+    (deleting, NotReady) neither counts as a node nor uses the budget up. Karpenter's
+    case uses a 100 % budget; a count of 3 here, so that the difference shows."""
+    scene = karpenter_scene(budgets=[{"nodes": "3"}])
+    for i in range(10):
+        machine(scene, f"node-{i}", LEAST_EXPENSIVE)
+    machine(scene, "terminating", LEAST_EXPENSIVE, deleting=True, ready=False)
+    state = scene.cluster.node_by_name("terminating")
+    assert state is not None
+    claim = thaw(state.nodeclaim)
+    claim["status"]["conditions"].append(
+        {"type": "InstanceTerminating", "status": "True", "reason": "InstanceTerminating",
+         "lastTransitionTime": "2026-11-23T11:59:00Z"})
+    scene.cluster.update_nodeclaim(freeze(claim))
+    budgets = SceneController(scene).budgets(reason, record=False)  # type: ignore[arg-type]
+    assert budgets.left("default") == 3
