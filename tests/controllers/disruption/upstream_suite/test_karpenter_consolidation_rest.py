@@ -15,6 +15,8 @@ from ksuite import (
     names,
 )
 
+from karpy.controllers.disruption import Candidate, build_candidate
+from karpy.controllers.disruption._candidates import GRACEFUL
 from karpy.controllers.settings import FeatureGates, Settings
 from karpy.scheduling import SchedulerOptions
 
@@ -72,3 +74,21 @@ async def test_should_not_consolidate_by_relaxing_min_values_when_best_effort() 
     assert controller.messages("Unconsolidatable") == [
         "Filtering by price: minValues requirement is not met for label(s) "
         "(label(s)=[node.kubernetes.io/instance-type])"]
+
+
+def test_should_allow_pods_on_deleting_nodes_to_reschedule() -> None:
+    """suite_test.go It("should allow pods on deleting nodes to reschedule to
+    uninitialized nodes"): ten 3-CPU nodes, nine marked for deletion; simulating the
+    removal of the tenth, its 2-CPU pod still finds a place (a new node)."""
+    scene = karpenter_scene(consolidate_after="Never")
+    for i in range(10):
+        machine(scene, f"node-{i}", MOST_EXPENSIVE, cpu="3", memory="32Gi")
+    scene.pod("pod", "node-0", cpu="2", memory="100Mi")
+    scene.cluster.mark_for_deletion(*(f"test:///node-{i}" for i in range(1, 10)))
+    state = scene.cluster.node_by_name("node-0")
+    assert state is not None
+    built = build_candidate(state, scene.snapshot(), GRACEFUL)
+    assert isinstance(built, Candidate), built
+    simulation = scene.whatif().simulate([built])
+    assert simulation.all_scheduled, simulation.errors
+    assert len(simulation.new_nodeclaims) == 1
