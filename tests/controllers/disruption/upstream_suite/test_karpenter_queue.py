@@ -11,7 +11,15 @@ from typing import Any
 
 import pytest
 from controllers.termination.recorder import FakeRecorder
-from ksuite import LEAST_EXPENSIVE, MOST_EXPENSIVE, Scene, decide, karpenter_scene, machine
+from ksuite import (
+    LEAST_EXPENSIVE,
+    MOST_EXPENSIVE,
+    Scene,
+    SceneController,
+    decide,
+    karpenter_scene,
+    machine,
+)
 
 from karpy.controllers.disruption import (
     Candidate,
@@ -279,3 +287,33 @@ def test_calculate_retry_duration(running: int, timeout: float) -> None:
                                            candidates=[], created=float(i))
                            for i in range(running)}
     assert rig.queue._timeout() == pytest.approx(timeout)
+
+
+async def test_should_remove_taints_left_tainted_from_a_previous_disruption_action() -> None:
+    """suite_test.go It("should remove taints from NodeClaims that were left tainted
+    from a previous disruption action"): a node tainted ``karpenter.sh/disrupted`` and a
+    NodeClaim with DisruptionReason, in no running command (what a crash mid-command
+    leaves), are cleaned up by the next disruption pass."""
+    scene = karpenter_scene(consolidate_after="Never")
+    machine(scene, "node", LEAST_EXPENSIVE, cpu="32", memory="32Gi")
+    scene.pod("pod", "node", cpu="100m", memory="100Mi")
+    state = scene.cluster.node_by_name("node")
+    assert state is not None and state.node is not None and state.nodeclaim is not None
+    node = _thaw(state.node)
+    node["spec"]["taints"] = [{"key": TAINT, "effect": "NoSchedule"}]
+    scene.cluster.update_node(freeze(node))
+    claim = _thaw(state.nodeclaim)
+    claim["status"]["conditions"].append(
+        {"type": "DisruptionReason", "status": "True", "reason": "Underutilized",
+         "lastTransitionTime": NOW_CONDITION})
+    scene.cluster.update_nodeclaim(freeze(claim))
+    rig = Rig(scene)
+    await rig.publish()
+    assert await rig.tainted("node")
+    controller = SceneController(scene)
+    controller._client = rig.kube  # the pass writes through the rig's API
+    controller.queue = rig.queue
+    await controller.reconcile()
+    assert not await rig.tainted("node")
+    stored = await rig.kube.get(NODE_CLAIM, "node-claim")
+    assert all(c["type"] != "DisruptionReason" for c in stored["status"]["conditions"])
