@@ -181,8 +181,7 @@ async def test_should_handle_missing_node_limits_gracefully() -> None:
 
 async def test_should_ignore_nodes_without_the_drifted_status_condition() -> None:
     """staticdrift_test.go Context("Edge Cases") It("should ignore nodes without the
-    drifted status condition") (and, karpy's scene having no Drifted=False helper, the
-    same for "set to false": a NodeClaim is drifted only with Drifted=True)."""
+    drifted status condition") ("set to false" is in ``test_karpenter_conditions``)."""
     scene = no_pool()
     static_pool(scene, "static", 1)
     static_nodes(scene, "static", 1, drifted=False)
