@@ -317,3 +317,23 @@ async def test_should_remove_taints_left_tainted_from_a_previous_disruption_acti
     assert not await rig.tainted("node")
     stored = await rig.kube.get(NODE_CLAIM, "node-claim")
     assert all(c["type"] != "DisruptionReason" for c in stored["status"]["conditions"])
+
+
+async def test_should_untaint_nodes_when_drift_replacement_fails() -> None:
+    """drift_test.go It("should untaint nodes when drift replacement fails"): the
+    replacement NodeClaim is deleted before it initializes; the command fails and the
+    drifted node is untainted."""
+    scene = karpenter_scene(consolidate_after="1h")
+    machine(scene, "node", MOST_EXPENSIVE, cpu="32", memory="128Gi", drifted=True,
+            consolidatable_=False)
+    scene.pod("pod", "node", cpu="10m", memory="10Mi", labels={"app": "test"})
+    rig = Rig(scene)
+    [command] = await rig.start()
+    assert command.reason == "Drifted" and rig.launcher.created == ["replacement-0"]
+    assert await rig.tainted("node")
+    gone = await rig.kube.get(NODE_CLAIM, "replacement-0")
+    await rig.kube.delete(NODE_CLAIM, "replacement-0")
+    scene.cluster.delete_nodeclaim(freeze(gone))
+    await rig.reconcile()
+    assert not await rig.tainted("node")
+    assert rig.claim_exists("node-claim")
