@@ -337,3 +337,27 @@ async def test_should_untaint_nodes_when_drift_replacement_fails() -> None:
     await rig.reconcile()
     assert not await rig.tainted("node")
     assert rig.claim_exists("node-claim")
+
+
+async def test_should_add_and_remove_taints_from_nodeclaims_that_fail_to_disrupt() -> None:
+    """suite_test.go It("should add and remove taints from NodeClaims that fail to
+    disrupt"): starting the replace taints the node and sets DisruptionReason; once the
+    replacement is deleted, the failed command takes both off again."""
+    scene = replace_scene(1)
+    rig = Rig(scene)
+    [command] = await rig.start()
+    assert str(command.decision) == "replace"
+    assert await rig.tainted("node-0")
+
+    async def reasons() -> list[str]:
+        claim = await rig.kube.get(NODE_CLAIM, "node-0-claim")
+        return [c["status"] for c in claim["status"]["conditions"]
+                if c["type"] == "DisruptionReason"]
+
+    assert await reasons() == ["True"]
+    gone = await rig.kube.get(NODE_CLAIM, "replacement-0")
+    await rig.kube.delete(NODE_CLAIM, "replacement-0")
+    scene.cluster.delete_nodeclaim(freeze(gone))
+    await rig.reconcile()
+    assert not await rig.tainted("node-0")
+    assert await reasons() == []
