@@ -230,7 +230,9 @@ class SceneController(DisruptionController):
         self.clock = clock
 
     async def snapshot(self) -> Snapshot:
-        return self.scene.snapshot()
+        snapshot = self.scene.snapshot()
+        snapshot.moving = self._moving_pod  # the controller's own volume topology
+        return snapshot
 
     async def whatif(self) -> WhatIf:
         return self.scene.whatif(self.options)
