@@ -98,6 +98,10 @@ class Snapshot:
     """Whether a provider ID is part of a command being executed."""
     nominated: Callable[[str], bool] = lambda _provider_id: False
     """Whether pending pods were recently expected on a provider ID."""
+    moving: Callable[[Pod], Pod] = lambda pod: pod
+    """A candidate's pod as it will be rescheduled: restricted to where its persistent
+    volumes can be mounted, as Karpenter restricts every pod it simulates (a local
+    volume's hostname pin, which dies with the node, dropped)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -276,7 +280,9 @@ def build_candidate(
     zone = labels.get(LABEL_ZONE, "")
     moving = [p for p in raw_pods if is_reschedulable(p)]
     moving_keys = {_key(p) for p in moving}
-    pods = tuple(pod for key, pod in state.bound.pods.items() if key in moving_keys)
+    pods = tuple(
+        snapshot.moving(pod) for key, pod in state.bound.pods.items() if key in moving_keys
+    )
     # A pod that stays is also one pod_blockers names: without blockers, none stays.
     staying = frozenset(_key(p) for p in moving if _stays(p, snapshot)) if blocked else frozenset()
     return Candidate(

@@ -61,8 +61,8 @@ from karpy.controllers.provisioning import Provisioner
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, Kind, Object, Result, errors, kinds
 from karpy.runtime.indexes import INDEX_NODE_NAME
-from karpy.scheduling import Simulator
-from karpy.state import Cluster
+from karpy.scheduling import Pod, Simulator
+from karpy.state import Cluster, VolumeError
 
 __all__ = ["CacheReader", "DisruptionController"]
 
@@ -191,7 +191,20 @@ class DisruptionController:
             ),
             queued=self.queue.has,
             nominated=self._cluster.is_node_nominated,
+            moving=self._moving_pod,
         )
+
+    def _moving_pod(self, pod: Pod) -> Pod:
+        """``pod`` restricted to where its volumes can be mounted once it moves; as it is
+        if they cannot be resolved (it still needs room; the provisioner's moving pods
+        log the same error)."""
+        try:
+            return self._cluster.with_volume_topology(pod, bound=True)
+        except VolumeError as exc:
+            log.error("failed getting volume topology requirements",
+                      extra={"Pod": {"name": pod.name, "namespace": pod.namespace},
+                             "error": str(exc)})
+            return pod
 
     async def whatif(self) -> WhatIf:
         """The cluster as a what-if simulation sees it now."""

@@ -275,9 +275,10 @@ def cheaper(plan: NodeClaimPlan, max_price: float) -> NodeClaimPlan | str:
         return "Can't replace with a cheaper node"
     unmet = _min_values_unmet(plan.requirements, kept)
     if unmet:
+        # Karpenter's wording: its error carries the labels as a structured value.
         return (
             "Filtering by price: minValues requirement is not met for label(s) "
-            + ", ".join(sorted(unmet))
+            f"(label(s)=[{', '.join(sorted(unmet))}])"
         )
     return _narrow(plan, kept)
 

@@ -6,7 +6,8 @@ suite does with its no-op validator)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -34,6 +35,7 @@ from karpy.scheduling import (
     InstanceType,
     NodePoolTemplate,
     Offering,
+    Pod,
     SchedulerOptions,
     Simulator,
 )
@@ -85,6 +87,10 @@ class Scene:
     pods: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     pdbs: list[dict[str, Any]] = field(default_factory=list)
     pools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    buffer: list[Pod] = field(default_factory=list)
+    """CapacityBuffer virtual pods (the provisioner's ``buffer_pods``)."""
+    now: datetime = NOW
+    """The wall-clock time snapshots see (do-not-disrupt durations, budget schedules)."""
 
     def pool(self, name: str = "default", *,
              requirements: Sequence[Mapping[str, Any]] = (), **disruption: Any) -> dict[str, Any]:
@@ -174,7 +180,7 @@ class Scene:
         for entry in self.cluster.nodepools():
             pools[entry.name] = PoolCatalogue(entry, {it.name: it for it in self.types})
         return Snapshot(
-            now=NOW, pools=pools, pdbs=PdbLimits(self.pdbs),
+            now=self.now, pools=pools, pdbs=PdbLimits(self.pdbs),
             pods_on=lambda node: self.pods.get(node, []),
             queued=lambda pid: pid in queued,
             nominated=self.cluster.is_node_nominated,
@@ -192,7 +198,8 @@ class Scene:
                       nodes=tuple(self.cluster.existing_nodes()),
                       pending=tuple(pending), deleting=tuple(self.cluster.reschedulable_pods()),
                       namespaces={},
-                      settling=settling_machines(self.cluster.nodes(), self.cluster.nodepool))
+                      settling=settling_machines(self.cluster.nodes(), self.cluster.nodepool),
+                      buffer=tuple(self.buffer))
 
 
 class _NoQueue:
@@ -220,9 +227,12 @@ class SceneController(DisruptionController):
         )
         self.scene = scene
         self.options = options
+        self.clock = clock
 
     async def snapshot(self) -> Snapshot:
-        return self.scene.snapshot()
+        snapshot = self.scene.snapshot()
+        snapshot.moving = self._moving_pod  # the controller's own volume topology
+        return snapshot
 
     async def whatif(self) -> WhatIf:
         return self.scene.whatif(self.options)
@@ -238,6 +248,53 @@ class SceneController(DisruptionController):
         if not context.candidates:
             return []
         return [c for c in await method.compute(context) if c.decision is not Decision.NOOP]
+
+    async def run_validated(
+        self, method: Method, during: Callable[[], None] = lambda: None,
+        *, wait: float = 31.0,
+    ) -> tuple[bool, list[Command]]:
+        """One method's commands through the real validation step, as Karpenter's suite
+        runs a controller with the real validator: once the method blocks on the
+        validation delay, ``during`` changes the scene (not called if the method did
+        not wait), then the clock moves ``wait``
+        seconds. Returns (whether the method was still blocked before the clock moved,
+        its commands)."""
+        context = await self.context(method)
+        if not context.candidates:
+            return False, []
+        task = asyncio.ensure_future(method.compute(context))
+        for _ in range(1000):  # bounded: a method that never waits fails the test below
+            if self.clock.pending_timers() or task.done():
+                break
+            await asyncio.sleep(0)
+        blocked = not task.done()
+        if blocked:
+            during()
+        await self.clock.step(wait)
+        commands = await asyncio.wait_for(task, timeout=10)
+        return blocked, [c for c in commands if c.decision is not Decision.NOOP]
+
+    async def decide_validated(
+        self, during: Callable[[], None] = lambda: None,
+    ) -> tuple[bool, list[Command]]:
+        """One pass with the real validation step (the methods in Karpenter's order; the
+        first with commands wins): ``during`` runs once, at the first validation wait.
+        Returns (whether any method waited, the commands)."""
+        ran = False
+
+        def once() -> None:
+            nonlocal ran
+            if not ran:
+                ran = True
+                during()
+
+        waited = False
+        for method in self.methods:
+            blocked, commands = await self.run_validated(method, once)
+            waited = waited or blocked
+            if commands:
+                return waited, commands
+        return waited, []
 
     def metric(self, name: str, **labels: str) -> float | None:
         """The value of a sample of metric ``name`` with ``labels`` (None if absent)."""

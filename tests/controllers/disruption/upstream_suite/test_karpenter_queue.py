@@ -11,7 +11,15 @@ from typing import Any
 
 import pytest
 from controllers.termination.recorder import FakeRecorder
-from ksuite import LEAST_EXPENSIVE, MOST_EXPENSIVE, Scene, decide, karpenter_scene, machine
+from ksuite import (
+    LEAST_EXPENSIVE,
+    MOST_EXPENSIVE,
+    Scene,
+    SceneController,
+    decide,
+    karpenter_scene,
+    machine,
+)
 
 from karpy.controllers.disruption import (
     Candidate,
@@ -279,3 +287,77 @@ def test_calculate_retry_duration(running: int, timeout: float) -> None:
                                            candidates=[], created=float(i))
                            for i in range(running)}
     assert rig.queue._timeout() == pytest.approx(timeout)
+
+
+async def test_should_remove_taints_left_tainted_from_a_previous_disruption_action() -> None:
+    """suite_test.go It("should remove taints from NodeClaims that were left tainted
+    from a previous disruption action"): a node tainted ``karpenter.sh/disrupted`` and a
+    NodeClaim with DisruptionReason, in no running command (what a crash mid-command
+    leaves), are cleaned up by the next disruption pass."""
+    scene = karpenter_scene(consolidate_after="Never")
+    machine(scene, "node", LEAST_EXPENSIVE, cpu="32", memory="32Gi")
+    scene.pod("pod", "node", cpu="100m", memory="100Mi")
+    state = scene.cluster.node_by_name("node")
+    assert state is not None and state.node is not None and state.nodeclaim is not None
+    node = _thaw(state.node)
+    node["spec"]["taints"] = [{"key": TAINT, "effect": "NoSchedule"}]
+    scene.cluster.update_node(freeze(node))
+    claim = _thaw(state.nodeclaim)
+    claim["status"]["conditions"].append(
+        {"type": "DisruptionReason", "status": "True", "reason": "Underutilized",
+         "lastTransitionTime": NOW_CONDITION})
+    scene.cluster.update_nodeclaim(freeze(claim))
+    rig = Rig(scene)
+    await rig.publish()
+    assert await rig.tainted("node")
+    controller = SceneController(scene)
+    controller._client = rig.kube  # the pass writes through the rig's API
+    controller.queue = rig.queue
+    await controller.reconcile()
+    assert not await rig.tainted("node")
+    stored = await rig.kube.get(NODE_CLAIM, "node-claim")
+    assert all(c["type"] != "DisruptionReason" for c in stored["status"]["conditions"])
+
+
+async def test_should_untaint_nodes_when_drift_replacement_fails() -> None:
+    """drift_test.go It("should untaint nodes when drift replacement fails"): the
+    replacement NodeClaim is deleted before it initializes; the command fails and the
+    drifted node is untainted."""
+    scene = karpenter_scene(consolidate_after="1h")
+    machine(scene, "node", MOST_EXPENSIVE, cpu="32", memory="128Gi", drifted=True,
+            consolidatable_=False)
+    scene.pod("pod", "node", cpu="10m", memory="10Mi", labels={"app": "test"})
+    rig = Rig(scene)
+    [command] = await rig.start()
+    assert command.reason == "Drifted" and rig.launcher.created == ["replacement-0"]
+    assert await rig.tainted("node")
+    gone = await rig.kube.get(NODE_CLAIM, "replacement-0")
+    await rig.kube.delete(NODE_CLAIM, "replacement-0")
+    scene.cluster.delete_nodeclaim(freeze(gone))
+    await rig.reconcile()
+    assert not await rig.tainted("node")
+    assert rig.claim_exists("node-claim")
+
+
+async def test_should_add_and_remove_taints_from_nodeclaims_that_fail_to_disrupt() -> None:
+    """suite_test.go It("should add and remove taints from NodeClaims that fail to
+    disrupt"): starting the replace taints the node and sets DisruptionReason; once the
+    replacement is deleted, the failed command takes both off again."""
+    scene = replace_scene(1)
+    rig = Rig(scene)
+    [command] = await rig.start()
+    assert str(command.decision) == "replace"
+    assert await rig.tainted("node-0")
+
+    async def reasons() -> list[str]:
+        claim = await rig.kube.get(NODE_CLAIM, "node-0-claim")
+        return [c["status"] for c in claim["status"]["conditions"]
+                if c["type"] == "DisruptionReason"]
+
+    assert await reasons() == ["True"]
+    gone = await rig.kube.get(NODE_CLAIM, "replacement-0")
+    await rig.kube.delete(NODE_CLAIM, "replacement-0")
+    scene.cluster.delete_nodeclaim(freeze(gone))
+    await rig.reconcile()
+    assert not await rig.tainted("node-0")
+    assert await reasons() == []
