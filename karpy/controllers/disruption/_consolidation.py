@@ -14,13 +14,14 @@ from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZO
 from karpy.apis.v1 import CONDITION_CONSOLIDATABLE
 from karpy.controllers.disruption._candidates import Candidate, _condition_true
 from karpy.controllers.disruption._command import Command
-from karpy.controllers.disruption._whatif import balanced_score
+from karpy.controllers.disruption._whatif import BALANCED_K, balanced_score
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.state import NodePoolEntry
 from karpy.state.statenode import StateNode
 
 __all__ = [
     "BalancedVerdict",
+    "approved_message",
     "balanced_approves",
     "balanced_verdict",
     "consolidatable_reason",
@@ -101,6 +102,9 @@ class BalancedVerdict:
 
     approved: bool = True
     scores: dict[str, tuple[float, bool]] = field(default_factory=dict)
+    shares: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Per scored NodePool: (share of its cost saved, share of its disruption cost), for
+    the ConsolidationApproved message."""
 
 
 def balanced_verdict(command: Command, all_candidates: Sequence[Candidate]) -> BalancedVerdict:
@@ -111,6 +115,7 @@ def balanced_verdict(command: Command, all_candidates: Sequence[Candidate]) -> B
     source = command.source_price
     by_pool = _by_pool(command)
     scores: dict[str, tuple[float, bool]] = {}
+    shares: dict[str, tuple[float, float]] = {}
     for pool, members in by_pool.items():
         if _policy(members) != "Balanced":
             continue
@@ -118,10 +123,24 @@ def balanced_verdict(command: Command, all_candidates: Sequence[Candidate]) -> B
         if source > 0 and len(by_pool) > 1:
             pool_savings = savings * sum(c.price for c in members) / source
         cost, disruption = totals.get(pool, (0.0, 0.0))
-        scores[pool] = balanced_score(
-            pool_savings, sum(c.disruption_cost for c in members), cost, disruption
-        )
-    return BalancedVerdict(all(ok for _, ok in scores.values()), scores)
+        moved = sum(c.disruption_cost for c in members)
+        scores[pool] = balanced_score(pool_savings, moved, cost, disruption)
+        if cost > 0 and disruption > 0:
+            shares[pool] = (pool_savings / cost, moved / disruption)
+    return BalancedVerdict(all(ok for _, ok in scores.values()), scores, shares)
+
+
+def approved_message(verdict: BalancedVerdict, pool: str) -> str | None:
+    """Karpenter's ConsolidationApproved message for ``pool``'s part of an approved
+    Balanced move ("score 1.20 >= threshold 0.50 (k: 2, savings 10.0%, disruption
+    8.3%)"), or None when the pool was not scored or did not approve."""
+    scored = verdict.scores.get(pool)
+    if scored is None or not scored[1]:
+        return None
+    saved, disrupted = verdict.shares.get(pool, (0.0, 0.0))
+    score = "+Inf" if math.isinf(scored[0]) else f"{scored[0]:.2f}"  # Go's %.2f of +Inf
+    return (f"score {score} >= threshold {1.0 / BALANCED_K:.2f} (k: {BALANCED_K}, "
+            f"savings {saved * 100:.1f}%, disruption {disrupted * 100:.1f}%)")
 
 
 def balanced_approves(command: Command, all_candidates: Sequence[Candidate]) -> bool:

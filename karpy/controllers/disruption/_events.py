@@ -35,6 +35,7 @@ REASON_BLOCKED: Final = "DisruptionBlocked"
 REASON_UNCONSOLIDATABLE: Final = "Unconsolidatable"
 REASON_CANDIDATE: Final = "ConsolidationCandidate"
 REASON_REJECTED: Final = "ConsolidationRejected"
+REASON_APPROVED: Final = "ConsolidationApproved"
 
 DEDUPE_SECONDS: Final = 2 * 60.0
 """Karpenter's default dedupe timeout."""
@@ -106,6 +107,17 @@ class DisruptionEvents:
         self._both(node, nodeclaim, REASON_CANDIDATE,
                    f"Consolidation candidate: {command}, estimated savings ${savings:.2f}/h",
                    command)
+
+    def approved(self, node: Mapping[str, Any] | None, nodeclaim: Mapping[str, Any] | None,
+                 message: str) -> None:
+        """ConsolidationApproved: the Balanced policy approved a one-node move (on the
+        Node and its NodeClaim, as Karpenter's balanced evaluator)."""
+        self._both(node, nodeclaim, REASON_APPROVED, message)
+
+    def nodepool_approved(self, nodepool: Mapping[str, Any], message: str) -> None:
+        """ConsolidationApproved on a NodePool whose share of a multi-node move the
+        Balanced policy approved."""
+        self._deduped(nodepool, REASON_APPROVED, message)
 
     def rejected(self, node: Mapping[str, Any] | None, nodeclaim: Mapping[str, Any] | None,
                  command: str, why: str) -> None:

@@ -22,6 +22,7 @@ from karpy.controllers.disruption._candidates import GRACEFUL, Candidate
 from karpy.controllers.disruption._command import Command, Decision
 from karpy.controllers.disruption._consolidation import (
     BalancedVerdict,
+    approved_message,
     balanced_verdict,
     consolidatable_reason,
     record_move,
@@ -60,8 +61,12 @@ class MultiNodeConsolidation:
                 record_move(context.metrics, *rejected[-1])
             return []
         if command.decision is not Decision.NOOP:
-            record_move(context.metrics, command,
-                        balanced_verdict(command, context.all_candidates))
+            verdict = balanced_verdict(command, context.all_candidates)
+            record_move(context.metrics, command, verdict)
+            pools = {c.nodepool: c.pool.entry.raw for c in command.candidates}
+            for pool, raw in pools.items():
+                if (message := approved_message(verdict, pool)) is not None:
+                    context.events.nodepool_approved(raw, message)
         for c in command.candidates:
             context.events.candidate(c.node, c.nodeclaim, command.for_node(c),
                                      command.estimated_savings)

@@ -17,6 +17,7 @@ from karpy.apis.v1.nodepool import DisruptionReason
 from karpy.controllers.disruption._candidates import GRACEFUL, Candidate
 from karpy.controllers.disruption._command import Command, Decision
 from karpy.controllers.disruption._consolidation import (
+    approved_message,
     balanced_verdict,
     consolidatable_reason,
     record_move,
@@ -94,6 +95,8 @@ class SingleNodeConsolidation:
             record_move(context.metrics, outcome, verdict)
             if not verdict.approved:
                 continue
+            if (message := approved_message(verdict, candidate.nodepool)) is not None:
+                context.events.approved(candidate.node, candidate.nodeclaim, message)
             context.events.candidate(candidate.node, candidate.nodeclaim, str(outcome),
                                      outcome.estimated_savings)
             validated = await context.validate(outcome, self)

@@ -112,3 +112,60 @@ async def test_multi_node_with_every_move_refused_counts_the_last_refusal_once(
                              policy="Balanced", decision="rejected") == 1.0
     assert controller.metric("karpenter_consolidation_score_sum", decision="rejected") == 0.2
     assert controller.metric("karpenter_consolidation_moves_total", decision="approved") is None
+
+
+def approvals(controller: SceneController) -> list[tuple[str, str, str]]:
+    """(kind, name, message) of each ConsolidationApproved event, in order."""
+    return [(e.kind, e.name, e.message) for e in controller.recorder.events
+            if e.reason == "ConsolidationApproved"]
+
+
+async def test_an_approved_balanced_move_says_its_score_on_the_node_and_nodeclaim() -> None:
+    scene = Scene()
+    scene.pool(consolidationPolicy="Balanced")
+    for name in ("a", "b"):
+        scene.machine(name, "m-4x")
+        scene.pod(f"{name}-pod", name, cpu="1")
+    controller = SceneController(scene)
+    [command] = await controller.run(method(controller, "single"))
+    [candidate] = command.candidates
+    # Karpenter's balanced evaluator: half the pool's cost for half its disruption
+    message = "score 1.00 >= threshold 0.50 (k: 2, savings 50.0%, disruption 50.0%)"
+    assert sorted(approvals(controller)) == sorted([
+        ("Node", candidate.name, message),
+        ("NodeClaim", candidate.nodeclaim["metadata"]["name"], message),  # type: ignore[index]
+    ])
+
+
+async def test_a_refused_or_unscored_move_records_no_approval() -> None:
+    scene = Scene()
+    scene.pool(consolidationPolicy="Balanced")
+    scene.machine("cheap", "m-1x")
+    scene.pod("small", "cheap", cpu="100m")
+    scene.machine("big", "m-32x")
+    scene.pod("large", "big", cpu="20")
+    refused = SceneController(scene)
+    assert await refused.run(method(refused, "single")) == []
+    assert approvals(refused) == []
+
+    other = Scene()
+    other.pool()  # WhenEmptyOrUnderutilized: not scored, as upstream
+    for name in ("a", "b"):
+        other.machine(name, "m-4x")
+        other.pod(f"{name}-pod", name, cpu="1")
+    unscored = SceneController(other)
+    assert len(await unscored.run(method(unscored, "single"))) == 1
+    assert approvals(unscored) == []
+
+
+async def test_an_approved_multi_node_move_says_its_score_on_the_nodepool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    refusing(monkeypatch, at_least=3)
+    controller = SceneController(four_alike())
+    [command] = await controller.run(method(controller, "multi"))
+    assert len(command.candidates) == 2
+    assert approvals(controller) == [
+        ("NodePool", "default",
+         "score 1.00 >= threshold 0.50 (k: 2, savings 50.0%, disruption 50.0%)"),
+    ]
