@@ -257,6 +257,9 @@ SETTINGS: tuple[Setting, ...] = (
             "lowers it on the NodeClaim and annotates it "
             "karpenter.sh/nodeclaim-min-values-relaxed", _choice("Strict", "BestEffort"),
             "POLICY"),
+    Setting("--ignore-dra-requests", "IGNORE_DRA_REQUESTS", "true",
+            "pods with Dynamic Resource Allocation claims get a FailedScheduling event and no "
+            "capacity; false: provisioned for by their other requests alone", _bool, "BOOL"),
     Setting("--disable-cluster-state-observability", "DISABLE_CLUSTER_STATE_OBSERVABILITY",
             "false", "no pod, node and NodePool state metrics, no operator_* status metrics",
             _bool, "BOOL"),
@@ -339,6 +342,7 @@ def options_from_args(
         improvement_budget=values["--cost-improvement-budget"],
         preference_policy=values["--preference-policy"],
         min_values_policy=values["--min-values-policy"],
+        ignore_dra_requests=values["--ignore-dra-requests"],
         disable_cluster_state_observability=values["--disable-cluster-state-observability"],
         **{name: values[flag] for flag, name in _DURATION_FIELDS.items()},
     )

@@ -90,7 +90,7 @@ def test_values_have_every_karpenter_key_and_the_readme_documents_them() -> None
     missing = [k for k in KARPENTER_KEYS if not has_path(tree, k)]
     assert not missing, f"charts/karpy/values.yaml lacks Karpenter's keys {missing}"
     readme = (CHART / "README.md").read_text()
-    for key in ("logOutputPaths", "ignoreDRARequests"):
+    for key in ("logOutputPaths",):
         line = next(line for line in readme.splitlines() if key in line)
         assert "ignored" in line, f"README.md does not say {key} is ignored"
     # karpy run reads these since issue 27: the chart passes them on
@@ -221,6 +221,10 @@ def test_karpy_run_accepts_the_environment_the_chart_gives_it() -> None:
     assert "CapacityBuffer=true" in env["FEATURE_GATES"].split(",")
     options = run_options(env)
     assert options.settings.feature_gates.capacity_buffer
+    assert env["IGNORE_DRA_REQUESTS"] == "true" and options.settings.ignore_dra_requests
+    off = container_env(one(render(*AWS_SEED, "--set", "settings.ignoreDRARequests=false"),
+                            "Deployment"))
+    assert not run_options(off).settings.ignore_dra_requests
     assert options.cloud_provider == "aws"
     assert options.settings.cluster_name == "seed-cluster"
     assert options.settings.batch_max_duration == 20.0

@@ -69,9 +69,22 @@ PROVISIONED_REASON = "provisioned"
 """The ``reason`` label of karpenter_nodeclaims_created_total for NodeClaims made here
 (Karpenter's metrics.ProvisionedReason)."""
 
+_DRA_UNSUPPORTED = (
+    "pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter"
+)
 _WAIT_FOR_BATCH = 1.0
 # Karpenter's pod controller re-triggers every still-pending pod every 10 s.
 _RETRY_PENDING = 10.0
+
+
+def has_dra_requirements(pod: Mapping[str, Any] | None) -> bool:
+    """Whether ``pod`` references a ResourceClaim, itself or in any container
+    (Karpenter's HasDRARequirements)."""
+    spec = (pod or {}).get("spec") or {}
+    if spec.get("resourceClaims"):
+        return True
+    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    return any(((c.get("resources") or {}).get("claims")) for c in containers)
 _SYNC_POLL = 0.05
 _SYNC_WAIT = 30.0
 _IMMEDIATELY = 0.001
@@ -194,6 +207,20 @@ class Provisioner:
         source = self.virtual_pods
         return list(pods) if source is None else [p for p in pods if not source.is_virtual(p.key)]
 
+    def _skips_dra(self, obj: Mapping[str, Any], pod: Pod) -> bool:
+        """Whether ``pod`` has Dynamic Resource Allocation claims and IGNORE_DRA_REQUESTS
+        holds (Karpenter's default): karpy cannot simulate the devices such a pod needs,
+        so it says so on the pod and buys nothing for it."""
+        if not self.settings.ignore_dra_requests or not has_dra_requirements(obj):
+            return False
+        if self.events.failed_to_schedule(pod, _DRA_UNSUPPORTED):
+            log.info(
+                "skipping pod with Dynamic Resource Allocation requirements, not yet "
+                "supported by Karpenter",
+                extra={"Pod": {"name": pod.name, "namespace": pod.namespace}},
+            )
+        return True
+
     async def provision(self) -> int:
         """One round: schedule and create the NodeClaims. Returns how many failed."""
         results = await self.schedule()
@@ -297,6 +324,8 @@ class Provisioner:
             pod = self.cluster.scheduling_pod(obj)
             if _avoids_managed_nodes(pod):
                 ignored += 1
+                continue
+            if self._skips_dra(obj, pod):
                 continue
             try:
                 out.append(self.cluster.with_volume_topology(pod))
