@@ -235,6 +235,42 @@ def test_karpy_run_accepts_the_environment_the_chart_gives_it() -> None:
     assert options.health_probe_bind_address == ":8081"
 
 
+def test_karpy_aws_reads_karpenter_aws_values_the_chart_passes() -> None:
+    """settings.disableDryRun, amiRefreshInterval, subnetRefreshInterval, eksControlPlane
+    and awsFeatureGates reach karpy-aws under Karpenter AWS's variables and take effect;
+    enableZonalShift=true is refused naming it (karpy-aws has no zonal shift)."""
+    from karpy_aws import AWSSettings, AWSSettingsError
+
+    chosen = [
+        "--set", "settings.disableDryRun=true",
+        "--set", "settings.amiRefreshInterval=5m",
+        "--set", "settings.subnetRefreshInterval=10m",
+        "--set", "settings.eksControlPlane=true",
+    ]  # fmt: skip
+    env = container_env(one(render(*AWS_SEED, *chosen), "Deployment"))
+    plain = {k: v for k, v in env.items() if isinstance(v, str)}
+    parsed = AWSSettings.from_settings(
+        {}, cluster_name="seed-cluster", environ={**plain, "AWS_REGION": "us-east-1"}
+    )
+    assert parsed.disable_dry_run and parsed.eks_control_plane
+    assert (parsed.ami_refresh_interval, parsed.subnet_refresh_interval) == (300.0, 600.0)
+    defaults = container_env(one(render(*AWS_SEED), "Deployment"))
+    plain = {k: v for k, v in defaults.items() if isinstance(v, str)}
+    assert plain["AWS_FEATURE_GATES"] == "NodeClassCEL=false"
+    parsed = AWSSettings.from_settings(
+        {}, cluster_name="seed-cluster", environ={**plain, "AWS_REGION": "us-east-1"}
+    )
+    assert not parsed.disable_dry_run and parsed.ami_refresh_interval == 60.0
+    shifted = container_env(
+        one(render(*AWS_SEED, "--set", "settings.enableZonalShift=true"), "Deployment")
+    )
+    plain = {k: v for k, v in shifted.items() if isinstance(v, str)}
+    with pytest.raises(AWSSettingsError, match="ENABLE_ZONAL_SHIFT"):
+        AWSSettings.from_settings(
+            {}, cluster_name="seed-cluster", environ={**plain, "AWS_REGION": "us-east-1"}
+        )
+
+
 @pytest.mark.parametrize(
     ("args", "named"),
     [

@@ -26,9 +26,10 @@ from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import EC2NodeClass
 
 if TYPE_CHECKING:
+    from karpy_aws._clients import AWSClients
     from karpy_aws._provider import AWSCloudProvider
 
-__all__ = ["NodeClassStatusController", "kubernetes_minor_version"]
+__all__ = ["NodeClassStatusController", "eks_minor_version", "kubernetes_minor_version"]
 
 log = logging.getLogger("karpy.aws.nodeclass")
 
@@ -42,6 +43,22 @@ async def kubernetes_minor_version(client: Client) -> str:
     info = await VersionApi(client.api_client).get_code()
     minor = "".join(ch for ch in str(info.minor) if ch.isdigit())
     return f"{info.major}.{minor}"
+
+
+async def eks_minor_version(clients: AWSClients, cluster_name: str) -> str:
+    """The cluster's Kubernetes version as EKS DescribeCluster reports it (``1.31``):
+    Karpenter AWS's source of the version under ``EKS_CONTROL_PLANE=true``, for control
+    planes whose API server reports a version that does not name the EKS AMIs. A failed
+    call raises, so the reconcile is retried, as upstream fails its version update."""
+    answer = await clients.eks.describe_cluster(name=cluster_name)
+    version = str((answer.get("cluster") or {}).get("version") or "")
+    if not version:
+        raise ValueError(
+            f"EKS DescribeCluster of {cluster_name!r} reported no Kubernetes version "
+            "(eksControlPlane / EKS_CONTROL_PLANE is true); unset it for a cluster that is "
+            "not EKS"
+        )
+    return version
 
 
 class NodeClassStatusController:
@@ -64,7 +81,12 @@ class NodeClassStatusController:
 
     async def _version(self) -> str:
         if self._k8s_version is None:
-            self._k8s_version = await kubernetes_minor_version(self._client)
+            if self._provider.settings.eks_control_plane:
+                self._k8s_version = await eks_minor_version(
+                    self._provider.clients, self._provider.settings.cluster_name
+                )
+            else:
+                self._k8s_version = await kubernetes_minor_version(self._client)
         return self._k8s_version
 
     async def reconcile(self, request: Request) -> Result:
@@ -97,6 +119,7 @@ class NodeClassStatusController:
             k8s_version=await self._version(),
             cluster=await self._provider.cluster.resolve(),
             validate=self._provider.validation,
+            caches=self._provider.resolution_caches,
         )
         before = node_class.status.to_dict()
         conditions = node_class.status_conditions()

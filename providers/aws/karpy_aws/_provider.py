@@ -69,6 +69,7 @@ from karpy_aws._launchtemplates import LaunchTemplates
 from karpy_aws._network import network_interfaces
 from karpy_aws._placement import PlacementGroup, PlacementGroups
 from karpy_aws._pricing import PricingProvider
+from karpy_aws._refresh import ResolutionCaches
 from karpy_aws._settings import PROVIDER_SETTINGS, AWSSettings, check_settings
 from karpy_aws._unavailable import UnavailableOfferings
 from karpy_aws._userdata import BootstrapOptions, UserDataError, user_data
@@ -263,6 +264,10 @@ class AWSCloudProvider:
         self._plans = PlanCache()
         #: the EC2NodeClass dry-run validation (ValidationSucceeded)
         self.validation = NodeClassValidation(self)
+        #: resolved AMIs and subnets, reused for AMI_REFRESH_INTERVAL/SUBNET_REFRESH_INTERVAL
+        self.resolution_caches = ResolutionCaches(
+            ami_ttl=settings.ami_refresh_interval, subnet_ttl=settings.subnet_refresh_interval
+        )
         self._node_classes = node_classes
         self._client = client
         self._owns_clients = owns_clients

@@ -22,6 +22,7 @@ from karpy_aws._clients import AWSClients
 from karpy_aws._cluster import ClusterFacts
 from karpy_aws._errors import is_already_exists, is_not_found
 from karpy_aws._placement import describe_placement_group, selector_text
+from karpy_aws._refresh import ResolutionCaches, selector_key
 from karpy_aws._userdata import check_user_data, unsupported_family_message
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import (
@@ -432,6 +433,7 @@ async def resolve_status(
     k8s_version: str,
     cluster: ClusterFacts | None = None,
     validate: Validator | None = None,
+    caches: ResolutionCaches | None = None,
 ) -> Resolution:
     """Resolve every selector of ``node_class``; a failure of one concern is reported in
     its condition and does not stop the others.
@@ -441,12 +443,21 @@ async def resolve_status(
     user data needs that neither settings nor discovery gave (see
     :mod:`karpy_aws._cluster`). Otherwise ``validate`` (the provider's
     :class:`karpy_aws._validation.NodeClassValidation`) decides it from the resolved
-    class and the other conditions; without it the condition is True."""
+    class and the other conditions; without it the condition is True.
+
+    With ``caches`` (the provider's), subnets and AMIs are reused for the refresh
+    intervals (:mod:`karpy_aws._refresh`); without, they are asked of AWS every time."""
     status = EC2NodeClassStatus()
     out = Resolution(status=status)
     spec = node_class.spec
 
-    status.subnets = await resolve_subnets(clients, node_class)
+    if caches is None:
+        status.subnets = await resolve_subnets(clients, node_class)
+    else:
+        status.subnets = await caches.subnets.get_or_resolve(
+            selector_key(spec.subnet_selector_terms),
+            lambda: resolve_subnets(clients, node_class),
+        )
     out.conditions[CONDITION_SUBNETS_READY] = (
         (True, "", "")
         if status.subnets
@@ -469,7 +480,15 @@ async def resolve_status(
         )
     )
     try:
-        status.amis = await resolve_amis(clients, spec.ami_selector_terms, k8s_version=k8s_version)
+        if caches is None:
+            status.amis = await resolve_amis(
+                clients, spec.ami_selector_terms, k8s_version=k8s_version
+            )
+        else:
+            status.amis = await caches.amis.get_or_resolve(
+                selector_key(spec.ami_selector_terms, k8s_version),
+                lambda: resolve_amis(clients, spec.ami_selector_terms, k8s_version=k8s_version),
+            )
         out.conditions[CONDITION_AMIS_READY] = (
             (True, "", "")
             if status.amis

@@ -26,7 +26,28 @@ setting                    environment                   meaning
                                                          no AWS client, no call (true/false)
 ``offlineZones``           ``KARPY_OFFLINE_ZONES``       offline: the zones of an EC2NodeClass
                                                          whose status lists no subnets
+``disableDryRun``          ``DISABLE_DRY_RUN``           skip the EC2NodeClass dry-run
+                                                         validation (true/false)
+``amiRefreshInterval``     ``AMI_REFRESH_INTERVAL``      how long resolved AMIs are reused (Go
+                                                         duration >= 1m, default 1m)
+``subnetRefreshInterval``  ``SUBNET_REFRESH_INTERVAL``   how long resolved subnets are reused
+                                                         (Go duration >= 1m, default 1m)
+``eksControlPlane``        ``EKS_CONTROL_PLANE``         the Kubernetes version comes from EKS
+                                                         DescribeCluster (true/false)
+``enableZonalShift``       ``ENABLE_ZONAL_SHIFT``        ARC zonal shift; karpy-aws refuses true
+``awsFeatureGates``        ``AWS_FEATURE_GATES``         ``NodeClassCEL=false``; karpy-aws
+                                                         refuses ``NodeClassCEL=true``
 =========================  ============================  =====================================
+
+The last six are Karpenter AWS's options (pkg/operator/options) with its defaults.
+``disableDryRun`` makes ``ValidationSucceeded`` True without the CreateLaunchTemplate /
+CreateFleet / RunInstances dry runs, as Karpenter does. The two refresh intervals are
+the lifetimes of the provider's AMI and subnet resolution caches (Karpenter's
+``cache.New(interval)``): a longer one makes fewer DescribeImages / SSM / DescribeSubnets
+calls and sees a new AMI or retagged subnet later. ``enableZonalShift=true`` and
+``NodeClassCEL=true`` ask for features karpy-aws does not have (Karpenter's ARC zonal
+shift controller; CEL expressions in ``spec.kubelet``, which karpy's CRD refuses), so
+they fail at start-up rather than being silently ignored.
 
 ``offline`` is for ``karpy simulate``/``explain``/``top`` on a machine without AWS
 access (see :mod:`karpy_aws._offline`): instance types come from the tables shipped in
@@ -45,6 +66,7 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
+from karpy.apis.duration import parse_duration
 from karpy.cloudprovider import CloudProviderError, ProviderSetting
 
 __all__ = ["PROVIDER_SETTINGS", "SETTINGS", "AWSSettings", "AWSSettingsError", "check_settings"]
@@ -63,7 +85,15 @@ SETTINGS: Final = {
     "pricingEndpointURL": "AWS_ENDPOINT_URL_PRICING",
     "offline": "KARPY_OFFLINE",
     "offlineZones": "KARPY_OFFLINE_ZONES",
+    "disableDryRun": "DISABLE_DRY_RUN",
+    "amiRefreshInterval": "AMI_REFRESH_INTERVAL",
+    "subnetRefreshInterval": "SUBNET_REFRESH_INTERVAL",
+    "eksControlPlane": "EKS_CONTROL_PLANE",
+    "enableZonalShift": "ENABLE_ZONAL_SHIFT",
+    "awsFeatureGates": "AWS_FEATURE_GATES",
 }
+#: Karpenter AWS's default and floor for both refresh intervals (seconds)
+DEFAULT_REFRESH_INTERVAL: Final = 60.0
 _TRUE = {"true", "1", "yes", "on"}
 #: An AWS region's name: partition prefix, words, number (us-east-1, us-gov-west-1,
 #: cn-north-1, us-isob-east-1, ap-southeast-4).
@@ -92,6 +122,10 @@ class AWSSettings:
     pricing_endpoint_url: str | None = None
     offline: bool = False
     offline_zones: tuple[str, ...] = ()
+    disable_dry_run: bool = False
+    ami_refresh_interval: float = DEFAULT_REFRESH_INTERVAL
+    subnet_refresh_interval: float = DEFAULT_REFRESH_INTERVAL
+    eks_control_plane: bool = False
 
     @classmethod
     def from_settings(
@@ -145,6 +179,12 @@ class AWSSettings:
                 f"aws setting clusterEndpoint={endpoint!r} (env CLUSTER_ENDPOINT) must be an "
                 "https:// URL"
             )
+        if _bool(get("enableZonalShift"), "enableZonalShift"):
+            raise AWSSettingsError(
+                "aws setting enableZonalShift=true (env ENABLE_ZONAL_SHIFT): karpy-aws has no "
+                "ARC zonal shift support (Karpenter's zonalshift controller); set it to false"
+            )
+        _check_feature_gates(get("awsFeatureGates"))
         return cls(
             cluster_name=cluster_name,
             region=region,
@@ -161,7 +201,51 @@ class AWSSettings:
             offline_zones=tuple(
                 sorted({z.strip() for z in get("offlineZones").split(",") if z.strip()})
             ),
+            disable_dry_run=_bool(get("disableDryRun"), "disableDryRun"),
+            ami_refresh_interval=_interval(get("amiRefreshInterval"), "amiRefreshInterval"),
+            subnet_refresh_interval=_interval(
+                get("subnetRefreshInterval"), "subnetRefreshInterval"
+            ),
+            eks_control_plane=_bool(get("eksControlPlane"), "eksControlPlane"),
         )
+
+
+def _interval(text: str, key: str) -> float:
+    """A refresh interval in seconds: a Go duration of at least 1m, as Karpenter AWS's
+    options validation demands."""
+    if not text:
+        return DEFAULT_REFRESH_INTERVAL
+    try:
+        seconds = parse_duration(text).total_seconds()
+    except ValueError:
+        seconds = -1.0
+    if seconds < DEFAULT_REFRESH_INTERVAL:
+        raise AWSSettingsError(
+            f"aws setting {key}={text!r} (env {SETTINGS[key]}) must be a duration of at "
+            "least 1m (e.g. 1m, 5m, 1h)"
+        )
+    return seconds
+
+
+def _check_feature_gates(text: str) -> None:
+    """Karpenter AWS's ``Name=bool,...`` gates; unknown names are ignored, as upstream.
+    ``NodeClassCEL=true`` is refused: karpy-aws does not evaluate CEL in spec.kubelet."""
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        name, sep, value = item.partition("=")
+        name, value = name.strip(), value.strip().lower()
+        if not sep or not name or value not in ("true", "false"):
+            raise AWSSettingsError(
+                f"aws setting awsFeatureGates={text!r} (env AWS_FEATURE_GATES): {item.strip()!r} "
+                "is not Name=true|false (e.g. NodeClassCEL=false)"
+            )
+        if name == "NodeClassCEL" and value == "true":
+            raise AWSSettingsError(
+                "aws setting awsFeatureGates (env AWS_FEATURE_GATES) NodeClassCEL=true: "
+                "karpy-aws does not evaluate CEL expressions in an EC2NodeClass's "
+                "spec.kubelet; set NodeClassCEL=false"
+            )
 
 
 def _cidr(text: str) -> str:
@@ -257,6 +341,18 @@ PROVIDER_SETTINGS: Final = (
     ProviderSetting("offlineZones", "KARPY_OFFLINE_ZONES", "",
                     "offline: comma-separated zones for an EC2NodeClass whose status lists "
                     "no subnets"),
+    ProviderSetting("disableDryRun", "DISABLE_DRY_RUN", "false",
+                    "skip the EC2NodeClass dry-run validation (ValidationSucceeded is True)"),
+    ProviderSetting("amiRefreshInterval", "AMI_REFRESH_INTERVAL", "1m",
+                    "how long resolved AMIs are reused (>= 1m)"),
+    ProviderSetting("subnetRefreshInterval", "SUBNET_REFRESH_INTERVAL", "1m",
+                    "how long resolved subnets are reused (>= 1m)"),
+    ProviderSetting("eksControlPlane", "EKS_CONTROL_PLANE", "false",
+                    "read the Kubernetes version from EKS DescribeCluster"),
+    ProviderSetting("enableZonalShift", "ENABLE_ZONAL_SHIFT", "false",
+                    "ARC zonal shift: not supported, true is refused"),
+    ProviderSetting("awsFeatureGates", "AWS_FEATURE_GATES", "NodeClassCEL=false",
+                    "AWS feature gates; NodeClassCEL=true is refused (no CEL in spec.kubelet)"),
 )  # fmt: skip
 
 

@@ -17,7 +17,9 @@ An ``UnauthorizedOperation`` at a step makes the condition False with Karpenter'
 dry runs stand for the launch: AWS answers ``DryRunOperation`` when it would have been
 allowed. Other errors propagate (the reconcile is retried). A verdict is kept 10
 minutes per (class, status, spec), as Karpenter caches it, so the status controller's
-minute refresh does not repeat the calls.
+minute refresh does not repeat the calls. With ``DISABLE_DRY_RUN`` (setting
+``disableDryRun``) steps 2-4 are skipped and the condition is True once the
+dependencies are resolved, as Karpenter AWS does.
 """
 
 from __future__ import annotations
@@ -131,6 +133,9 @@ class NodeClassValidation:
                 "DependenciesNotReady",
                 "Awaiting AMI, Instance Profile, Security Group, and Subnet resolution",
             )
+        if self._provider.settings.disable_dry_run:
+            # DISABLE_DRY_RUN: Karpenter AWS sets the condition True without the calls
+            return (True, "", "")
         key = self._key(node_class)
         cached = self._cache.get(key)
         if cached is not None and self._now() - cached[0] < CACHE_SECONDS:

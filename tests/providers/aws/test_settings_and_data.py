@@ -47,6 +47,28 @@ def test_defaults_and_karpenter_environment_names() -> None:
     assert settings({"region": "us-east-1"}).vm_memory_overhead_percent == 0.075
 
 
+def test_karpenter_aws_options_read_from_their_environment_names() -> None:
+    """The values Karpenter's chart passes (settings.disableDryRun, amiRefreshInterval,
+    subnetRefreshInterval, eksControlPlane, enableZonalShift, awsFeatureGates) are read
+    under Karpenter AWS's env names, with its defaults."""
+    defaults = settings({"region": "us-east-1"}, {"AWS_FEATURE_GATES": "NodeClassCEL=false"})
+    assert (defaults.disable_dry_run, defaults.eks_control_plane) == (False, False)
+    assert (defaults.ami_refresh_interval, defaults.subnet_refresh_interval) == (60.0, 60.0)
+    got = settings(
+        {"region": "us-east-1"},
+        {
+            "DISABLE_DRY_RUN": "true",
+            "AMI_REFRESH_INTERVAL": "5m",
+            "SUBNET_REFRESH_INTERVAL": "1h30m",
+            "EKS_CONTROL_PLANE": "true",
+            "ENABLE_ZONAL_SHIFT": "false",
+            "AWS_FEATURE_GATES": "NodeClassCEL=false,SomeFutureGate=true",
+        },
+    )
+    assert (got.disable_dry_run, got.eks_control_plane) == (True, True)
+    assert (got.ami_refresh_interval, got.subnet_refresh_interval) == (300.0, 5400.0)
+
+
 def test_a_setting_wins_over_the_environment() -> None:
     got = settings({"region": "us-west-2"}, {"AWS_REGION": "eu-west-1"})
     assert got.region == "us-west-2"
@@ -66,6 +88,18 @@ def test_a_setting_wins_over_the_environment() -> None:
         ({"region": "us-east-1", "endpointURL": "notaurl"}, "endpointURL='notaurl'"),
         ({"region": "us-east-1", "pricingEndpointURL": "http://"}, "pricingEndpointURL='http://'"),
         ({}, "no AWS region"),
+        ({"region": "us-east-1", "amiRefreshInterval": "30s"},
+         "amiRefreshInterval='30s' (env AMI_REFRESH_INTERVAL) must be a duration of at least 1m"),
+        ({"region": "us-east-1", "subnetRefreshInterval": "often"},
+         "subnetRefreshInterval='often' (env SUBNET_REFRESH_INTERVAL)"),
+        ({"region": "us-east-1", "disableDryRun": "yes please"}, "disableDryRun='yes please'"),
+        ({"region": "us-east-1", "eksControlPlane": "2"}, "eksControlPlane='2'"),
+        ({"region": "us-east-1", "enableZonalShift": "true"},
+         "karpy-aws has no ARC zonal shift support"),
+        ({"region": "us-east-1", "awsFeatureGates": "NodeClassCEL=true"},
+         "does not evaluate CEL expressions"),
+        ({"region": "us-east-1", "awsFeatureGates": "NodeClassCEL"},
+         "'NodeClassCEL' is not Name=true|false"),
     ],
 )
 def test_bad_settings_name_the_field(values: dict[str, str], needle: str) -> None:
