@@ -56,6 +56,10 @@ class Options:
     loggers."""
     sdk_log_level: str = "warn"
     """The level of every other logger — the cloud SDKs', aiohttp's (SDK_LOG_LEVEL)."""
+    log_output_paths: tuple[str, ...] = ("stderr",)
+    """Where log lines go: stdout, stderr or files (LOG_OUTPUT_PATHS; Karpenter's)."""
+    log_error_output_paths: tuple[str, ...] = ("stderr",)
+    """Where the logger's own errors go (LOG_ERROR_OUTPUT_PATHS; Karpenter's)."""
 
 
 class ConfigError(ValueError):
@@ -177,6 +181,13 @@ def _text(text: str) -> str:
     return text.strip()
 
 
+def _paths(text: str) -> tuple[str, ...]:
+    paths = tuple(p.strip() for p in text.split(",") if p.strip())
+    if not paths:
+        raise ValueError(f"{text!r} names no path (expected stdout, stderr or file paths)")
+    return paths
+
+
 @dataclass(frozen=True)
 class Setting:
     """One setting of ``karpy run``: its flag, its environment variable (Karpenter's
@@ -218,6 +229,12 @@ SETTINGS: tuple[Setting, ...] = (
             "karpy only: the level of every other logger (botocore, azure, aiohttp ...); "
             "at debug the cloud SDKs log request parameters, user data and credentials",
             _log_level, "LEVEL"),
+    Setting("--log-output-paths", "LOG_OUTPUT_PATHS", "stderr",
+            "comma-separated stdout, stderr or files that get every log line "
+            "(Karpenter's default is stdout)", _paths, "PATHS"),
+    Setting("--log-error-output-paths", "LOG_ERROR_OUTPUT_PATHS", "stderr",
+            "comma-separated stdout, stderr or files that get the logger's own errors",
+            _paths, "PATHS"),
     Setting("--kube-client-qps", "KUBE_CLIENT_QPS", "200",
             "the smoothed rate of requests per second to the kube-apiserver", _qps, "QPS"),
     Setting("--kube-client-burst", "KUBE_CLIENT_BURST", "300",
@@ -357,6 +374,8 @@ def options_from_args(
         health_probe_bind_address=f":{values['--health-probe-port']}",
         log_level=values["--log-level"],
         sdk_log_level=values["--sdk-log-level"],
+        log_output_paths=values["--log-output-paths"],
+        log_error_output_paths=values["--log-error-output-paths"],
         kube_client_qps=values["--kube-client-qps"],
         kube_client_burst=values["--kube-client-burst"],
     )

@@ -10,8 +10,10 @@ log each request's parameters: launch template user data, the access key id.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TextIO
 
+from karpy.cli._logpaths import DEFAULT_PATHS, PathsHandler, open_paths
 from karpy.cloudprovider.registry import installed_providers
 from karpy.runtime import configure_logging
 
@@ -36,10 +38,31 @@ def _level(name: str) -> int:
 
 
 def configure_command_logging(
-    level: str, *, sdk_level: str | None = None, stream: TextIO | None = None
+    level: str,
+    *,
+    sdk_level: str | None = None,
+    stream: TextIO | None = None,
+    output_paths: Sequence[str] = DEFAULT_PATHS,
+    error_output_paths: Sequence[str] = DEFAULT_PATHS,
 ) -> None:
     """JSON logs (to ``stream``, default stderr) with ``level`` for karpy's loggers;
-    ``sdk_level`` (default: WARNING, or ``level`` if that is higher) for every other."""
+    ``sdk_level`` (default: WARNING, or ``level`` if that is higher) for every other.
+
+    ``output_paths`` / ``error_output_paths`` other than stderr (``karpy run``'s
+    LOG_OUTPUT_PATHS / LOG_ERROR_OUTPUT_PATHS, :mod:`karpy.cli._logpaths`) send the lines
+    there instead; a path that cannot be opened raises LogPathError."""
     mine = _level(level)
     others = _level(sdk_level) if sdk_level is not None else max(mine, logging.WARNING)
     configure_logging(mine, stream=stream, loggers=karpy_loggers(), others=others)
+    if tuple(output_paths) == DEFAULT_PATHS and tuple(error_output_paths) == DEFAULT_PATHS:
+        return
+    handler = PathsHandler(
+        open_paths(output_paths, env="LOG_OUTPUT_PATHS"),
+        open_paths(error_output_paths, env="LOG_ERROR_OUTPUT_PATHS"),
+    )
+    root = logging.getLogger()
+    # the same JSON lines, only elsewhere
+    handler.setFormatter(root.handlers[0].formatter)
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)

@@ -124,12 +124,21 @@ def _run_operator(args: argparse.Namespace) -> int:
     except (ConfigError, ProviderSettingsError, UnknownProviderError) as err:
         return _fail(str(err))
 
+    from karpy.cli._logpaths import LogPathError
     from karpy.cli._logs import configure_command_logging
     from karpy.operator import run_operator
     from karpy.runtime import run
     from karpy.runtime.errors import LeaderElectionLost, TransportError
 
-    configure_command_logging(options.log_level, sdk_level=options.sdk_log_level)
+    try:
+        configure_command_logging(
+            options.log_level,
+            sdk_level=options.sdk_log_level,
+            output_paths=options.log_output_paths,
+            error_output_paths=options.log_error_output_paths,
+        )
+    except LogPathError as err:
+        return _fail(str(err))
     try:
         run(run_operator(options))
     except LeaderElectionLost as err:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,9 +91,8 @@ def test_values_have_every_karpenter_key_and_the_readme_documents_them() -> None
     missing = [k for k in KARPENTER_KEYS if not has_path(tree, k)]
     assert not missing, f"charts/karpy/values.yaml lacks Karpenter's keys {missing}"
     readme = (CHART / "README.md").read_text()
-    for key in ("logOutputPaths",):
-        line = next(line for line in readme.splitlines() if key in line)
-        assert "ignored" in line, f"README.md does not say {key} is ignored"
+    line = next(line for line in readme.splitlines() if "logOutputPaths" in line)
+    assert "LOG_OUTPUT_PATHS" in line and "LOG_ERROR_OUTPUT_PATHS" in line
     # karpy run reads these since issue 27: the chart passes them on
     line = next(line for line in readme.splitlines() if "preferencePolicy" in line)
     assert "PREFERENCE_POLICY" in line and "MIN_VALUES_POLICY" in line
@@ -233,6 +233,23 @@ def test_karpy_run_accepts_the_environment_the_chart_gives_it() -> None:
     assert options.leader_elect is True
     assert options.metrics_bind_address == ":8080"
     assert options.health_probe_bind_address == ":8081"
+
+
+def test_log_paths_other_than_karpenters_defaults_reach_karpy_run(tmp_path: Path) -> None:
+    """logOutputPaths / logErrorOutputPaths become LOG_OUTPUT_PATHS /
+    LOG_ERROR_OUTPUT_PATHS that karpy run reads; Karpenter's defaults are not passed, so
+    karpy keeps logging to stderr."""
+    default = container_env(one(render(*AWS_SEED), "Deployment"))
+    assert "LOG_OUTPUT_PATHS" not in default and "LOG_ERROR_OUTPUT_PATHS" not in default
+    assert run_options(default).log_output_paths == ("stderr",)
+    log = tmp_path / "karpy.log"
+    env = container_env(one(render(
+        *AWS_SEED, "--set", f"logOutputPaths={{stdout,{log}}}",
+        "--set", "logErrorOutputPaths={stdout}"), "Deployment"))  # fmt: skip
+    assert env["LOG_OUTPUT_PATHS"] == f"stdout,{log}"
+    options = run_options(env)
+    assert options.log_output_paths == ("stdout", str(log))
+    assert options.log_error_output_paths == ("stdout",)
 
 
 def test_karpy_aws_reads_karpenter_aws_values_the_chart_passes() -> None:
