@@ -235,6 +235,22 @@ def test_karpy_run_accepts_the_environment_the_chart_gives_it() -> None:
     assert options.health_probe_bind_address == ":8081"
 
 
+def test_karpenter_azures_webhook_values_install_and_serve_nothing() -> None:
+    """Karpenter-Azure's values turn its webhooks on by default (webhook.enabled: true):
+    such a file installs karpy, which serves v1 only and opens no webhook port, asks for
+    no webhook RBAC and sets none of the webhook variables."""
+    webhook = ["--set", "webhook.enabled=true", "--set", "webhook.port=9443"]
+    docs = render(*AZURE_SEED, *webhook)
+    assert docs == render(*AZURE_SEED)
+    (container,) = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert {p["containerPort"] for p in container["ports"]} == {8080, 8081}
+    env = container_env(one(docs, "Deployment"))
+    assert not {"DISABLE_WEBHOOK", "WEBHOOK_PORT", "WEBHOOK_METRICS_PORT"} & set(env)
+    readme = (CHART / "README.md").read_text()
+    line = next(line for line in readme.splitlines() if "`webhook." in line)
+    assert "ignored" in line
+
+
 def test_log_paths_other_than_karpenters_defaults_reach_karpy_run(tmp_path: Path) -> None:
     """logOutputPaths / logErrorOutputPaths become LOG_OUTPUT_PATHS /
     LOG_ERROR_OUTPUT_PATHS that karpy run reads; Karpenter's defaults are not passed, so
