@@ -30,7 +30,7 @@ import pytest
 import test_aws as aws_e2e
 from aws_kubelet import MotoKubelet
 from harness import karpy_operator
-from kube import clean_up, connect, deployment, eventually, running_pods
+from kube import clean_up, connect, deployment, eventually, gone, running_pods
 from moto.ec2.responses import EC2Response
 from werkzeug.exceptions import HTTPException
 
@@ -173,6 +173,10 @@ async def test_pods_run_and_nothing_leaks_while_ec2_throttles_karpy(
                                             timeout=300)
                     assert not forced, forced
                     await client.delete(EC2_NODE_CLASS_KIND, aws_e2e.POOL)
+                    # its finalizer needs karpy running: a class left terminating would
+                    # swallow the next test's class of the same name
+                    await eventually(lambda: gone(client, EC2_NODE_CLASS_KIND, aws_e2e.POOL),
+                                     timeout=120, what="EC2NodeClass finalized")
 
                     async def all_terminated() -> bool:
                         return not await aws_e2e.instances(ec2)

@@ -299,6 +299,14 @@ def to_instance_type(spec: InstanceTypeSpec) -> InstanceType:
                 "In",
                 (res.format_quantity(res.MEMORY, capacity[res.MEMORY]),),
             ),
+            # A type sold in no reservation defines the well-known reservation label as
+            # absent, so a NodeClaim pinned to a reservation never matches it; a type
+            # with reserved offerings leaves it to those offerings' requirements.
+            *(
+                ()
+                if any(o.reservation_id for o in offerings)
+                else (Requirement.new(LABEL_RESERVATION_ID, "DoesNotExist", ()),)
+            ),
         ],
     )
 
