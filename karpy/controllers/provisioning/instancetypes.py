@@ -13,8 +13,7 @@ A NodePool whose instance types have reserved offerings is asked again every rou
 a reservation's free slots (``Offering.reservation_capacity``) change with every
 launch and termination, and a stale count would plan NodeClaims into a full
 reservation, or leave a freed slot unused for minutes. Providers keep such answers
-cheap (kwok counts its own instances; AWS caches its reservations and counts its
-launches in between, as Karpenter does).
+cheap (kwok counts its own instances; karpy-aws offers no reserved offerings yet).
 """
 
 from __future__ import annotations
