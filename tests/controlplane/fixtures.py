@@ -310,7 +310,12 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that needs the cluster (directly or through another fixture)."""
+    """Mark every test that needs the cluster (directly or through another fixture), and
+    run those after the pure tests: scripts/test.sh builds the control plane in the
+    background meanwhile (a cold Go build takes minutes), and the first cluster test's
+    fixture waits for that build on its lock. The sort is stable, so each group keeps
+    the order pytest collected it in."""
     for item in items:
         if "cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.cluster)
+    items.sort(key=lambda item: item.get_closest_marker("cluster") is not None)
