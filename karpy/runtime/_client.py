@@ -46,6 +46,7 @@ import json
 import logging
 import os
 import socket
+import ssl
 import struct
 from collections.abc import (
     AsyncGenerator,
@@ -93,6 +94,16 @@ SERVICE_ACCOUNT_DIR_ENV = "KARPY_SERVICE_ACCOUNT_DIR"
 /var/run/secrets/kubernetes.io/serviceaccount. For tests only, which run karpy
 "in-cluster" as a process on the test machine; client-go has no such override, and a
 pod never needs it."""
+
+
+def _api_client(configuration: k8s_client.Configuration, source: str) -> k8s_client.ApiClient:
+    """The SDK's client for ``configuration``; it loads the CA bundle at once, and an
+    unreadable or malformed one raises ``ssl.SSLError``, which becomes a TransportError
+    naming where the CA came from (one line at start-up, not a traceback)."""
+    try:
+        return k8s_client.ApiClient(configuration)
+    except ssl.SSLError as exc:
+        raise TransportError(f"cannot load the CA certificate from {source}: {exc}") from exc
 
 
 def _service_account_dir() -> Path:
@@ -292,7 +303,7 @@ class Client:
             where = config_file or "~/.kube/config"
             raise TransportError(f"cannot load kubeconfig {where}: {exc}") from exc
         return cls(
-            k8s_client.ApiClient(configuration),
+            _api_client(configuration, f"kubeconfig {config_file or '~/.kube/config'}"),
             timeout=timeout,
             owns_api_client=True,
             qps=qps,
@@ -319,7 +330,7 @@ class Client:
         except k8s_config.ConfigException as exc:
             raise TransportError(f"not running in a cluster: {exc}") from exc
         return cls(
-            k8s_client.ApiClient(configuration),
+            _api_client(configuration, f"service account CA {directory / 'ca.crt'}"),
             timeout=timeout,
             owns_api_client=True,
             qps=qps,
