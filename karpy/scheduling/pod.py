@@ -302,6 +302,11 @@ class Pod:
     ``volume_requirements`` are alternatives (any one will do) for where the pod's
     volumes can be mounted: a bound PersistentVolume's node affinity or a StorageClass's
     ``allowedTopologies``, resolved by the caller (see :mod:`karpy.scheduling.volumes`).
+
+    A bound pod that is ``terminal`` (Succeeded or Failed) holds nothing on its node; one
+    that is ``terminating`` (has a deletionTimestamp) still holds its requests and its
+    required anti-affinity still repels until it is gone, but it no longer counts in
+    topology spread domains — as Karpenter's cluster state and IgnoredForTopology.
     """
 
     name: str
@@ -324,6 +329,7 @@ class Pod:
     node_name: str = ""
     is_daemon: bool = False
     terminal: bool = False
+    terminating: bool = False
     raw: Mapping[str, Any] | None = field(default=None, repr=False)
     key: str = field(init=False, repr=False)
     signature: tuple[Any, ...] = field(init=False, repr=False)
@@ -446,8 +452,8 @@ class Pod:
             volume_requirements=tuple(volume_requirements),
             node_name=spec.get("nodeName") or "",
             is_daemon=any(o.get("kind") == "DaemonSet" for o in owners) if owners else False,
-            terminal=status.get("phase") in ("Succeeded", "Failed")
-            or bool(metadata.get("deletionTimestamp")),
+            terminal=status.get("phase") in ("Succeeded", "Failed"),
+            terminating=bool(metadata.get("deletionTimestamp")),
             raw=pod if keep_raw else None,
         )
 

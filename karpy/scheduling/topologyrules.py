@@ -62,10 +62,11 @@ def _anti_affine_pods(node: ExistingNode) -> tuple[Pod, ...]:
 def _label_sets(
     node: ExistingNode, pending_keys: AbstractSet[str]
 ) -> dict[tuple[str, frozenset[tuple[str, str]]], int]:
-    """How many of the node's running pods carry each (namespace, label set)."""
+    """How many of the node's running pods carry each (namespace, label set); a pod
+    being deleted no longer counts (Karpenter's IgnoredForTopology)."""
     counts: dict[tuple[str, frozenset[tuple[str, str]]], int] = {}
     for pod in node.pods:
-        if pod.terminal or pod.key in pending_keys:
+        if pod.terminal or pod.terminating or pod.key in pending_keys:
             continue
         key = (pod.namespace, frozenset(pod.labels.items()))
         counts[key] = counts.get(key, 0) + 1
