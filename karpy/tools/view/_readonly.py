@@ -15,7 +15,16 @@ import builtins
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-from karpy.runtime import Kind, KubeClient, Object, ObjectList, Reader, WatchEvent
+from karpy.runtime import (
+    Client,
+    Kind,
+    KubeClient,
+    ListerWatcher,
+    Object,
+    ObjectList,
+    Reader,
+    WatchEvent,
+)
 
 __all__ = ["ReadOnlyClient", "ReadOnlyError", "Reads"]
 
@@ -26,54 +35,9 @@ class ReadOnlyError(RuntimeError):
     """A tool tried to write to the cluster (a bug: tools only read)."""
 
 
-class Reads(Protocol):
-    """The reads a view needs: what ``Client`` and the snapshot's client both offer."""
-
-    async def get(self, kind: Kind, name: str, *, namespace: str | None = None) -> Object:
-        """One object."""
-        ...
-
-    async def list(
-        self,
-        kind: Kind,
-        *,
-        namespace: str | None = None,
-        label_selector: Selector = None,
-        field_selector: str | None = None,
-    ) -> builtins.list[Object]:
-        """Every matching object."""
-        ...
-
-    async def list_page(
-        self,
-        kind: Kind,
-        *,
-        namespace: str | None = None,
-        label_selector: Selector = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
-        resource_version: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109
-        frozen: bool = False,
-    ) -> ObjectList:
-        """One page of a list."""
-        ...
-
-    def watch(
-        self,
-        kind: Kind,
-        *,
-        namespace: str | None = None,
-        resource_version: str | None = None,
-        label_selector: Selector = None,
-        field_selector: str | None = None,
-        timeout_seconds: int = 300,
-        allow_bookmarks: bool = True,
-        inactivity_timeout: float | None = 120.0,
-    ) -> AsyncGenerator[WatchEvent, None]:
-        """Change events."""
-        ...
+class Reads(Client, ListerWatcher, Protocol):
+    """What a view reads through: a client (a live cluster's ``KubeClient`` or a
+    snapshot's client) that informers can also list and watch."""
 
 
 class ReadOnlyClient:
@@ -220,7 +184,6 @@ class ReadOnlyClient:
 
 
 if TYPE_CHECKING:  # mypy proves the read-only client stands in for the real one
-    from karpy.runtime import Client, ListerWatcher
 
     def _conforms(client: ReadOnlyClient) -> tuple[Client, ListerWatcher]:
         return client, client
