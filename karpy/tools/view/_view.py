@@ -359,7 +359,7 @@ def _build(
     cloud: CloudProvider, name: str, settings: Settings, clock: Clock, overlays: OverlayStore,
 ) -> ClusterView:
     metrics = KarpenterMetrics(NoOpMeter("karpy.tools"))
-    recorder = CapturingRecorder(client, clock=clock)
+    recorder = CapturingRecorder(clock=clock)
     provisioner = Provisioner(
         client=client, cluster=cluster, cloud_provider=cloud,
         unavailable_offerings=UnavailableOfferings(
