@@ -18,7 +18,8 @@ the two reads an informer needs, as client-go's ``cache.ListerWatcher`` does.
 In earlier karpy releases ``Client`` was the concrete class: constructing it
 (``Client(api_client)``, ``Client.from_kubeconfig()``, ``Client.in_cluster()``,
 ``Client.from_environment()``) still works and builds a :class:`KubeClient`, with a
-``DeprecationWarning``; build a :class:`KubeClient` instead.
+``DeprecationWarning``; build a :class:`KubeClient` instead. ``isinstance(x, Client)``
+still works too (the protocols are runtime-checkable: it checks the methods are there).
 """
 
 # ruff: noqa: ASYNC109  # the verbs take a per-call timeout, as KubeClient's do
@@ -28,7 +29,7 @@ from __future__ import annotations
 import builtins
 import warnings
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._client import KubeClient, ObjectList, PatchType, Selector, WatchEvent
 from ._objects import Object
@@ -70,6 +71,7 @@ class _BuildsKubeClient(_ProtocolMeta):
         raise AttributeError(name)
 
 
+@runtime_checkable
 class Client(Protocol, metaclass=_BuildsKubeClient):
     """Reads and writes of any :class:`Kind` on plain-dict objects (controller-runtime's
     ``client.Client``). :class:`KubeClient` implements it against an API server,
@@ -207,6 +209,7 @@ class Client(Protocol, metaclass=_BuildsKubeClient):
         ...
 
 
+@runtime_checkable
 class ListerWatcher(Protocol):
     """The two reads an informer makes (client-go's ``cache.ListerWatcher``): pages of a
     list, then a watch from the list's resourceVersion."""

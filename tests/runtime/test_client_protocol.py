@@ -48,6 +48,9 @@ def test_the_protocol_names_reads_and_writes_only() -> None:
         "update_status",
     ]
     assert _verbs(ListerWatcher) == ["list_page", "watch"]
+    assert isinstance(FakeClient(), Client)  # as isinstance(x, Client) worked before
+    assert not isinstance(FakeClient(), ListerWatcher)
+    assert not isinstance(object(), Client)
 
 
 async def test_building_a_client_the_old_way_warns_and_builds_a_kube_client() -> None:
