@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from karpy.runtime import Client, KubeClient, kinds
+from karpy.runtime import KubeClient, kinds
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 REPO = Path(__file__).resolve().parent.parent
@@ -71,7 +71,7 @@ def _started(pod: dict[str, Any]) -> float | None:
     return None
 
 
-async def _running(client: Client) -> int:
+async def _running(client: KubeClient) -> int:
     """Pods of the benchmark in phase Running. Counted rather than the Deployment's
     readyReplicas: on a loaded machine kwok can miss node heartbeats, the node-lifecycle
     controller then marks the node's pods not Ready, and nothing marks them Ready again.
