@@ -33,7 +33,7 @@ from pathlib import Path
 
 from scaleup_bench import CONTROLPLANE, KWOK_NODE_CLASS, _read_log, _rss_kib, _ts, start_cluster
 
-from karpy.runtime import Client, kinds
+from karpy.runtime import KubeClient, kinds
 from karpy.state.kinds import NODE_POOL
 
 NAMESPACE = "load"
@@ -73,7 +73,7 @@ def _seconds(go: str) -> float:
 
 async def load(args: argparse.Namespace, kubeconfig: str, karpy: subprocess.Popen[bytes],
                log_path: Path, port: int) -> None:
-    client = await Client.from_kubeconfig(kubeconfig)
+    client = await KubeClient.from_kubeconfig(kubeconfig)
     rng = random.Random(args.seed)
     names = [f"load-{i}" for i in range(args.deployments)]
     share = args.pods // args.deployments

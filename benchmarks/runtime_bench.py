@@ -34,10 +34,10 @@ import time
 from pathlib import Path
 
 from karpy.runtime import (
-    Client,
     Controller,
     FuncHandler,
     Informer,
+    KubeClient,
     Result,
     WorkQueue,
     errors,
@@ -80,7 +80,7 @@ def _configmap(i: int) -> dict[str, object]:
     }
 
 
-async def ensure_objects(client: Client, count: int) -> None:
+async def ensure_objects(client: KubeClient, count: int) -> None:
     with contextlib.suppress(errors.AlreadyExists):
         await client.create(kinds.NAMESPACE, {"metadata": {"name": NAMESPACE}})
     existing = {
@@ -104,7 +104,7 @@ async def ensure_objects(client: Client, count: int) -> None:
     print(f"  created in {time.perf_counter() - started:.1f}s", flush=True)
 
 
-async def bench_initial_sync(client: Client, runs: int) -> tuple[float, int]:
+async def bench_initial_sync(client: KubeClient, runs: int) -> tuple[float, int]:
     times = []
     size = 0
     for _ in range(runs):
@@ -127,7 +127,7 @@ async def bench_initial_sync(client: Client, runs: int) -> tuple[float, int]:
     return statistics.median(times), size
 
 
-async def bench_end_to_end_events(client: Client, count: int, updates: int) -> float:
+async def bench_end_to_end_events(client: KubeClient, count: int, updates: int) -> float:
     informer = Informer(client, kinds.CONFIG_MAP, namespace=NAMESPACE)
     received = 0
     done = asyncio.Event()
@@ -163,7 +163,7 @@ async def bench_end_to_end_events(client: Client, count: int, updates: int) -> f
     return updates / elapsed
 
 
-async def bench_cache_ingest(client: Client, events: int) -> float:
+async def bench_cache_ingest(client: KubeClient, events: int) -> float:
     """Decode + store + index + handler for watch-event lines, without the network."""
     page = await client.list_page(kinds.CONFIG_MAP, namespace=NAMESPACE, limit=1000)
     objects = [dict(o) for o in page.items]
@@ -292,7 +292,7 @@ async def main(args: argparse.Namespace) -> None:
     if args.queue_only:
         print("\n".join(await bench_queues(args.queue_ops)))
         return
-    async with await Client.from_kubeconfig(kubeconfig(), timeout=120) as client:
+    async with await KubeClient.from_kubeconfig(kubeconfig(), timeout=120) as client:
         await ensure_objects(client, args.objects)
         sync_s, size = await bench_initial_sync(client, args.runs)
         rss_after_sync = peak_rss_mib()

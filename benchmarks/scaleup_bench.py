@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from karpy.runtime import Client, kinds
+from karpy.runtime import KubeClient, kinds
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 REPO = Path(__file__).resolve().parent.parent
@@ -71,7 +71,7 @@ def _started(pod: dict[str, Any]) -> float | None:
     return None
 
 
-async def _running(client: Client) -> int:
+async def _running(client: KubeClient) -> int:
     """Pods of the benchmark in phase Running. Counted rather than the Deployment's
     readyReplicas: on a loaded machine kwok can miss node heartbeats, the node-lifecycle
     controller then marks the node's pods not Ready, and nothing marks them Ready again.
@@ -141,7 +141,7 @@ async def scale_up(
     args: argparse.Namespace, kubeconfig: str, cluster_dir: Path,
     karpy: subprocess.Popen[bytes], log_path: Path,
 ) -> None:
-    client = await Client.from_kubeconfig(kubeconfig)
+    client = await KubeClient.from_kubeconfig(kubeconfig)
     try:
         await client.create(kinds.NAMESPACE, {"metadata": {"name": NAMESPACE}})
         await client.create(KWOK_NODE_CLASS, {"metadata": {"name": "scaleup"}, "spec": {}})
@@ -213,7 +213,7 @@ async def scale_up(
 
 async def floor(args: argparse.Namespace, kubeconfig: str, cluster_dir: Path) -> None:
     """The control plane alone (see the module docstring)."""
-    client = await Client.from_kubeconfig(kubeconfig)
+    client = await KubeClient.from_kubeconfig(kubeconfig)
     try:
         await client.create(kinds.NAMESPACE, {"metadata": {"name": NAMESPACE}})
         labels = {"app": "inflate"}

@@ -32,7 +32,7 @@ from karpy.controllers.deps import Deps
 from karpy.controllers.instrumented_provider import InstrumentedCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.options import Options
-from karpy.runtime import Client, Clock, LeaderElectionConfig, Manager, SystemClock
+from karpy.runtime import Clock, KubeClient, LeaderElectionConfig, Manager, SystemClock
 from karpy.state.cluster import Cluster
 from karpy.state.unavailable_offerings import UnavailableOfferings
 
@@ -62,7 +62,7 @@ class Operator:
     def __init__(self, options: Options, *, clock: Clock | None = None) -> None:
         self.options = options
         self.clock: Clock = clock or SystemClock()
-        self._client: Client | None = None
+        self._client: KubeClient | None = None
         self._provider: CloudProvider | None = None
         self._manager: Manager | None = None
         self._deps: Deps | None = None
@@ -96,11 +96,11 @@ class Operator:
         opts = self.options
         qps, burst = opts.kube_client_qps, opts.kube_client_burst
         if opts.kubeconfig is not None:
-            client = await Client.from_kubeconfig(
+            client = await KubeClient.from_kubeconfig(
                 opts.kubeconfig, timeout=opts.request_timeout, qps=qps, burst=burst
             )
         else:
-            client = await Client.from_environment(
+            client = await KubeClient.from_environment(
                 timeout=opts.request_timeout, qps=qps, burst=burst
             )
         self._client = client

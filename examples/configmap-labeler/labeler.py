@@ -18,6 +18,7 @@ import logging
 from karpy.runtime import (
     Client,
     EventRecorder,
+    KubeClient,
     LeaderElectionConfig,
     Manager,
     Request,
@@ -88,7 +89,7 @@ async def main() -> None:
     parser.add_argument("--health-probe-bind-address", default=":8081")
     args = parser.parse_args()
     configure_logging("INFO")
-    async with await Client.from_kubeconfig(args.kubeconfig) as client:
+    async with await KubeClient.from_kubeconfig(args.kubeconfig) as client:
         manager = build(
             client,
             namespace=args.namespace,

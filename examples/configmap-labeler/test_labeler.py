@@ -8,7 +8,7 @@ from typing import Any
 
 from labeler import LABEL, build
 
-from karpy.runtime import Client, kinds
+from karpy.runtime import Client, KubeClient, kinds
 
 
 async def _label_of(client: Client, namespace: str, name: str) -> str | None:
@@ -26,7 +26,7 @@ async def _until(client: Client, namespace: str, name: str, want: str) -> None:
 
 
 async def test_labeler_labels_configmaps_and_follows_changes(cluster: Any, namespace: str) -> None:
-    async with await Client.from_kubeconfig(cluster.kubeconfig) as client:
+    async with await KubeClient.from_kubeconfig(cluster.kubeconfig) as client:
         await client.create(
             kinds.CONFIG_MAP,
             {"metadata": {"name": "before", "namespace": namespace}, "data": {"a": "1", "b": "2"}},

@@ -169,7 +169,7 @@ async def _main(args: argparse.Namespace) -> int:
     from karpy.cloudprovider import CloudProviderError, ProviderContext
     from karpy.cloudprovider.registry import CLOUD_PROVIDER_ENV, build_provider, close_provider
     from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
-    from karpy.runtime import Client, SystemClock
+    from karpy.runtime import KubeClient, SystemClock
     from karpy.state import OverlayStore, UnavailableOfferings
     from karpy.state.cost import PriceBook, load_price_book
     from karpy.tools.overlays_in_force import InForceOverlays
@@ -184,9 +184,9 @@ async def _main(args: argparse.Namespace) -> int:
             raise ValueError(f"--provider-setting {item!r}: expected KEY=VALUE")
         settings[key] = value
     if args.kubeconfig is not None:
-        connection = await Client.from_kubeconfig(args.kubeconfig)
+        connection = await KubeClient.from_kubeconfig(args.kubeconfig)
     else:
-        connection = await Client.from_environment()
+        connection = await KubeClient.from_environment()
     # Every write (the provider's included) is refused before it is sent.
     client = ReadOnlyClient(connection, owns=True, tool="karpy top")
     try:

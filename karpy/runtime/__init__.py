@@ -4,9 +4,11 @@ be used on its own to write any controller.
 
 The pieces, bottom up:
 
-* :class:`Client` — async get/list/create/update/patch/apply/delete for any :class:`Kind`
-  (core or custom), plain-dict objects, a timeout on every request, typed errors
-  (:mod:`karpy.runtime.errors`).
+* :class:`Client` — the protocol controllers are typed against: async
+  get/list/create/update/patch/apply/delete for any :class:`Kind` (core or custom) on
+  plain-dict objects, typed errors (:mod:`karpy.runtime.errors`). :class:`KubeClient`
+  implements it against an API server (a timeout on every request);
+  ``testing.FakeClient`` in memory.
 * :class:`Informer` and :class:`Cache` — list+watch into an indexed, read-only store, one
   shared informer per kind.
 * :class:`WorkQueue` — client-go's de-duplicating, rate-limited queue.
@@ -26,7 +28,7 @@ kinds), :mod:`~karpy.runtime.ratelimit` (work-queue rate limiters, backoff),
 
 from . import errors, kinds
 from ._cache import Cache, InformerOptions
-from ._client import Client, ObjectList, PatchType, Reader, WatchEvent
+from ._client import KubeClient, ObjectList, PatchType, Reader, WatchEvent
 from ._clock import Clock, SystemClock
 from ._controller import Controller, singleton_controller
 from ._events import EventRecorder
@@ -45,6 +47,7 @@ from ._predicates import (
     Predicate,
     predicate_from,
 )
+from ._protocol import Client, ListerWatcher
 from ._reconcile import Reconciler, Request, Result, SingletonReconciler
 from ._run import run
 from ._sources import InformerSource, MapFunc, Source, enqueue_object, enqueue_owner
@@ -67,7 +70,9 @@ __all__ = [
     "InformerOptions",
     "InformerSource",
     "Kind",
+    "KubeClient",
     "LeaderElectionConfig",
+    "ListerWatcher",
     "Manager",
     "MapFunc",
     "Object",

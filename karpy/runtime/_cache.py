@@ -15,9 +15,10 @@ import builtins
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ._client import Client, Selector
+from ._client import Selector
 from ._informer import Informer
 from ._objects import Object
+from ._protocol import ListerWatcher
 from ._selectors import FieldQuery, LabelQuery
 from ._store import INDEX_NAMESPACE, IndexFunc
 from .errors import NotFound
@@ -45,7 +46,7 @@ class Cache:
 
     def __init__(
         self,
-        client: Client,
+        client: ListerWatcher,
         *,
         namespace: str | None = None,
         by_kind: Mapping[Kind, InformerOptions] | None = None,

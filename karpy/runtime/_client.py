@@ -14,7 +14,7 @@ client-wide bucket (``qps``/``burst``, Karpenter's 200/300 by default) and a 429
 answer carrying Retry-After is tried again, bounded by the request's timeout, as is a
 GET whose connection broke. The first token is waited for before the timeout starts.
 
-Reads may be served by a cache: :meth:`Client.with_reader` returns a client whose
+Reads may be served by a cache: :meth:`KubeClient.with_reader` returns a client whose
 ``get``/``list`` consult the reader for kinds it serves (returning read-only objects),
 while writes always go to the API server.
 
@@ -28,7 +28,7 @@ one, where ``NO_PROXY`` covers the API server) the per-request lookups are switc
 off; when one does, aiohttp keeps honouring it as before. Kubernetes clients never read
 ``.netrc``; the kubeconfig's credentials are the only ones sent.
 
-Writes can be fenced on leadership: :meth:`Client.with_write_gate` (the manager's client)
+Writes can be fenced on leadership: :meth:`KubeClient.with_write_gate` (the manager's client)
 asks the gate before every mutating request and cuts it off if the gate closes while it
 is in flight; the sockets of clients built here reset on close, so a cut-off request's
 unsent bytes are dropped, not delivered late (see ``_fence``).
@@ -81,7 +81,7 @@ from .errors import (
 )
 from .kinds import Kind
 
-__all__ = ["Client", "ObjectList", "PatchType", "Reader", "WatchEvent"]
+__all__ = ["KubeClient", "ObjectList", "PatchType", "Reader", "WatchEvent"]
 
 Selector = str | Mapping[str, str] | None
 _T = TypeVar("_T")
@@ -236,8 +236,10 @@ def _namespace_of(kind: Kind, obj: Mapping[str, Any], namespace: str | None) -> 
     return str(ns)
 
 
-class Client:
-    """An async Kubernetes client for any :class:`Kind`, with a timeout on every request.
+class KubeClient:
+    """An async Kubernetes client for any :class:`Kind`, with a timeout on every request:
+    the implementation of the :class:`~karpy.runtime.Client` protocol that talks to an
+    API server.
 
     Build one with :meth:`from_kubeconfig`, :meth:`in_cluster`, :meth:`from_environment`
     or around an existing kubernetes-asyncio ``ApiClient``. Use it as an async context
@@ -287,7 +289,7 @@ class Client:
         timeout: float = 30.0,
         qps: float | None = DEFAULT_QPS,
         burst: int = DEFAULT_BURST,
-    ) -> Client:
+    ) -> KubeClient:
         """Load ``path`` (default: ``$KUBECONFIG`` or ``~/.kube/config``) and its context."""
         configuration = k8s_client.Configuration()
         configuration.connection_pool_maxsize = _CONNECTIONS
@@ -313,7 +315,7 @@ class Client:
     @classmethod
     def in_cluster(
         cls, *, timeout: float = 30.0, qps: float | None = DEFAULT_QPS, burst: int = DEFAULT_BURST
-    ) -> Client:
+    ) -> KubeClient:
         """Use the pod's service account (token re-read as it rotates): the API server
         at ``KUBERNETES_SERVICE_HOST``/``PORT``, the token and CA in
         /var/run/secrets/kubernetes.io/serviceaccount (or ``$KARPY_SERVICE_ACCOUNT_DIR``,
@@ -340,17 +342,17 @@ class Client:
     @classmethod
     async def from_environment(
         cls, *, timeout: float = 30.0, qps: float | None = DEFAULT_QPS, burst: int = DEFAULT_BURST
-    ) -> Client:
+    ) -> KubeClient:
         """In-cluster config when running in a pod, else the kubeconfig (``$KUBECONFIG``)."""
         if _in_pod():
             return cls.in_cluster(timeout=timeout, qps=qps, burst=burst)
         return await cls.from_kubeconfig(timeout=timeout, qps=qps, burst=burst)
 
-    def with_reader(self, reader: Reader | None) -> Client:
+    def with_reader(self, reader: Reader | None) -> KubeClient:
         """A client sharing this one's connection whose reads go to ``reader`` when it
         serves the kind (pass ``live=True`` to a read to bypass it). Closing it does not
         close the shared connection. It shares this client's token bucket too."""
-        client = Client(
+        client = KubeClient(
             self._api,
             timeout=self.timeout,
             owns_api_client=False,
@@ -362,12 +364,12 @@ class Client:
         client._bucket = self._bucket
         return client
 
-    def with_write_gate(self, gate: WriteGate | None) -> Client:
+    def with_write_gate(self, gate: WriteGate | None) -> KubeClient:
         """A client sharing this one's connection, reader and token bucket whose mutating
         requests ask ``gate`` first (the manager passes its leader elector): refused with
         ``errors.NotLeader`` once the lease is lost, cut off if it is lost in flight.
         Closing it does not close the shared connection."""
-        client = Client(
+        client = KubeClient(
             self._api,
             timeout=self.timeout,
             owns_api_client=False,
@@ -379,13 +381,13 @@ class Client:
         client._bucket = self._bucket
         return client
 
-    def with_own_connections(self) -> Client:
+    def with_own_connections(self) -> KubeClient:
         """A client on the same configuration (server, credentials, timeout) with a
         connection pool and a token bucket of its own (same qps and burst), so its
         requests never queue behind this one's (the leader-election Lease renewals use
         one). Close it separately."""
         bucket = self._bucket
-        return Client(
+        return KubeClient(
             k8s_client.ApiClient(self._api.configuration),
             timeout=self.timeout,
             owns_api_client=True,
@@ -408,7 +410,7 @@ class Client:
         if self._owns:
             await self._api.close()
 
-    async def __aenter__(self) -> Client:
+    async def __aenter__(self) -> KubeClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -22,8 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._client import Client, PatchType
+from ._client import PatchType
 from ._clock import Clock, SystemClock
+from ._protocol import Client
 from .errors import ClientError, NotFound
 from .kinds import EVENT
 

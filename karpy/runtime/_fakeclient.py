@@ -52,10 +52,13 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import kinds
 from ._client import PatchType, Reader
+
+if TYPE_CHECKING:
+    from ._protocol import Client
 from ._clock import Clock, SystemClock
 from ._fence import WriteGate
 from ._objects import Object, freeze
@@ -534,3 +537,9 @@ def _min_healthy(pdb: Mapping[str, Any], covered: int) -> int:
             )
         return value if field_name == "minAvailable" else covered - value
     return 0
+
+
+if TYPE_CHECKING:  # mypy proves the fake stands in for the real client
+
+    def _conforms(fake: FakeClient) -> Client:
+        return fake

@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._backoff import Backoff
-from ._client import Client, Selector
+from ._client import Selector
 from ._objects import FrozenDict, Object
 from ._predicates import EventHandler
+from ._protocol import ListerWatcher
 from ._store import INDEX_NAMESPACE, IndexFunc, Store, index_by_namespace, object_key
 from .errors import Gone
 from .kinds import Kind
@@ -68,7 +69,7 @@ class Informer:
 
     def __init__(
         self,
-        client: Client,
+        client: ListerWatcher,
         kind: Kind,
         *,
         namespace: str | None = None,

@@ -20,7 +20,7 @@ lease (empty holder, 1 s duration) so a successor takes over within one retry; w
 are refused from then on, too.
 
 With ``renew_in_thread`` (what ``karpy run`` uses) the renewals run on an event loop of
-their own, in a thread, over connections of their own (``Client.with_own_connections``),
+their own, in a thread, over connections of their own (``KubeClient.with_own_connections``),
 as client-go renews from a goroutine of its own. On the shared loop a renewal is a few
 loop iterations and one pooled connection away; with a thousand NodeClaims launching
 on a CPU-starved machine each iteration can take seconds and the pool has a queue, so
@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ._client import Client
+from ._client import KubeClient
 from ._clock import Clock, SystemClock
 from ._metrics import Metrics
 from .errors import (
@@ -82,7 +82,7 @@ class LeaderElectionConfig:
     release_on_cancel: bool = True
     renew_in_thread: bool = False
     """Renew from a thread with its own event loop and connections (module docstring).
-    Needs the system clock and a real :class:`Client`."""
+    Needs the system clock and a real :class:`KubeClient`."""
 
     def __post_init__(self) -> None:
         if not (self.lease_duration > self.renew_deadline > self.retry_period > 0):
@@ -98,7 +98,7 @@ class LeaderElector:
 
     def __init__(
         self,
-        client: Client,
+        client: KubeClient,
         config: LeaderElectionConfig,
         *,
         clock: Clock | None = None,
@@ -208,7 +208,7 @@ class LeaderElector:
         self,
         *,
         timeout: float | None = None,  # noqa: ASYNC109
-        client: Client | None = None,
+        client: KubeClient | None = None,
     ) -> bool:
         """One attempt to take or renew the lease; True if we hold it afterwards
         (over ``client``, default the elector's)."""
@@ -288,7 +288,7 @@ class LeaderElector:
             await self._clock.sleep(self._jittered_retry())
 
     async def _renew_loop(
-        self, client: Client | None = None, alive: Callable[[], bool] = lambda: True
+        self, client: KubeClient | None = None, alive: Callable[[], bool] = lambda: True
     ) -> None:
         """Renew every retry_period; raise LeaderElectionLost once the renew deadline
         (``renew_deadline`` after the start of the last successful renewal) passes.

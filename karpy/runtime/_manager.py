@@ -35,7 +35,7 @@ from opentelemetry.metrics import Meter
 
 from ._builder import ControllerBuilder
 from ._cache import Cache, InformerOptions
-from ._client import Client
+from ._client import KubeClient
 from ._clock import Clock, SystemClock
 from ._controller import Controller, singleton_controller
 from ._events import EventRecorder
@@ -77,7 +77,7 @@ class Manager:
 
     def __init__(
         self,
-        client: Client,
+        client: KubeClient,
         *,
         namespace: str | None = None,
         cache_options: Mapping[Kind, InformerOptions] | None = None,

@@ -97,7 +97,7 @@ class TemporaryError(ReconcileError):
 
 
 class ClientError(Error):
-    """A request made by :class:`karpy.runtime.Client` did not succeed."""
+    """A request made by :class:`karpy.runtime.KubeClient` did not succeed."""
 
 
 class TransportError(ClientError):
@@ -105,7 +105,7 @@ class TransportError(ClientError):
 
 
 class RequestTimeout(TransportError):  # noqa: N818
-    """The request's timeout (``Client(timeout=...)`` or per call) expired."""
+    """The request's timeout (``KubeClient(timeout=...)`` or per call) expired."""
 
 
 class NotLeader(ClientError):  # noqa: N818

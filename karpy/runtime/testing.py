@@ -10,6 +10,8 @@
   cache's ``by_index``: merge patches, resourceVersion preconditions, the status
   subresource, finalizers, selectors, PDB-aware eviction; every write recorded
   (:class:`Call`).
+* :class:`FakeEventRecorder` — an ``EventRecorder`` that keeps every Event it is given
+  (:class:`RecordedEvent`) instead of writing it.
 
 What they do **not** do is stated on each; in short: nothing here runs informers or
 emulates watches, admission or other controllers. For that — and for every end-to-end
@@ -30,6 +32,7 @@ from typing import Generic, TypeVar
 
 from ._controller import Controller
 from ._fakeclient import Call, FakeClient
+from ._fakerecorder import FakeEventRecorder, RecordedEvent
 from ._reconcile import Reconciler, Result
 
 __all__ = [
@@ -37,7 +40,9 @@ __all__ = [
     "DriveReport",
     "FakeClient",
     "FakeClock",
+    "FakeEventRecorder",
     "ReconcileDriver",
+    "RecordedEvent",
     "eventually",
     "reconcile_once",
 ]

@@ -15,9 +15,11 @@ __all__ = ["NODE_CLAIM", "NODE_OVERLAY", "NODE_POOL"]
 NODE_POOL: Final = Kind(
     group="karpenter.sh", version="v1", plural="nodepools", kind="NodePool", namespaced=False
 )
+"""karpenter.sh/v1 NodePool (cluster-scoped)."""
 NODE_CLAIM: Final = Kind(
     group="karpenter.sh", version="v1", plural="nodeclaims", kind="NodeClaim", namespaced=False
 )
+"""karpenter.sh/v1 NodeClaim (cluster-scoped)."""
 NODE_OVERLAY: Final = Kind(
     group="karpenter.sh",
     version="v1alpha1",

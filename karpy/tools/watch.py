@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 
-from karpy.runtime import Cache, Client, FuncHandler, Object, kinds
+from karpy.runtime import Cache, FuncHandler, ListerWatcher, Object, kinds
 from karpy.state import NODE_CLAIM, NODE_POOL, Cluster
 
 __all__ = ["WATCHED_KINDS", "watched_cluster"]
@@ -43,7 +43,7 @@ def _handler(
 
 @asynccontextmanager
 async def watched_cluster(
-    client: Client, *, changed: Callable[[], None], sync_timeout: float = 60.0
+    client: ListerWatcher, *, changed: Callable[[], None], sync_timeout: float = 60.0
 ) -> AsyncIterator[Cluster]:
     """A cluster model kept current by watches while the block runs; ``changed`` is
     called (on the event loop, never awaited) after every event.

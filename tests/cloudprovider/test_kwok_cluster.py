@@ -54,7 +54,7 @@ from karpy.cloudprovider.testing import (
     make_nodeclaim,
     make_nodepool,
 )
-from karpy.runtime import Client
+from karpy.runtime import KubeClient
 from karpy.runtime import errors as api_errors
 from karpy.runtime.kinds import CONFIG_MAP, NODE
 
@@ -97,12 +97,12 @@ def node_class(cluster: Cluster, kwok_crd: None) -> Iterator[str]:
 
 
 @pytest_asyncio.fixture
-async def client(api_client: Any) -> AsyncIterator[Client]:
-    async with Client(api_client) as c:
+async def client(api_client: Any) -> AsyncIterator[KubeClient]:
+    async with KubeClient(api_client) as c:
         yield c
 
 
-async def node_exists(client: Client, name: str) -> bool:
+async def node_exists(client: KubeClient, name: str) -> bool:
     try:
         await client.get(NODE, name, live=True)
     except api_errors.NotFound:
@@ -117,7 +117,7 @@ class TestKwokConformance(CloudProviderConformance):
     well_known_labels = CORE_WELL_KNOWN_LABELS | WELL_KNOWN_LABELS
 
     @pytest.fixture
-    def provider(self, client: Client) -> KwokCloudProvider:
+    def provider(self, client: KubeClient) -> KwokCloudProvider:
         return KwokCloudProvider(client)
 
     @pytest.fixture
@@ -147,7 +147,7 @@ def claim(
 
 
 @pytest_asyncio.fixture
-async def kwok(client: Client) -> AsyncIterator[KwokCloudProvider]:
+async def kwok(client: KubeClient) -> AsyncIterator[KwokCloudProvider]:
     provider = KwokCloudProvider(client)
     yield provider
     await provider.aclose()
@@ -239,7 +239,7 @@ async def test_injected_insufficient_capacity_names_the_offerings_and_falls_back
 
 
 async def test_a_launch_that_never_registers_has_an_instance_but_no_node(
-    client: Client, kwok: KwokCloudProvider, node_class: str
+    client: KubeClient, kwok: KwokCloudProvider, node_class: str
 ) -> None:
     kwok.faults.unregistered_launches = 1
     ghost = await kwok.create(claim(node_class))
@@ -259,7 +259,7 @@ async def test_a_launch_that_never_registers_has_an_instance_but_no_node(
 
 
 async def test_registration_delay_from_options_and_node_class(
-    cluster: Cluster, client: Client, node_class: str
+    cluster: Cluster, client: KubeClient, node_class: str
 ) -> None:
     delayed = f"{node_class}-slow"
     apply_node_class(cluster, delayed, {"nodeRegistrationDelay": "1s"})
@@ -307,7 +307,7 @@ async def test_a_repeated_create_returns_the_same_instance(
     assert again.metadata.labels[LABEL_INSTANCE_TYPE] == first.metadata.labels[LABEL_INSTANCE_TYPE]
 
 
-async def test_the_operator_builds_it_by_name_with_settings(client: Client) -> None:
+async def test_the_operator_builds_it_by_name_with_settings(client: KubeClient) -> None:
     provider = await build_provider(
         "kwok",
         ProviderContext(client=client, settings={"insufficientCapacity": "*/test-zone-a/spot"}),
@@ -322,7 +322,7 @@ async def test_the_operator_builds_it_by_name_with_settings(client: Client) -> N
 
 
 async def test_a_booting_instance_outlives_the_process_that_launched_it(
-    cluster: Cluster, client: Client, node_class: str
+    cluster: Cluster, client: KubeClient, node_class: str
 ) -> None:
     delayed = f"{node_class}-boot"
     apply_node_class(cluster, delayed, {"nodeRegistrationDelay": "2s"})
@@ -352,7 +352,7 @@ async def test_a_booting_instance_outlives_the_process_that_launched_it(
 
 
 async def test_an_unregistered_instance_is_still_listed_after_a_restart_and_deletable(
-    client: Client, node_class: str
+    client: KubeClient, node_class: str
 ) -> None:
     first = KwokCloudProvider(client, options=KwokOptions(unregistered_launches=1))
     ghost = await first.create(claim(node_class))
@@ -389,7 +389,7 @@ async def test_injected_create_errors_launch_nothing(
 
 
 async def test_a_slow_create_has_launched_before_it_answers(
-    client: Client, node_class: str
+    client: KubeClient, node_class: str
 ) -> None:
     kwok = KwokCloudProvider(
         client,
@@ -418,7 +418,7 @@ async def test_a_slow_create_has_launched_before_it_answers(
 
 
 async def test_injected_delete_errors_and_stale_gets_leave_the_instance(
-    client: Client, kwok: KwokCloudProvider, node_class: str
+    client: KubeClient, kwok: KwokCloudProvider, node_class: str
 ) -> None:
     launched = await kwok.create(claim(node_class))
     provider_id = launched.status.provider_id or ""

@@ -201,7 +201,7 @@ def in_cluster_env(*, server: str, token: str, ca_pem: str, namespace: str,
     return {
         "KUBERNETES_SERVICE_HOST": url.hostname or "",
         "KUBERNETES_SERVICE_PORT": str(url.port or 443),
-        "KARPY_SERVICE_ACCOUNT_DIR": str(directory),  # karpy.runtime.Client.in_cluster
+        "KARPY_SERVICE_ACCOUNT_DIR": str(directory),  # karpy.runtime.KubeClient.in_cluster
         "HOME": str(home),
     }
 

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from karpy.apis.crdgen import generate
 from karpy.cloudprovider.kwok import API_EXTENSION
-from karpy.runtime import Client, Kind, errors, kinds
+from karpy.runtime import Kind, KubeClient, errors, kinds
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 __all__ = [
@@ -61,9 +61,9 @@ async def eventually(
 
 
 @contextlib.asynccontextmanager
-async def connect(cluster: Any) -> AsyncIterator[Client]:
+async def connect(cluster: Any) -> AsyncIterator[KubeClient]:
     """A client of ``cluster``'s API server (reading live, not through a cache)."""
-    client = await Client.from_kubeconfig(cluster.kubeconfig)
+    client = await KubeClient.from_kubeconfig(cluster.kubeconfig)
     try:
         yield client
     finally:
@@ -79,7 +79,7 @@ def install_kwok_crd(cluster: Any) -> None:
                     f"crd/{KWOK_NODE_CLASS.plural}.{KWOK_NODE_CLASS.group}")
 
 
-async def ready_node_class(client: Client, name: str) -> None:
+async def ready_node_class(client: KubeClient, name: str) -> None:
     """The KWOKNodeClass ``name`` (Ready by the schema's default status)."""
     with contextlib.suppress(errors.AlreadyExists):
         await client.create(KWOK_NODE_CLASS, {"metadata": {"name": name}, "spec": {}})
@@ -146,7 +146,7 @@ def deployment(
     }
 
 
-async def running_pods(client: Client, namespace: str, app: str, replicas: int) -> list[Any]:
+async def running_pods(client: KubeClient, namespace: str, app: str, replicas: int) -> list[Any]:
     """The ``app`` pods once exactly ``replicas`` of them are Running (else empty)."""
     pods = await client.list(kinds.POD, namespace=namespace, label_selector={"app": app})
     up = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
@@ -158,12 +158,12 @@ def pool_of(obj: Mapping[str, Any]) -> str:
     return str((obj["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", ""))
 
 
-async def pool_objects(client: Client, kind: Kind, pools: Sequence[str]) -> list[Any]:
+async def pool_objects(client: KubeClient, kind: Kind, pools: Sequence[str]) -> list[Any]:
     """The Nodes or NodeClaims (``kind``) of the NodePools ``pools``."""
     return [o for o in await client.list(kind) if pool_of(o) in pools]
 
 
-async def gone(client: Client, kind: Kind, name: str) -> bool:
+async def gone(client: KubeClient, kind: Kind, name: str) -> bool:
     """Whether the object no longer exists."""
     try:
         await client.get(kind, name)
@@ -173,7 +173,7 @@ async def gone(client: Client, kind: Kind, name: str) -> bool:
 
 
 async def clean_up(
-    client: Client,
+    client: KubeClient,
     namespace: str,
     app: str,
     pools: Sequence[str],

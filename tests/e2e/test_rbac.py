@@ -36,7 +36,7 @@ from kube import (
 )
 
 from karpy.cloudprovider.kwok import RECORD_NAMESPACE
-from karpy.runtime import Client, errors, kinds
+from karpy.runtime import KubeClient, errors, kinds
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -105,7 +105,7 @@ async def test_karpy_provisions_and_terminates_under_its_own_service_account(
     kubeconfig = service_account_kubeconfig(cluster, tmp_path / "karpy.kubeconfig")
 
     # The kubeconfig really is the ServiceAccount: it reads nodes but no Secrets.
-    as_karpy = await Client.from_kubeconfig(str(kubeconfig))
+    as_karpy = await KubeClient.from_kubeconfig(str(kubeconfig))
     bystander = f"rbac-e2e-bystander-{namespace}"
     try:
         await as_karpy.list(kinds.NODE, live=True)

@@ -38,7 +38,7 @@ from kube import (
 
 from karpy.cloudprovider.kwok import generate_catalogue
 from karpy.cloudprovider.kwok._catalogue import to_instance_types
-from karpy.runtime import Client, errors, kinds
+from karpy.runtime import Client, KubeClient, errors, kinds
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 from karpy.state.pods import failed_to_schedule
 from karpy.tools.simulate import claim_row
@@ -176,7 +176,7 @@ async def test_simulate_plans_exactly_what_karpy_creates_and_never_writes(
                              what=f"{REPLICAS} pods marked Unschedulable", every=1.0)
 
             # The ServiceAccount reads but may not write.
-            as_tools = await Client.from_kubeconfig(kubeconfig)
+            as_tools = await KubeClient.from_kubeconfig(kubeconfig)
             try:
                 await as_tools.list(NODE_CLAIM)
                 with pytest.raises(errors.Forbidden):

@@ -42,7 +42,7 @@ from test_rbac import service_account_kubeconfig
 
 from karpy.cloudprovider.kwok import generate_catalogue, to_instance_types
 from karpy.controllers.settings import Settings
-from karpy.runtime import Client, errors, kinds
+from karpy.runtime import Client, KubeClient, errors, kinds
 from karpy.scheduling import resources as res
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 from karpy.tools.top import bar, format_price
@@ -229,7 +229,7 @@ async def test_karpy_top_in_a_terminal_matches_the_cluster_and_follows_it(
 ) -> None:
     kubeconfig = service_account_kubeconfig(cluster, tmp_path / "top.kubeconfig", ACCOUNT)
     # The account really is read-only.
-    as_top = await Client.from_kubeconfig(str(kubeconfig))
+    as_top = await KubeClient.from_kubeconfig(str(kubeconfig))
     try:
         await as_top.list(NODE_CLAIM, live=True)
         with pytest.raises(errors.Forbidden):

@@ -1,4 +1,4 @@
-"""Fixtures for karpy.runtime tests: a fake clock, and a runtime Client on the local cluster."""
+"""Fixtures for karpy.runtime tests: a fake clock, and a runtime KubeClient on the local cluster."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 async def rt_client(cluster: object) -> AsyncIterator[object]:
-    """A karpy.runtime Client for the local control plane (closed after the test)."""
-    from karpy.runtime import Client
+    """A karpy.runtime KubeClient for the local control plane (closed after the test)."""
+    from karpy.runtime import KubeClient
 
-    client = await Client.from_kubeconfig(cluster.kubeconfig)  # type: ignore[attr-defined]
+    client = await KubeClient.from_kubeconfig(cluster.kubeconfig)  # type: ignore[attr-defined]
     try:
         yield client
     finally:

@@ -1,4 +1,4 @@
-"""Client against the local control plane: verbs, patch types, subresources, CRDs, errors."""
+"""KubeClient against the local control plane: verbs, patch types, subresources, CRDs, errors."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from karpy.runtime import Client, Kind, PatchType, errors, kinds
+from karpy.runtime import Kind, KubeClient, PatchType, errors, kinds
 
 NODE_POOL = Kind(
     group="karpenter.sh", version="v1", plural="nodepools", kind="NodePool", namespaced=False
@@ -36,7 +36,7 @@ def _node_pool(name: str) -> dict[str, object]:
     }
 
 
-async def test_core_kind_round_trip(rt_client: Client, namespace: str) -> None:
+async def test_core_kind_round_trip(rt_client: KubeClient, namespace: str) -> None:
     cm = await rt_client.create(
         kinds.CONFIG_MAP, {"metadata": {"name": "a", "namespace": namespace}, "data": {"k": "1"}}
     )
@@ -84,7 +84,7 @@ async def test_core_kind_round_trip(rt_client: Client, namespace: str) -> None:
         await rt_client.delete(kinds.CONFIG_MAP, "a", namespace=namespace)
 
 
-async def test_list_pages_through_everything(rt_client: Client, namespace: str) -> None:
+async def test_list_pages_through_everything(rt_client: KubeClient, namespace: str) -> None:
     await asyncio.gather(
         *(
             rt_client.create(
@@ -108,7 +108,7 @@ async def test_list_pages_through_everything(rt_client: Client, namespace: str) 
     assert sorted(o["metadata"]["name"] for o in odd) == sorted(f"p{i}" for i in range(1, 12, 2))
 
 
-async def test_custom_resource_with_status_subresource(rt_client: Client) -> None:
+async def test_custom_resource_with_status_subresource(rt_client: KubeClient) -> None:
     name = "rt-client-test"
     with contextlib.suppress(errors.NotFound):
         await rt_client.delete(NODE_POOL, name)
@@ -135,7 +135,7 @@ async def test_custom_resource_with_status_subresource(rt_client: Client) -> Non
 
 
 async def test_watch_streams_events_and_reports_gone(
-    rt_client: Client, namespace: str, cluster: Any, compact_etcd: Callable[[], int]
+    rt_client: KubeClient, namespace: str, cluster: Any, compact_etcd: Callable[[], int]
 ) -> None:
     page = await rt_client.list_page(kinds.CONFIG_MAP, namespace=namespace)
     stream = rt_client.watch(
@@ -162,10 +162,10 @@ async def test_watch_streams_events_and_reports_gone(
             await anext(events)
 
 
-async def test_timeouts_and_transport_errors_are_typed(rt_client: Client) -> None:
+async def test_timeouts_and_transport_errors_are_typed(rt_client: KubeClient) -> None:
     with pytest.raises(errors.RequestTimeout):
         await rt_client.list(kinds.CONFIG_MAP, timeout=0.000001)
-    dead = Client(rt_client.api_client, timeout=30)  # refused at once; the bound is for load
+    dead = KubeClient(rt_client.api_client, timeout=30)  # refused at once; the bound is for load
     dead._host = "https://127.0.0.1:1"
     with pytest.raises(errors.TransportError):
         await dead.get(kinds.NAMESPACE, "default")
@@ -176,7 +176,7 @@ async def test_timeouts_and_transport_errors_are_typed(rt_client: Client) -> Non
         await closed.get(kinds.NAMESPACE, "default")
 
 
-async def test_create_on_a_subresource_evicts_a_pod(rt_client: Client, namespace: str) -> None:
+async def test_create_on_a_subresource_evicts_a_pod(rt_client: KubeClient, namespace: str) -> None:
     # Pods need the namespace's "default" ServiceAccount, which kube-controller-manager
     # creates a moment after the namespace: do not race it.
     service_accounts = Kind(group="", version="v1", plural="serviceaccounts", kind="ServiceAccount")

@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio import client as k8s_client
 
-from karpy.runtime import Client, errors, kinds
+from karpy.runtime import KubeClient, errors, kinds
 from karpy.runtime._flowcontrol import MAX_RETRIES, MAX_RETRY_WAIT, RetryState
 from karpy.runtime.ratelimit import Backoff
 
@@ -82,9 +82,9 @@ async def server() -> AsyncIterator[Server]:
 
 
 @pytest.fixture
-async def client(server: Server) -> AsyncIterator[Client]:
+async def client(server: Server) -> AsyncIterator[KubeClient]:
     api = k8s_client.ApiClient(k8s_client.Configuration(host=server.url))
-    async with Client(api, timeout=5, owns_api_client=True) as made:
+    async with KubeClient(api, timeout=5, owns_api_client=True) as made:
         yield made
 
 
@@ -93,7 +93,7 @@ THROTTLED_NOW = (429, {"Retry-After": "0"})
 
 
 async def test_a_get_waits_as_long_as_retry_after_says_then_succeeds(
-    server: Server, client: Client
+    server: Server, client: KubeClient
 ) -> None:
     server.faults = [THROTTLED]
     got = await client.get(kinds.NAMESPACE, "default", live=True)
@@ -107,7 +107,7 @@ ASKED_TO_RETRY = [THROTTLED_NOW, (503, {"Retry-After": "0"}), (500, {"Retry-Afte
 
 @pytest.mark.parametrize("fault", ASKED_TO_RETRY, ids=["429", "503", "500"])
 async def test_a_write_the_server_asked_to_retry_is_retried_and_done_once(
-    server: Server, client: Client, fault: tuple[int, dict[str, str]]
+    server: Server, client: KubeClient, fault: tuple[int, dict[str, str]]
 ) -> None:
     server.faults = [fault, fault]
     made = await client.create(kinds.NAMESPACE, {"metadata": {"name": "team-a"}})
@@ -117,7 +117,7 @@ async def test_a_write_the_server_asked_to_retry_is_retried_and_done_once(
 
 
 async def test_a_watch_the_server_throttled_opens_on_retry(
-    server: Server, client: Client
+    server: Server, client: KubeClient
 ) -> None:
     server.faults = [THROTTLED_NOW]
     stream = client.watch(kinds.NAMESPACE, timeout_seconds=5)
@@ -130,7 +130,7 @@ async def test_a_watch_the_server_throttled_opens_on_retry(
 @pytest.mark.parametrize("fault", [(429, {}), (500, {}), (404, {"Retry-After": "0"})],
                          ids=["429-without-retry-after", "500-without", "404"])  # fmt: skip
 async def test_a_failure_without_retry_after_goes_straight_back(
-    server: Server, client: Client, fault: tuple[int, dict[str, str]]
+    server: Server, client: KubeClient, fault: tuple[int, dict[str, str]]
 ) -> None:
     # A PodDisruptionBudget refusing an eviction is a 429 without Retry-After: the
     # termination controller must hear it at once, not after ten retries.
@@ -142,7 +142,7 @@ async def test_a_failure_without_retry_after_goes_straight_back(
 
 
 async def test_throttling_that_never_ends_gives_up_within_the_timeout(
-    server: Server, client: Client
+    server: Server, client: KubeClient
 ) -> None:
     server.faults = [THROTTLED_NOW] * 100
     started = time.monotonic()
@@ -171,7 +171,7 @@ def test_a_retry_after_wait_is_capped() -> None:
 
 
 async def test_a_wait_longer_than_the_timeout_is_not_made(
-    server: Server, client: Client
+    server: Server, client: KubeClient
 ) -> None:
     server.faults = [(429, {"Retry-After": "3600"})]
     started = time.monotonic()
@@ -183,7 +183,7 @@ async def test_a_wait_longer_than_the_timeout_is_not_made(
 
 
 async def test_a_get_whose_connection_broke_is_retried_a_create_is_not(
-    server: Server, client: Client
+    server: Server, client: KubeClient
 ) -> None:
     # aiohttp itself resends an idempotent request once when a connection drops; the
     # second drop is the client's to retry.
@@ -201,7 +201,7 @@ async def test_a_get_whose_connection_broke_is_retried_a_create_is_not(
 
 async def test_requests_share_one_token_bucket(server: Server) -> None:
     api = k8s_client.ApiClient(k8s_client.Configuration(host=server.url))
-    async with Client(api, timeout=10, owns_api_client=True, qps=20, burst=5) as limited:
+    async with KubeClient(api, timeout=10, owns_api_client=True, qps=20, burst=5) as limited:
         cached = limited.with_reader(None)  # shares the bucket
         started = time.monotonic()
         await asyncio.gather(
@@ -218,7 +218,7 @@ async def test_requests_share_one_token_bucket(server: Server) -> None:
 
 async def test_the_lease_client_has_a_bucket_of_its_own(server: Server) -> None:
     api = k8s_client.ApiClient(k8s_client.Configuration(host=server.url))
-    async with Client(api, timeout=10, owns_api_client=True, qps=2, burst=1) as limited:
+    async with KubeClient(api, timeout=10, owns_api_client=True, qps=2, burst=1) as limited:
         own = limited.with_own_connections()
         try:
             await limited.get(kinds.NAMESPACE, "spend-the-token", live=True)

@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio import client as k8s_client
 
-from karpy.runtime import Client, kinds
+from karpy.runtime import KubeClient, kinds
 
 
 @pytest.fixture
@@ -32,9 +32,9 @@ async def server() -> AsyncIterator[str]:
     await runner.cleanup()
 
 
-def _client(host: str) -> Client:
+def _client(host: str) -> KubeClient:
     configuration = k8s_client.Configuration(host=host)
-    return Client(k8s_client.ApiClient(configuration), timeout=5, owns_api_client=True)
+    return KubeClient(k8s_client.ApiClient(configuration), timeout=5, owns_api_client=True)
 
 
 @pytest.fixture
@@ -136,7 +136,7 @@ async def test_a_client_from_a_kubeconfig_opens_at_most_48_connections(
         "users: [{name: u, user: {token: t}}]\n"
         "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
     )
-    client = await Client.from_kubeconfig(kubeconfig)
+    client = await KubeClient.from_kubeconfig(kubeconfig)
     try:
         names = await asyncio.gather(
             *(client.get(kinds.NAMESPACE, f"ns-{i}", live=True) for i in range(100)))

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from karpy.runtime import Client, Manager, kinds
+from karpy.runtime import KubeClient, Manager, kinds
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "runtime.md"
 
@@ -36,7 +36,9 @@ def test_the_example_fits_in_a_page_and_defines_a_controller() -> None:
     assert example["NODE_POOL"].api_version == "karpenter.sh/v1"
 
 
-async def test_the_example_reconciler_labels_configmaps(rt_client: Client, namespace: str) -> None:
+async def test_the_example_reconciler_labels_configmaps(
+    rt_client: KubeClient, namespace: str
+) -> None:
     labeler_cls = _example()["Labeler"]
     await rt_client.create(
         kinds.CONFIG_MAP,

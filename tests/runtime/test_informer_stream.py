@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio import client as k8s_client
 
-from karpy.runtime import Client, FuncHandler, Informer, kinds
+from karpy.runtime import FuncHandler, Informer, KubeClient, kinds
 from karpy.runtime.ratelimit import Backoff
 from karpy.runtime.testing import eventually
 
@@ -55,7 +55,7 @@ class StubServer:
 
 
 @pytest.fixture
-async def stub() -> AsyncIterator[tuple[StubServer, Client]]:
+async def stub() -> AsyncIterator[tuple[StubServer, KubeClient]]:
     server = StubServer()
     app = web.Application()
     app.router.add_get("/api/v1/configmaps", server.handle)
@@ -65,13 +65,13 @@ async def stub() -> AsyncIterator[tuple[StubServer, Client]]:
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     configuration = k8s_client.Configuration(host=f"http://127.0.0.1:{port}")
-    client = Client(k8s_client.ApiClient(configuration), timeout=5, owns_api_client=True)
+    client = KubeClient(k8s_client.ApiClient(configuration), timeout=5, owns_api_client=True)
     yield server, client
     await client.close()
     await runner.cleanup()
 
 
-def _informer(client: Client) -> Informer:
+def _informer(client: KubeClient) -> Informer:
     return Informer(
         client,
         kinds.CONFIG_MAP,
@@ -80,7 +80,7 @@ def _informer(client: Client) -> Informer:
     )
 
 
-async def test_a_silent_watch_is_abandoned_and_resumed(stub: tuple[StubServer, Client]) -> None:
+async def test_a_silent_watch_is_abandoned_and_resumed(stub: tuple[StubServer, KubeClient]) -> None:
     server, client = stub
     server.lists = [(10, [_cm("a", 10)])]
     server.watches = [["hang"], [{"type": "ADDED", "object": _cm("b", 11)}, "hang"]]
@@ -96,7 +96,7 @@ async def test_a_silent_watch_is_abandoned_and_resumed(stub: tuple[StubServer, C
 
 
 async def test_an_in_stream_410_relists_and_delivers_deletions(
-    stub: tuple[StubServer, Client],
+    stub: tuple[StubServer, KubeClient],
 ) -> None:
     server, client = stub
     server.lists = [(10, [_cm("a", 5), _cm("b", 6)]), (20, [_cm("b", 6)])]
@@ -127,7 +127,7 @@ async def test_an_in_stream_410_relists_and_delivers_deletions(
     assert informer.store.key_list() == ["ns/b"]
 
 
-async def test_bookmarks_advance_the_resume_point(stub: tuple[StubServer, Client]) -> None:
+async def test_bookmarks_advance_the_resume_point(stub: tuple[StubServer, KubeClient]) -> None:
     server, client = stub
     server.lists = [(10, [])]
     server.watches = [
@@ -143,7 +143,7 @@ async def test_bookmarks_advance_the_resume_point(stub: tuple[StubServer, Client
 
 
 async def test_a_failing_handler_does_not_stop_the_informer(
-    stub: tuple[StubServer, Client],
+    stub: tuple[StubServer, KubeClient],
 ) -> None:
     server, client = stub
     server.lists = [(10, [_cm("a", 1), _cm("b", 2)])]

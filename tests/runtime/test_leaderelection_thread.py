@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
-from karpy.runtime import Client, LeaderElectionConfig
+from karpy.runtime import KubeClient, LeaderElectionConfig
 from karpy.runtime.errors import LeaderElectionLost
 from karpy.runtime.leaderelection import LeaderElector
 from karpy.runtime.testing import eventually
@@ -105,8 +105,8 @@ def leases() -> Iterator[tuple[_Leases, str]]:
         server.server_close()
 
 
-def _elector(host: str, *, renew_deadline: float) -> tuple[LeaderElector, Client]:
-    client = Client(k8s_client.ApiClient(k8s_client.Configuration(host=host)), timeout=5,
+def _elector(host: str, *, renew_deadline: float) -> tuple[LeaderElector, KubeClient]:
+    client = KubeClient(k8s_client.ApiClient(k8s_client.Configuration(host=host)), timeout=5,
                     owns_api_client=True)
     config = LeaderElectionConfig(
         name="karpy", namespace="ns", identity="me", lease_duration=renew_deadline + 1,

@@ -4,11 +4,11 @@ conflict), and keeps the last ones when listing them fails."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
-from karpy.runtime import Client, errors
+from karpy.runtime import errors
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state import Cluster, OverlayStore, UnavailableOfferings
 from karpy.state import testing as t
@@ -47,7 +47,7 @@ class Top:
             FakeCloudProvider(), UnavailableOfferings(clock=self.clock), self.clock,
             overlays=store,
         )
-        self.overlays = InForceOverlays(cast(Client, self.client), store, self.clock)
+        self.overlays = InForceOverlays(self.client, store, self.clock)
 
     async def price(self) -> float | None:
         await self.overlays.refresh(self.cluster, self.catalogue)

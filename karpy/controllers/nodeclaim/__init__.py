@@ -11,13 +11,32 @@ that records Karpenter's "Status condition transitioned" Events.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import Final
+
 from karpy.controllers.deps import Deps
+from karpy.controllers.indexes import index_provider_ids
 from karpy.controllers.nodeclaim.consistency import Consistency
 from karpy.controllers.nodeclaim.disruptionconditions import DisruptionConditions
+from karpy.controllers.nodeclaim.disruptionconditions.controller import (
+    INDEX_NODECLASS_REF,
+    INDEX_NODEPOOL,
+    NODEPOOL_CHANGED,
+    index_nodeclass_ref,
+    index_nodepool,
+)
 from karpy.controllers.nodeclaim.expiration import Expiration
 from karpy.controllers.nodeclaim.garbagecollection import GarbageCollector
 from karpy.controllers.nodeclaim.lifecycle import LifecycleController
-from karpy.controllers.nodeclaim.podevents import PodEvents
+from karpy.controllers.nodeclaim.lifecycle.controller import WORKERS as _LIFECYCLE_WORKERS
+from karpy.controllers.nodeclaim.podevents import POD_EVENTS, PodEvents
+from karpy.runtime import Cache, Kind, Object, Request, kinds
+from karpy.runtime.ratelimit import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter,
+)
+from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 __all__ = [
     "Consistency",
@@ -30,12 +49,21 @@ __all__ = [
 ]
 
 
+_PODEVENTS_WORKERS: Final = 10
+_DISRUPTION_WORKERS: Final = 10
+_EXPIRATION_WORKERS: Final = 10
+_CONSISTENCY_WORKERS: Final = 2
+
+
 def register(deps: Deps) -> None:
-    """Build the NodeClaim controllers and add them to the manager."""
+    """Build the NodeClaim controllers and add them, with their watches, to the manager."""
     manager = deps.manager
-    LifecycleController(
+    cache = manager.cache
+    index_provider_ids(cache)
+
+    lifecycle = LifecycleController(
         client=deps.client,
-        index=manager.cache,
+        index=cache,
         cloud_provider=deps.cloud_provider,
         recorder=deps.recorder,
         unavailable_offerings=deps.unavailable_offerings,
@@ -43,36 +71,97 @@ def register(deps: Deps) -> None:
         metrics=deps.metrics,
         clock=deps.clock,
         registration_health=deps.registration_health,
-    ).register(manager)
-    GarbageCollector(
+    )
+    limiter: MaxOfRateLimiter[Request] = MaxOfRateLimiter(
+        # Karpenter's: 1 s doubling to 1 min per NodeClaim, and an overall bucket.
+        ItemExponentialFailureRateLimiter(base_delay=1.0, max_delay=60.0),
+        BucketRateLimiter(qps=10.0, burst=100, clock=manager.clock),
+    )
+    (manager.controller(lifecycle.name)
+        .for_(NODE_CLAIM)
+        .watches(kinds.NODE, lifecycle.nodeclaims_for_node)
+        .complete(lifecycle, workers=_LIFECYCLE_WORKERS, rate_limiter=limiter))
+
+    collector = GarbageCollector(
         client=deps.client,
-        index=manager.cache,
+        index=cache,
         cloud_provider=deps.cloud_provider,
         settings=deps.settings,
         metrics=deps.metrics,
         clock=deps.clock,
-    ).register(manager)
-    PodEvents(
+    )
+    manager.singleton(collector.name, collector, period=deps.settings.garbage_collection_period)
+
+    podevents = PodEvents(
         client=deps.client,
-        index=manager.cache,
+        index=cache,
         cloud_provider=deps.cloud_provider,
         clock=deps.clock,
-    ).register(manager)
-    DisruptionConditions(
+    )
+    (manager.controller(podevents.name)
+        .for_(kinds.POD, predicate=POD_EVENTS)
+        .complete(podevents, workers=_PODEVENTS_WORKERS))
+
+    disruption = DisruptionConditions(
         client=deps.client,
         cloud_provider=deps.cloud_provider,
         recorder=deps.recorder,
         clock=deps.clock,
-    ).register(manager)
-    Expiration(
+    )
+    cache.informer(NODE_CLAIM, indexers={
+        INDEX_NODEPOOL: index_nodepool, INDEX_NODECLASS_REF: index_nodeclass_ref,
+    })
+    # Woken by their NodeClaims, their NodePool's spec and annotations, their NodeClass.
+    builder = (
+        manager.controller(disruption.name)
+        .for_(NODE_CLAIM)
+        .watches(NODE_POOL, _nodeclaims_by(cache, INDEX_NODEPOOL, _name),
+                 predicate=NODEPOOL_CHANGED)
+    )
+    for node_class in deps.cloud_provider.supported_node_classes():
+        kind = Kind(group=node_class.group, version=node_class.version,
+                    plural=node_class.plural, kind=node_class.kind, namespaced=False)
+        builder = builder.watches(
+            kind, _nodeclaims_by(cache, INDEX_NODECLASS_REF,
+                                 _ref_of(node_class.group, node_class.kind))
+        )
+    builder.complete(disruption, workers=_DISRUPTION_WORKERS)
+
+    expiration = Expiration(
         client=deps.client,
         cloud_provider=deps.cloud_provider,
         metrics=deps.metrics,
         clock=deps.clock,
-    ).register(manager)
-    Consistency(
+    )
+    (manager.controller(expiration.name)
+        .for_(NODE_CLAIM)
+        .complete(expiration, workers=_EXPIRATION_WORKERS))
+
+    consistency = Consistency(
         client=deps.client,
         cloud_provider=deps.cloud_provider,
         recorder=deps.recorder,
         clock=deps.clock,
-    ).register(manager)
+    )
+    (manager.controller(consistency.name)
+        .for_(NODE_CLAIM)
+        .complete(consistency, workers=_CONSISTENCY_WORKERS))
+
+
+def _name(obj: Object) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _ref_of(group: str, kind: str) -> Callable[[Object], str]:
+    """The nodeClassRef index value naming a NodeClass object of this kind."""
+    return lambda obj: f"{group}/{kind}/{_name(obj)}"
+
+
+def _nodeclaims_by(
+    cache: Cache, index: str, value: Callable[[Object], str]
+) -> Callable[[Object], Iterable[Request]]:
+    def nodeclaims(obj: Object) -> Iterable[Request]:
+        return [Request("", nc["metadata"]["name"])
+                for nc in cache.by_index(NODE_CLAIM, index, value(obj))]
+
+    return nodeclaims

@@ -29,9 +29,7 @@ from karpy.controllers.nodeclaim.lifecycle._base import conditions, log
 from karpy.runtime import (
     Client,
     Clock,
-    Controller,
     EventRecorder,
-    Manager,
     Request,
     Result,
     errors,
@@ -104,10 +102,6 @@ class Consistency:
         self._recorder = recorder
         self._clock = clock
         self._scanned: dict[str, float] = {}  # uid -> monotonic time of the last check
-
-    def register(self, manager: Manager) -> Controller[Request]:
-        """Add the controller to ``manager``: NodeClaims."""
-        return manager.controller(self.name).for_(NODE_CLAIM).complete(self, workers=2)
 
     async def reconcile(self, request: Request) -> Result:
         """Check the NodeClaim's Node, at most once per scan period."""

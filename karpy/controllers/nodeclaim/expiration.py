@@ -27,8 +27,6 @@ from karpy.controllers.reschedulable import reschedulable_pods
 from karpy.runtime import (
     Client,
     Clock,
-    Controller,
-    Manager,
     Request,
     Result,
     errors,
@@ -40,7 +38,6 @@ __all__ = ["EXPIRED_REASON", "Expiration"]
 
 EXPIRED_REASON: Final = "expired"
 """The ``reason`` label of ``karpenter_nodeclaims_disrupted_total`` (Karpenter's)."""
-_WORKERS: Final = 10
 _REMEMBER: Final = timedelta(minutes=5)
 
 
@@ -64,10 +61,6 @@ class Expiration:
         # uid -> when this process deleted it: a cache that has not caught up yet must
         # not make it count twice. Entries older than _REMEMBER are dropped.
         self._deleted: dict[str, datetime] = {}
-
-    def register(self, manager: Manager) -> Controller[Request]:
-        """Add the controller to ``manager``: NodeClaims."""
-        return manager.controller(self.name).for_(NODE_CLAIM).complete(self, workers=_WORKERS)
 
     async def reconcile(self, request: Request) -> Result:
         """Delete the NodeClaim if it has expired; otherwise look again when it will."""

@@ -39,13 +39,13 @@ from datetime import datetime
 from karpy.apis import NodeClaim
 from karpy.apis.v1.nodeclaim import CONDITION_REGISTERED
 from karpy.cloudprovider import CloudProvider, NodeClaimNotFoundError
-from karpy.controllers.indexes import Index, index_provider_ids, nodes_for_provider_id
+from karpy.controllers.indexes import Index, nodes_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim._managed import is_managed_object
 from karpy.controllers.nodeclaim.lifecycle._base import disrupted_labels, log
 from karpy.controllers.nodeclaim.lifecycle.initialization import node_ready
 from karpy.controllers.settings import Settings
-from karpy.runtime import Client, Clock, Manager, Object, Result, errors, logging_context
+from karpy.runtime import Client, Clock, Object, Result, errors, logging_context
 from karpy.runtime.kinds import NODE
 from karpy.state.kinds import NODE_CLAIM
 
@@ -79,11 +79,6 @@ class GarbageCollector:
         # providerID -> monotonic time it was first seen with no NodeClaim.
         self._unclaimed_since: dict[str, float] = {}
         self._rounds = 0
-
-    def register(self, manager: Manager) -> None:
-        """Run this collector on ``manager`` every ``settings.garbage_collection_period``."""
-        index_provider_ids(manager.cache)
-        manager.singleton(self.name, self, period=self._settings.garbage_collection_period)
 
     async def reconcile(self) -> Result:
         """One round: collect leaked machines, then NodeClaims whose machine vanished."""

@@ -19,14 +19,12 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from karpy.cloudprovider import CloudProvider
-from karpy.controllers.indexes import Index, index_provider_ids, nodeclaims_for_provider_id
+from karpy.controllers.indexes import Index, nodeclaims_for_provider_id
 from karpy.controllers.nodeclaim._managed import is_managed_object
 from karpy.controllers.nodeclaim._times import parse_time, rfc3339
 from karpy.runtime import (
     Client,
     Clock,
-    Controller,
-    Manager,
     Object,
     Predicate,
     Request,
@@ -41,7 +39,6 @@ __all__ = ["DEDUPE_TIMEOUT", "POD_EVENTS", "PodEvents", "is_pod_event"]
 
 DEDUPE_TIMEOUT: Final = timedelta(seconds=10)
 """No new write while the recorded time is younger than this (Karpenter's 10 s)."""
-_WORKERS: Final = 10
 
 
 def _node_name(pod: Object) -> str:
@@ -84,15 +81,6 @@ class PodEvents:
         self._clock = clock
         # NodeClaim uid -> the time this process last wrote (the cache may lag behind).
         self._written: dict[str, datetime] = {}
-
-    def register(self, manager: Manager) -> Controller[Request]:
-        """Add the controller to ``manager``: pods, filtered by :data:`POD_EVENTS`."""
-        index_provider_ids(manager.cache)
-        return (
-            manager.controller(self.name)
-            .for_(kinds.POD, predicate=POD_EVENTS)
-            .complete(self, workers=_WORKERS)
-        )
 
     async def reconcile(self, request: Request) -> Result:
         """Stamp the pod's NodeClaim with the time of this pod event (deduplicated)."""

@@ -35,15 +35,13 @@ from typing import Any, Final
 from karpy.apis.annotations import ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
 from karpy.cloudprovider import CloudProvider, RepairPolicy
-from karpy.controllers.indexes import Index, index_provider_ids, nodeclaims_for_provider_id
+from karpy.controllers.indexes import Index, nodeclaims_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.reschedulable import reschedulable_pods
 from karpy.runtime import (
     Client,
     Clock,
-    Controller,
     EventRecorder,
-    Manager,
     Object,
     Predicate,
     Request,
@@ -75,7 +73,6 @@ REASON_NODE_REPAIR_BLOCKED: Final = "NodeRepairBlocked"
 UNHEALTHY_REASON: Final = "unhealthy"
 """The ``reason`` label of ``karpenter_nodeclaims_disrupted_total``."""
 _EVENT_DEDUPE: Final = timedelta(minutes=15)
-_WORKERS: Final = 10
 
 
 def _conditions(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -159,15 +156,6 @@ class NodeHealth:
         self._metrics = metrics
         self._clock = clock
         self._blocked_events: dict[str, datetime] = {}  # node uid -> last event
-
-    def register(self, manager: Manager) -> Controller[Request]:
-        """Add the controller to ``manager``: Nodes whose conditions changed."""
-        index_provider_ids(manager.cache)
-        return (
-            manager.controller(self.name)
-            .for_(kinds.NODE, predicate=CONDITIONS_CHANGED)
-            .complete(self, workers=_WORKERS)
-        )
 
     async def reconcile(self, request: Request) -> Result:
         """Repair the node if a policy's toleration has run out (see the module docs)."""

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from karpy.controllers.settings import Settings
-from karpy.runtime import Client
+from karpy.runtime import KubeClient
 from karpy.tools.simulate._report import Report
 from karpy.tools.simulate._simulate import simulate
 from karpy.tools.view import (
@@ -44,7 +44,7 @@ class SimulateOptions:
 async def load_live(kubeconfig: str | None, context: str | None = None) -> Snapshot:
     """Read a live cluster into a snapshot through a :class:`ReadOnlyClient`."""
     try:
-        client = await Client.from_kubeconfig(kubeconfig, context=context)
+        client = await KubeClient.from_kubeconfig(kubeconfig, context=context)
     except Exception as exc:
         raise ViewError(f"cannot connect to the cluster: {exc}") from exc
     async with ReadOnlyClient(client, owns=True, tool="karpy simulate") as reader:

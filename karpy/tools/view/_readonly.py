@@ -1,20 +1,30 @@
 """A client that can only read: what every tool talks to the cluster through.
 
-:class:`ReadOnlyClient` is a :class:`~karpy.runtime.Client` (so the controllers' own
-classes accept it) that delegates ``get``/``list``/``list_page``/``watch`` to the client
-it wraps — a live cluster's, or a snapshot's — and refuses every write with
-:class:`ReadOnlyError` before anything is sent. The tools only ever call the
-controllers' deciding code, never their writing code; this makes that a guarantee
-rather than a convention, so a bug can never change a cluster.
+:class:`ReadOnlyClient` implements the :class:`~karpy.runtime.Client` protocol (so the
+controllers' own classes accept it) and the informers' ``ListerWatcher``; it delegates
+``get``/``list``/``list_page``/``watch`` to the client it wraps — a live cluster's, or a
+snapshot's — and refuses every write with :class:`ReadOnlyError` before anything is
+sent. The tools only ever call the controllers' deciding code, never their writing code;
+this makes that a guarantee rather than a convention, so a bug can never change a
+cluster.
 """
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import AsyncGenerator, Mapping
-from typing import Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-from karpy.runtime import Client, Kind, Object, ObjectList, Reader, WatchEvent
+from karpy.runtime import (
+    Client,
+    Kind,
+    KubeClient,
+    ListerWatcher,
+    Object,
+    ObjectList,
+    Reader,
+    WatchEvent,
+)
 
 __all__ = ["ReadOnlyClient", "ReadOnlyError", "Reads"]
 
@@ -25,66 +35,20 @@ class ReadOnlyError(RuntimeError):
     """A tool tried to write to the cluster (a bug: tools only read)."""
 
 
-class Reads(Protocol):
-    """The reads a view needs: what ``Client`` and the snapshot's client both offer."""
-
-    async def get(self, kind: Kind, name: str, *, namespace: str | None = None) -> Object:
-        """One object."""
-        ...
-
-    async def list(
-        self,
-        kind: Kind,
-        *,
-        namespace: str | None = None,
-        label_selector: Selector = None,
-        field_selector: str | None = None,
-    ) -> builtins.list[Object]:
-        """Every matching object."""
-        ...
-
-    async def list_page(
-        self,
-        kind: Kind,
-        *,
-        namespace: str | None = None,
-        label_selector: Selector = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
-        resource_version: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109
-        frozen: bool = False,
-    ) -> ObjectList:
-        """One page of a list."""
-        ...
-
-    def watch(
-        self,
-        kind: Kind,
-        *,
-        namespace: str | None = None,
-        resource_version: str | None = None,
-        label_selector: Selector = None,
-        field_selector: str | None = None,
-        timeout_seconds: int = 300,
-        allow_bookmarks: bool = True,
-        inactivity_timeout: float | None = 120.0,
-    ) -> AsyncGenerator[WatchEvent, None]:
-        """Change events."""
-        ...
+class Reads(Client, ListerWatcher, Protocol):
+    """What a view reads through: a client (a live cluster's ``KubeClient`` or a
+    snapshot's client) that informers can also list and watch."""
 
 
-class ReadOnlyClient(Client):
+class ReadOnlyClient:
     """Reads through ``inner``; every write raises :class:`ReadOnlyError` (see the
     module docstring). ``reader`` serves reads of the kinds it caches, as
-    :meth:`Client.with_reader` does. Closing it closes ``inner`` when ``owns``."""
+    :meth:`KubeClient.with_reader` does. Closing it closes ``inner`` when ``owns``."""
 
     def __init__(
         self, inner: Reads, *, reader: Reader | None = None, owns: bool = False,
         tool: str = "karpy",
     ) -> None:
-        # Deliberately not Client.__init__: there is no connection of its own to write on.
         self._inner = inner
         self._reader = reader
         self._owns = owns
@@ -111,8 +75,14 @@ class ReadOnlyClient(Client):
         if self._closed:
             return
         self._closed = True
-        if self._owns and isinstance(self._inner, Client):
+        if self._owns and isinstance(self._inner, KubeClient):
             await self._inner.close()
+
+    async def __aenter__(self) -> ReadOnlyClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
     # -- reads -----------------------------------------------------------------------
 
@@ -211,3 +181,9 @@ class ReadOnlyClient(Client):
     async def delete(self, kind: Kind, name: str, *a: Any, **kw: Any) -> NoReturn:
         """Refused."""
         self._refuse("delete", kind, name)
+
+
+if TYPE_CHECKING:  # mypy proves the read-only client stands in for the real one
+
+    def _conforms(client: ReadOnlyClient) -> tuple[Client, ListerWatcher]:
+        return client, client

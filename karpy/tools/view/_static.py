@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Mapping
+from typing import TYPE_CHECKING
 
 from karpy.runtime import Clock, ObjectList, WatchEvent
 from karpy.runtime.kinds import Kind
@@ -67,3 +68,10 @@ class SnapshotClient(FakeClient):
         await asyncio.Event().wait()
         return
         yield  # a generator, as Client.watch is
+
+
+if TYPE_CHECKING:  # mypy proves a snapshot's client serves controllers and informers
+    from karpy.runtime import Client, ListerWatcher
+
+    def _conforms(client: SnapshotClient) -> tuple[Client, ListerWatcher]:
+        return client, client

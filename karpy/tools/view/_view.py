@@ -42,7 +42,7 @@ from karpy.controllers.nodeoverlay import Verdict, judge
 from karpy.controllers.nodepool import NodePoolReadiness, NodePoolValidation
 from karpy.controllers.provisioning import Provisioner
 from karpy.controllers.settings import Settings
-from karpy.runtime import Cache, Client, Clock, Object, Request, SystemClock, errors, kinds
+from karpy.runtime import Cache, Clock, KubeClient, Object, Request, SystemClock, errors, kinds
 from karpy.runtime.indexes import INDEX_NODE_NAME, index_by_node_name
 from karpy.runtime.kinds import Kind
 from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
@@ -241,17 +241,16 @@ async def _refresh_nodepool_status(
     """Run the NodePool controllers' validation and readiness on what-if NodePools, in
     the snapshot's memory: their Ready condition is then what it would be on a cluster
     (a pool whose NodeClass is missing or not ready, or that is invalid, is not used)."""
-    shared: Any = client  # the controllers take a Client; the fake has its methods
-    validation = NodePoolValidation(client=shared, cloud_provider=provider, clock=clock)
-    readiness = NodePoolReadiness(client=shared, cloud_provider=provider, clock=clock)
+    validation = NodePoolValidation(client=client, cloud_provider=provider, clock=clock)
+    readiness = NodePoolReadiness(client=client, cloud_provider=provider, clock=clock)
     for name in names:
         await validation.reconcile(Request("", name))
         await readiness.reconcile(Request("", name))
 
 
-async def _connect(source: LiveCluster) -> Client:
+async def _connect(source: LiveCluster) -> KubeClient:
     try:
-        return await Client.from_kubeconfig(
+        return await KubeClient.from_kubeconfig(
             source.kubeconfig, context=source.context, timeout=source.timeout
         )
     except Exception as exc:
@@ -360,7 +359,7 @@ def _build(
     cloud: CloudProvider, name: str, settings: Settings, clock: Clock, overlays: OverlayStore,
 ) -> ClusterView:
     metrics = KarpenterMetrics(NoOpMeter("karpy.tools"))
-    recorder = CapturingRecorder(client, clock=clock)
+    recorder = CapturingRecorder(clock=clock)
     provisioner = Provisioner(
         client=client, cluster=cluster, cloud_provider=cloud,
         unavailable_offerings=UnavailableOfferings(

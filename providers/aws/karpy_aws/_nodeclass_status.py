@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-from karpy.runtime import Client, EventRecorder, Request, Result, thaw
+from karpy.runtime import Client, EventRecorder, KubeClient, Request, Result, thaw
 from karpy.runtime import errors as kerrors
 from karpy_aws._kinds import EC2_NODE_CLASS_KIND, NODE_CLAIM_KIND
 from karpy_aws._resolve import delete_instance_profile, resolve_status
@@ -36,7 +36,7 @@ log = logging.getLogger("karpy.aws.nodeclass")
 REFRESH_INTERVAL: Final = 60.0
 
 
-async def kubernetes_minor_version(client: Client) -> str:
+async def kubernetes_minor_version(client: KubeClient) -> str:
     """The API server's ``major.minor`` (e.g. ``1.31``), which picks the EKS AMIs."""
     from kubernetes_asyncio.client import VersionApi
 
@@ -85,8 +85,13 @@ class NodeClassStatusController:
                 self._k8s_version = await eks_minor_version(
                     self._provider.clients, self._provider.settings.cluster_name
                 )
-            else:
+            elif isinstance(self._client, KubeClient):
                 self._k8s_version = await kubernetes_minor_version(self._client)
+            else:  # a test double: it has no /version to read
+                raise TypeError(
+                    f"{type(self._client).__name__} cannot read the API server's version: "
+                    "pass k8s_version="
+                )
         return self._k8s_version
 
     async def reconcile(self, request: Request) -> Result:

@@ -29,7 +29,7 @@ from azure.core.exceptions import HttpResponseError
 
 from karpy.apis.core import NodeSelectorRequirement
 from karpy.apis.labels import LABEL_ARCH
-from karpy.runtime import GENERATION_CHANGED, Client, Manager, Request, Result, thaw
+from karpy.runtime import GENERATION_CHANGED, Client, KubeClient, Manager, Request, Result, thaw
 from karpy.runtime import errors as api_errors
 from karpy_azure._arm import error_code, is_not_found
 from karpy_azure._hash import NODECLASS_HASH_VERSION, node_class_hash
@@ -222,7 +222,7 @@ async def resolve_status(
         conditions.set_true(CONDITION_VALIDATION_SUCCEEDED)
 
 
-def api_server_version(client: Client) -> KubernetesVersion:
+def api_server_version(client: KubeClient) -> KubernetesVersion:
     """Read the Kubernetes version (``1.31.2``) from the API server's ``/version``."""
 
     async def read() -> str:

@@ -18,9 +18,9 @@ from karpy.controllers.disruption._whatif import consolidate
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning import Provisioner
 from karpy.controllers.settings import Settings
-from karpy.runtime import EventRecorder, freeze
+from karpy.runtime import freeze
 from karpy.runtime.telemetry import Metrics
-from karpy.runtime.testing import FakeClient, FakeClock
+from karpy.runtime.testing import FakeClient, FakeClock, FakeEventRecorder
 from karpy.state import NODE_CLAIM, Cluster, UnavailableOfferings
 from karpy.state import testing as t
 
@@ -30,17 +30,6 @@ CHUNK = {"metadata": {"labels": {"app": "web"}},
                   "nodeName": "somewhere",
                   "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "x"}},
                               {"name": "cfg", "configMap": {"name": "y"}}]}}  # fmt: skip
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str]] = []
-
-    def normal(self, obj: Any, reason: str, message: str) -> None:
-        self.events.append((obj["metadata"]["name"], reason))
-
-    def warning(self, obj: Any, reason: str, message: str) -> None:
-        self.events.append((obj["metadata"]["name"], reason))
 
 
 def test_virtual_pods_carry_karpenters_names_and_annotations_and_no_volumes() -> None:
@@ -53,15 +42,15 @@ def test_virtual_pods_carry_karpenters_names_and_annotations_and_no_volumes() ->
     assert not pods[0].volume_requirements
 
 
-def provisioner() -> tuple[Provisioner, Cluster, FakeClient, Recorder, VirtualPods]:
+def provisioner() -> tuple[Provisioner, Cluster, FakeClient, FakeEventRecorder, VirtualPods]:
     clock = FakeClock()
     cluster = Cluster(clock=clock)
     client = FakeClient()
-    recorder = Recorder()
+    recorder = FakeEventRecorder()
     prov = Provisioner(
         client=client, cluster=cluster, cloud_provider=FakeCloudProvider(),
         unavailable_offerings=UnavailableOfferings(clock=clock),
-        recorder=cast(EventRecorder, recorder), clock=clock, settings=Settings(),
+        recorder=recorder, clock=clock, settings=Settings(),
         metrics=KarpenterMetrics(Metrics().meter("karpenter")),
     )  # fmt: skip
     virtual = VirtualPods()

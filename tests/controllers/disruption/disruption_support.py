@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from controllers.termination.recorder import FakeRecorder
-
 from karpy.controllers.disruption import (
     Command,
     Decision,
@@ -30,7 +28,7 @@ from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.settings import Settings
 from karpy.runtime import freeze
 from karpy.runtime.telemetry import Metrics
-from karpy.runtime.testing import FakeClock
+from karpy.runtime.testing import FakeClock, FakeEventRecorder
 from karpy.scheduling import (
     InstanceType,
     NodePoolTemplate,
@@ -216,12 +214,12 @@ class SceneController(DisruptionController):
     def __init__(self, scene: Scene, settings: Settings | None = None,
                  options: SchedulerOptions | None = None) -> None:
         clock = FakeClock(start=NOW)
-        self.recorder = FakeRecorder()
+        self.recorder = FakeEventRecorder()
         self.registry = Metrics()
         super().__init__(
             client=None, cache=None, cluster=scene.cluster,  # type: ignore[arg-type]
             provisioner=None, cloud_provider=None, queue=_NoQueue(),  # type: ignore[arg-type]
-            events=DisruptionEvents(self.recorder, clock),  # type: ignore[arg-type]
+            events=DisruptionEvents(self.recorder, clock),
             clock=clock, settings=settings or Settings(),
             metrics=KarpenterMetrics(self.registry.meter("karpenter")),
         )

@@ -28,7 +28,7 @@ from karpy.controllers.deps import Deps
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.settings import Settings
 from karpy.operator import CONTROLLER_PACKAGES
-from karpy.runtime import Client, Manager
+from karpy.runtime import KubeClient, Manager
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.cluster import Cluster
 from karpy.state.unavailable_offerings import UnavailableOfferings
@@ -119,7 +119,7 @@ def record_instruments(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 def wire(settings: Settings | None = None) -> Manager:
     """karpy's controllers wired as the operator wires them (nothing runs)."""
     clock = FakeClock()
-    manager = Manager(cast(Client, FakeClient(clock=clock)), metrics_bind_address="0",
+    manager = Manager(cast(KubeClient, FakeClient(clock=clock)), metrics_bind_address="0",
                       health_probe_bind_address="0", clock=clock)
     metrics = KarpenterMetrics(manager.meter("karpenter"), manager.metrics.registry)
     deps = Deps(

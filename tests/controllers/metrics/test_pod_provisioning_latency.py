@@ -5,13 +5,13 @@ created before karpy started, or before a NodePool it can use, is not karpy's de
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from controllers.provisioning.provisioning_support import Harness, build
 
 from karpy.controllers.metrics import GaugeStore, PodMetrics
 from karpy.controllers.metrics._pod import GAUGES
-from karpy.runtime import Client, Request, kinds
+from karpy.runtime import Request, kinds
 from karpy.runtime.testing import FakeClient
 from karpy.state.testing import nodepool, pod
 
@@ -43,7 +43,7 @@ async def test_a_pod_is_timed_from_when_karpy_saw_it_and_first_found_it_a_place(
     kube = FakeClient(clock=h.clock)
     store = GaugeStore(GAUGES, clock=h.clock)
     h.metrics.registry.register(store)
-    controller = PodMetrics(client=cast(Client, kube), store=store,
+    controller = PodMetrics(client=kube, store=store,
                             metrics=h.provisioner.metrics,
                             scheduling=h.cluster.pod_scheduling)
     h.cluster.update_nodepool(nodepool("default"))

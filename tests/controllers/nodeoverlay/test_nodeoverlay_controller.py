@@ -12,7 +12,7 @@ from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.nodeoverlay import NodeOverlayController
 from karpy.controllers.nodeoverlay._controller import RESYNC
 from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
-from karpy.runtime import Cache, Client, Request, Result
+from karpy.runtime import Cache, Request, Result
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state import Cluster, OverlayStore, UnavailableOfferings, UnevaluatedNodePoolError
 from karpy.state import testing as t
@@ -51,7 +51,7 @@ class Harness:
                                        self.clock, overlays=self.store)
         self.triggered: list[object] = []
         self.controller = NodeOverlayController(
-            client=cast(Client, self.client), index=cast(Cache, _Index(self.client)),
+            client=self.client, index=cast(Cache, _Index(self.client)),
             cluster=self.cluster, store=self.store, instance_types=self.types,
             on_change=self.triggered.append, clock=self.clock,
         )

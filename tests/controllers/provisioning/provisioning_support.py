@@ -11,16 +11,16 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning import Provisioner
 from karpy.controllers.settings import Settings
-from karpy.runtime import Client, EventRecorder, Kind, errors
+from karpy.runtime import Client, Kind, errors
 from karpy.runtime.telemetry import Metrics
-from karpy.runtime.testing import FakeClock
+from karpy.runtime.testing import FakeClock, FakeEventRecorder, RecordedEvent
 from karpy.state import Cluster, UnavailableOfferings
 
 
@@ -49,26 +49,12 @@ class RecordingClient:
         return out
 
 
-@dataclass
-class RecordedEvent:
-    name: str
-    type: str
-    reason: str
-    message: str
+class RecordingRecorder(FakeEventRecorder):
+    """The runtime's recording recorder; this suite asks it for the events *with* a
+    reason (``reasons("FailedScheduling")``), so ``reasons`` reads as ``with_reason``."""
 
-
-@dataclass
-class RecordingRecorder:
-    events: list[RecordedEvent] = field(default_factory=list)
-
-    def normal(self, obj: Mapping[str, Any], reason: str, message: str) -> None:
-        self.events.append(RecordedEvent(obj["metadata"]["name"], "Normal", reason, message))
-
-    def warning(self, obj: Mapping[str, Any], reason: str, message: str) -> None:
-        self.events.append(RecordedEvent(obj["metadata"]["name"], "Warning", reason, message))
-
-    def reasons(self, reason: str) -> list[RecordedEvent]:
-        return [e for e in self.events if e.reason == reason]
+    def reasons(self, reason: str | None = None) -> list[RecordedEvent]:  # type: ignore[override]
+        return self.with_reason(reason or "")
 
 
 @dataclass
@@ -106,7 +92,7 @@ def build(settings: Settings | None = None) -> Harness:
         cluster=cluster,
         cloud_provider=provider,
         unavailable_offerings=unavailable,
-        recorder=cast(EventRecorder, recorder),
+        recorder=recorder,
         clock=clock,
         settings=settings or Settings(),
         metrics=KarpenterMetrics(metrics.meter("karpenter")),

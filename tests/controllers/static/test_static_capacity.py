@@ -6,23 +6,18 @@ node of a static NodePool."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, cast
+from typing import Any
 
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning import Provisioner
 from karpy.controllers.settings import FeatureGates, Settings
 from karpy.controllers.static import StaticDeprovisioning, StaticProvisioning
-from karpy.runtime import EventRecorder, Request, freeze
+from karpy.runtime import Request, freeze
 from karpy.runtime.telemetry import Metrics
-from karpy.runtime.testing import FakeClient, FakeClock
+from karpy.runtime.testing import FakeClient, FakeClock, FakeEventRecorder
 from karpy.state import NODE_CLAIM, Cluster, UnavailableOfferings
 from karpy.state import testing as t
-
-
-class Recorder:
-    def normal(self, obj: Any, reason: str, message: str) -> None: ...
-    def warning(self, obj: Any, reason: str, message: str) -> None: ...
 
 
 class Rig:
@@ -33,7 +28,7 @@ class Rig:
         self.provisioner = Provisioner(
             client=self.client, cluster=self.cluster, cloud_provider=FakeCloudProvider(),
             unavailable_offerings=UnavailableOfferings(clock=self.clock),
-            recorder=cast(EventRecorder, Recorder()), clock=self.clock,
+            recorder=FakeEventRecorder(), clock=self.clock,
             settings=Settings(feature_gates=gates or FeatureGates(static_capacity=True)),
             metrics=KarpenterMetrics(Metrics().meter("karpenter")),
         )  # fmt: skip

@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from controllers.termination.recorder import FakeRecorder
-
 from karpy.apis import NodeClaim
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.indexes import (
@@ -30,7 +28,7 @@ from karpy.controllers.termination._objects import (
 )
 from karpy.runtime import Request, Result, kinds
 from karpy.runtime.telemetry import Metrics
-from karpy.runtime.testing import FakeClient, FakeClock
+from karpy.runtime.testing import FakeClient, FakeClock, FakeEventRecorder
 from karpy.state.kinds import NODE_CLAIM
 
 EVICTION_RETRY = 5.0
@@ -42,7 +40,7 @@ class Rig:
 
     clock: FakeClock
     kube: FakeClient
-    recorder: FakeRecorder
+    recorder: FakeEventRecorder
     provider: FakeCloudProvider
     registry: Metrics
     queue: EvictionQueue
@@ -80,7 +78,7 @@ def make_rig() -> Rig:
         (NODE_CLAIM, INDEX_PROVIDER_ID): index_nodeclaim_provider_id,
         (kinds.VOLUME_ATTACHMENT, INDEX_VA_NODE_NAME): index_va_node_name,
     })
-    recorder = FakeRecorder()
+    recorder = FakeEventRecorder()
     provider = FakeCloudProvider()
     registry = Metrics()
     metrics = KarpenterMetrics(registry.meter("karpenter"))

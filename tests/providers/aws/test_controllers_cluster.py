@@ -23,26 +23,26 @@ from karpy_aws._resolve import instance_profile_name
 
 from karpy.cloudprovider import OfferingKey
 from karpy.cloudprovider.testing import eventually
-from karpy.runtime import Client, Request
+from karpy.runtime import KubeClient, Request
 from karpy.runtime import errors as api_errors
 
 pytestmark = pytest.mark.cluster
 
 
 @pytest_asyncio.fixture
-async def client(api_client: Any) -> AsyncIterator[Client]:
-    async with Client(api_client) as c:
+async def client(api_client: Any) -> AsyncIterator[KubeClient]:
+    async with KubeClient(api_client) as c:
         yield c
 
 
-async def test_kubernetes_version_is_major_minor(client: Client) -> None:
+async def test_kubernetes_version_is_major_minor(client: KubeClient) -> None:
     version = await kubernetes_minor_version(client)
     major, minor = version.split(".")
     assert major == "1" and minor.isdigit() and int(minor) >= 28
 
 
 async def test_status_controller_resolves_reports_and_finalizes(
-    client: Client, aws_provider: AWSCloudProvider, aws_account: Account
+    client: KubeClient, aws_provider: AWSCloudProvider, aws_account: Account
 ) -> None:
     name = f"status-{uuid.uuid4().hex[:6]}"
     await client.create(EC2_NODE_CLASS_KIND, node_class_manifest(name))
@@ -114,7 +114,7 @@ def spot_warning(instance_id: str) -> str:
 
 
 async def test_interruption_deletes_the_nodeclaim_and_drops_bad_messages(
-    client: Client, aws_provider: AWSCloudProvider
+    client: KubeClient, aws_provider: AWSCloudProvider
 ) -> None:
     # the queue Karpenter's getting-started template creates, named after the cluster (the
     # IAM policy grants karpy that queue only); set up with the test's own client

@@ -16,7 +16,7 @@ from karpy_azure._provider import client_ca_bundle
 from karpy.cloudprovider import CloudProvider, ContributesControllers, ProviderContext
 from karpy.cloudprovider.errors import ProviderLoadError
 from karpy.cloudprovider.registry import build_provider, close_provider, installed_providers
-from karpy.runtime import Client
+from karpy.runtime import Client, KubeClient
 
 SUBNET = (
     "/subscriptions/sub-1/resourceGroups/rg/providers/Microsoft.Network/"
@@ -108,7 +108,7 @@ async def test_the_nodes_ca_defaults_to_the_one_karpys_client_trusts(tmp_path: P
         "users": [{"name": "u", "user": {"token": "t"}}],
         "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
     }))  # fmt: skip
-    client = await Client.from_kubeconfig(kubeconfig)
+    client = await KubeClient.from_kubeconfig(kubeconfig)
     try:
         assert base64.b64decode(client_ca_bundle(client)) == pem
     finally:

@@ -17,7 +17,7 @@ ignored) and their NodeClass's (provider drift).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -32,13 +32,9 @@ from karpy.controllers.nodeclaim.disruptionconditions._step import Step, conditi
 from karpy.controllers.nodeclaim.disruptionconditions.consolidatable import Consolidatable
 from karpy.controllers.nodeclaim.disruptionconditions.drift import Drift
 from karpy.runtime import (
-    Cache,
     Client,
     Clock,
-    Controller,
     EventRecorder,
-    Kind,
-    Manager,
     Object,
     Predicate,
     Request,
@@ -59,7 +55,6 @@ __all__ = [
 
 INDEX_NODEPOOL: Final = "karpy.nodeclaim/nodepool"
 INDEX_NODECLASS_REF: Final = "karpy.nodeclaim/nodeClassRef"
-_WORKERS: Final = 10
 
 
 def index_nodepool(obj: Object) -> Iterable[str]:
@@ -111,27 +106,6 @@ class DisruptionConditions:
         self._nodepools: dict[str, tuple[Object, NodePool]] = {}
 
     # -- wiring --------------------------------------------------------------------------
-
-    def register(self, manager: Manager) -> Controller[Request]:
-        """Add the controller to ``manager``: NodeClaims, their NodePools and NodeClasses."""
-        cache = manager.cache
-        cache.informer(NODE_CLAIM, indexers={
-            INDEX_NODEPOOL: index_nodepool, INDEX_NODECLASS_REF: index_nodeclass_ref,
-        })
-        builder = (
-            manager.controller(self.name)
-            .for_(NODE_CLAIM)
-            .watches(NODE_POOL, _nodeclaims_by(cache, INDEX_NODEPOOL, _name),
-                     predicate=NODEPOOL_CHANGED)
-        )
-        for node_class in self._provider.supported_node_classes():
-            kind = Kind(group=node_class.group, version=node_class.version,
-                        plural=node_class.plural, kind=node_class.kind, namespaced=False)
-            builder = builder.watches(
-                kind, _nodeclaims_by(cache, INDEX_NODECLASS_REF, _ref_of(node_class.group,
-                                                                         node_class.kind))
-            )
-        return builder.complete(self, workers=_WORKERS)
 
     # -- reconcile -----------------------------------------------------------------------
 
@@ -209,22 +183,3 @@ class DisruptionConditions:
         if failures:
             raise failures[0]
         return Result(requeue_after=max(min(delays), 0.001)) if delays else Result()
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
-
-
-def _ref_of(group: str, kind: str) -> Callable[[Object], str]:
-    """The nodeClassRef index value naming a NodeClass object of this kind."""
-    return lambda obj: f"{group}/{kind}/{_name(obj)}"
-
-
-def _nodeclaims_by(
-    cache: Cache, index: str, value: Callable[[Object], str]
-) -> Callable[[Object], Iterable[Request]]:
-    def nodeclaims(obj: Object) -> Iterable[Request]:
-        return [Request("", nc["metadata"]["name"])
-                for nc in cache.by_index(NODE_CLAIM, index, value(obj))]
-
-    return nodeclaims

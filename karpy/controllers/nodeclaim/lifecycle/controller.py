@@ -39,7 +39,7 @@ from karpy.apis.v1.nodeclaim import (
     NodeClaimCondition,
 )
 from karpy.cloudprovider import CloudProvider
-from karpy.controllers.indexes import Index, index_provider_ids, nodeclaims_for_provider_id
+from karpy.controllers.indexes import Index, nodeclaims_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim._managed import is_managed
 from karpy.controllers.nodeclaim._mergepatch import merge_patch
@@ -56,20 +56,12 @@ from karpy.controllers.settings import Settings
 from karpy.runtime import (
     Client,
     Clock,
-    Controller,
     EventRecorder,
-    Manager,
     Object,
     Request,
     Result,
     errors,
     logging_context,
-)
-from karpy.runtime.kinds import NODE
-from karpy.runtime.ratelimit import (
-    BucketRateLimiter,
-    ItemExponentialFailureRateLimiter,
-    MaxOfRateLimiter,
 )
 from karpy.state.kinds import NODE_CLAIM
 from karpy.state.registration_health import RegistrationHealth
@@ -130,21 +122,6 @@ class LifecycleController:
         self._superseded: dict[str, set[str]] = {}
 
     # -- wiring --------------------------------------------------------------------------
-
-    def register(self, manager: Manager, *, workers: int = WORKERS) -> Controller[Request]:
-        """Add the controller to ``manager``: NodeClaims, and Nodes mapped to theirs."""
-        index_provider_ids(manager.cache)
-        limiter: MaxOfRateLimiter[Request] = MaxOfRateLimiter(
-            # Karpenter's: 1 s doubling to 1 min per NodeClaim, and an overall bucket.
-            ItemExponentialFailureRateLimiter(base_delay=1.0, max_delay=60.0),
-            BucketRateLimiter(qps=10.0, burst=100, clock=manager.clock),
-        )
-        return (
-            manager.controller(self.name)
-            .for_(NODE_CLAIM)
-            .watches(NODE, self.nodeclaims_for_node)
-            .complete(self, workers=workers, rate_limiter=limiter)
-        )
 
     def nodeclaims_for_node(self, node: Object) -> Iterable[Request]:
         """The NodeClaims a Node event concerns: those with its providerID that are not

@@ -10,7 +10,6 @@ import copy
 from typing import Any
 
 import pytest
-from controllers.termination.recorder import FakeRecorder
 from ksuite import (
     LEAST_EXPENSIVE,
     MOST_EXPENSIVE,
@@ -34,7 +33,7 @@ from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.settings import Settings
 from karpy.runtime import freeze, kinds
 from karpy.runtime.telemetry import Metrics
-from karpy.runtime.testing import FakeClient, FakeClock
+from karpy.runtime.testing import FakeClient, FakeClock, FakeEventRecorder
 from karpy.scheduling import NodeClaimPlan
 from karpy.state.kinds import NODE_CLAIM
 
@@ -71,7 +70,7 @@ class Rig:
         self.queue = OrchestrationQueue(
             client=self.kube, cluster=scene.cluster,
             provisioner=self.launcher,  # type: ignore[arg-type]
-            events=DisruptionEvents(FakeRecorder(), self.clock),  # type: ignore[arg-type]
+            events=DisruptionEvents(FakeEventRecorder(), self.clock),
             clock=self.clock, settings=Settings(),
             metrics=KarpenterMetrics(Metrics().meter("karpenter")),
         )
