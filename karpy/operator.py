@@ -31,12 +31,20 @@ from karpy.controllers import metrics as metrics_controllers
 from karpy.controllers.deps import Deps
 from karpy.controllers.instrumented_provider import InstrumentedCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.provisioning import SchedulingInputs
+from karpy.controllers.settings import Settings
 from karpy.options import Options
-from karpy.runtime import Client, Clock, LeaderElectionConfig, Manager, SystemClock
-from karpy.state.cluster import Cluster
-from karpy.state.unavailable_offerings import UnavailableOfferings
+from karpy.runtime import (
+    Client,
+    Clock,
+    EventRecorder,
+    LeaderElectionConfig,
+    Manager,
+    SystemClock,
+)
+from karpy.state import Cluster, OverlayStore, UnavailableOfferings
 
-__all__ = ["CONTROLLER_PACKAGES", "Operator", "Options", "run_operator"]
+__all__ = ["CONTROLLER_PACKAGES", "Operator", "Options", "build_deps", "run_operator"]
 
 log = logging.getLogger("karpy.operator")
 
@@ -50,6 +58,48 @@ CONTROLLER_PACKAGES: tuple[Callable[[Deps], object], ...] = (
 """Every controller package's ``register``, in the order they are wired (provisioning
 and disruption are wired first, together: disruption creates replacements through the
 provisioner)."""
+
+
+def build_deps(
+    *,
+    manager: Manager,
+    provider: CloudProvider,
+    clock: Clock,
+    settings: Settings,
+    recorder: EventRecorder | None = None,
+    metrics: KarpenterMetrics | None = None,
+) -> Deps:
+    """Every shared dependency of the controllers, built around ``manager``: the cluster
+    model attached to its cache, the provider wrapped for karpenter_cloudprovider_*
+    metrics, the unavailable offerings, the NodeOverlays in force and the scheduling
+    inputs they feed. ``recorder`` and ``metrics`` default to the manager's (Events
+    under ``karpenter``, metrics on its /metrics)."""
+    if metrics is None:
+        metrics = KarpenterMetrics(manager.meter("karpenter"), manager.metrics.registry)
+    if recorder is None:
+        recorder = manager.event_recorder("karpenter")
+    cluster = Cluster(clock=clock, nomination_ttl=settings.pod_nomination_ttl)
+    cluster.attach(manager.cache)
+    cloud_provider = InstrumentedCloudProvider(provider, metrics)
+    unavailable = UnavailableOfferings(clock=clock, ttl=settings.insufficient_capacity_ttl)
+    overlays = OverlayStore()
+    return Deps(
+        manager=manager,
+        client=manager.client,
+        cloud_provider=cloud_provider,
+        cluster=cluster,
+        unavailable_offerings=unavailable,
+        recorder=recorder,
+        clock=clock,
+        settings=settings,
+        metrics=metrics,
+        overlays=overlays,
+        scheduling=SchedulingInputs(
+            cluster=cluster, cloud_provider=cloud_provider, unavailable_offerings=unavailable,
+            recorder=recorder, clock=clock, settings=settings, metrics=metrics,
+            overlays=overlays,
+        ),
+    )
 
 
 class Operator:
@@ -131,21 +181,8 @@ class Operator:
             ),
         )
         self._provider = provider
-        metrics = KarpenterMetrics(manager.meter("karpenter"), manager.metrics.registry)
-        cluster = Cluster(clock=self.clock, nomination_ttl=opts.settings.pod_nomination_ttl)
-        cluster.attach(manager.cache)
-        self._deps = Deps(
-            manager=manager,
-            client=manager.client,
-            cloud_provider=InstrumentedCloudProvider(provider, metrics),
-            cluster=cluster,
-            unavailable_offerings=UnavailableOfferings(
-                clock=self.clock, ttl=opts.settings.insufficient_capacity_ttl
-            ),
-            recorder=manager.event_recorder("karpenter"),
-            clock=self.clock,
-            settings=opts.settings,
-            metrics=metrics,
+        self._deps = build_deps(
+            manager=manager, provider=provider, clock=self.clock, settings=opts.settings
         )
         provisioner = provisioning.register(self._deps)
         self.disruption = disruption.register(self._deps, provisioner)

@@ -8,6 +8,7 @@ global: tests build a ``Deps`` with a fake clock, the fake provider and their ow
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from karpy.cloudprovider import CloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
@@ -17,6 +18,9 @@ from karpy.state.cluster import Cluster
 from karpy.state.overlays import OverlayStore
 from karpy.state.registration_health import RegistrationHealth
 from karpy.state.unavailable_offerings import UnavailableOfferings
+
+if TYPE_CHECKING:  # the provisioning package imports this module
+    from karpy.controllers.provisioning.inputs import SchedulingInputs
 
 __all__ = ["Deps"]
 
@@ -36,6 +40,11 @@ class Deps:
     clock: Clock
     settings: Settings
     metrics: KarpenterMetrics
+    scheduling: SchedulingInputs
+    """What every scheduling simulation starts from (instance types per NodePool,
+    NodePool templates, pending and moving pods, simulator options), built once and
+    read by provisioning, disruption, the cost metrics and the nodeoverlay controller;
+    its instance types apply :attr:`overlays`."""
     overlays: OverlayStore = field(default_factory=OverlayStore)
     """The NodeOverlays in force (kept by the nodeoverlay controller; empty with the
     NodeOverlay gate off)."""

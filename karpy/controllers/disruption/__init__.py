@@ -73,7 +73,7 @@ def register(deps: Deps, provisioner: Provisioner) -> DisruptionController:
         clock=deps.clock, settings=deps.settings, metrics=deps.metrics,
     )
     controller = DisruptionController(
-        client=deps.client, cache=cache, cluster=deps.cluster, provisioner=provisioner,
+        client=deps.client, cache=cache, cluster=deps.cluster, scheduling=deps.scheduling,
         cloud_provider=deps.cloud_provider, queue=queue, events=events, clock=deps.clock,
         settings=deps.settings, metrics=deps.metrics,
     )

@@ -40,7 +40,7 @@ from karpy.controllers.disruption._method import Method
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeoverlay import Verdict, judge
 from karpy.controllers.nodepool import NodePoolReadiness, NodePoolValidation
-from karpy.controllers.provisioning import Provisioner
+from karpy.controllers.provisioning import Provisioner, SchedulingInputs
 from karpy.controllers.settings import Settings
 from karpy.runtime import Cache, Client, Clock, Object, Request, SystemClock, errors, kinds
 from karpy.runtime.indexes import INDEX_NODE_NAME, index_by_node_name
@@ -184,11 +184,11 @@ class ClusterView:
     def pending_pods(self) -> list[Pod]:
         """The pods the provisioner would provision for (provisionable, not nominated,
         volume topology applied), as the simulator sees them."""
-        return self.provisioner.pending_pods()
+        return self.provisioner.inputs.pending_pods()
 
     async def templates(self) -> list[NodePoolTemplate]:
         """The usable NodePools (ready, valid, with instance types), heaviest first."""
-        return await self.provisioner.templates()
+        return await self.provisioner.inputs.templates()
 
     async def schedule(self) -> Results | None:
         """One provisioning round's decision (None when no pod needs capacity or no
@@ -361,21 +361,22 @@ def _build(
 ) -> ClusterView:
     metrics = KarpenterMetrics(NoOpMeter("karpy.tools"))
     recorder = CapturingRecorder(client, clock=clock)
-    provisioner = Provisioner(
-        client=client, cluster=cluster, cloud_provider=cloud,
+    scheduling = SchedulingInputs(
+        cluster=cluster, cloud_provider=cloud,
         unavailable_offerings=UnavailableOfferings(
             clock=clock, ttl=settings.insufficient_capacity_ttl
         ),
         recorder=recorder, clock=clock, settings=settings, metrics=metrics,
         overlays=overlays,
     )
+    provisioner = Provisioner(client=client, inputs=scheduling, clock=clock)
     events = DisruptionEvents(recorder, clock)
     queue = OrchestrationQueue(
         client=client, cluster=cluster, provisioner=provisioner, events=events, clock=clock,
         settings=settings, metrics=metrics,
     )
     disruption = _WhatIfDisruption(
-        client=client, cache=cache, cluster=cluster, provisioner=provisioner,
+        client=client, cache=cache, cluster=cluster, scheduling=scheduling,
         cloud_provider=cloud, queue=queue, events=events, clock=clock, settings=settings,
         metrics=metrics,
     )
