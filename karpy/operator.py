@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from karpy import __version__
 from karpy.cloudprovider import CloudProvider, ProviderContext
@@ -44,7 +45,15 @@ from karpy.runtime import (
 )
 from karpy.state import Cluster, OverlayStore, UnavailableOfferings
 
-__all__ = ["CONTROLLER_PACKAGES", "Operator", "Options", "build_deps", "run_operator"]
+__all__ = [
+    "CONTROLLER_PACKAGES",
+    "Controllers",
+    "Operator",
+    "Options",
+    "build_deps",
+    "run_operator",
+    "wire",
+]
 
 log = logging.getLogger("karpy.operator")
 
@@ -55,8 +64,8 @@ CONTROLLER_PACKAGES: tuple[Callable[[Deps], object], ...] = (
     metrics_controllers.register,
     nodehealth.register,
 )
-"""Every controller package's ``register``, in the order they are wired (provisioning
-and disruption are wired first, together: disruption creates replacements through the
+"""The ``register`` of every controller package that needs only ``Deps``, in the order
+:func:`wire` adds them (after provisioning, disruption and the packages that feed the
 provisioner)."""
 
 
@@ -100,6 +109,40 @@ def build_deps(
             overlays=overlays,
         ),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Controllers:
+    """What :func:`wire` built that callers ask questions of."""
+
+    provisioner: provisioning.Provisioner
+    disruption: disruption.DisruptionController
+
+
+def wire(
+    deps: Deps,
+    *,
+    read_only: bool = False,
+    disruption_type: type[disruption.DisruptionController] = disruption.DisruptionController,
+) -> Controllers:
+    """Build karpy's controllers from ``deps`` onto ``deps.manager``: the one place a
+    controller is wired, for the operator and for the tools' read-only view alike.
+
+    Provisioning and disruption come first, together (disruption creates replacements
+    through the provisioner; nodeoverlay, static and capacitybuffer feed it). With
+    ``read_only`` (:func:`karpy.tools.view.open_view`) only those two are built: a view
+    asks them what they would do and never runs the manager, so nothing that acts on
+    its own is wanted, nor the informers it would add. ``disruption_type`` substitutes
+    a subclass of the disruption controller (the view's validates at once)."""
+    provisioner = provisioning.register(deps)
+    deciding = disruption.register(deps, provisioner, controller_type=disruption_type)
+    if not read_only:
+        nodeoverlay.register(deps, provisioner)
+        static.register(deps, provisioner)
+        capacitybuffer.register(deps, provisioner)
+        for register in CONTROLLER_PACKAGES:
+            register(deps)
+    return Controllers(provisioner=provisioner, disruption=deciding)
 
 
 class Operator:
@@ -184,13 +227,7 @@ class Operator:
         self._deps = build_deps(
             manager=manager, provider=provider, clock=self.clock, settings=opts.settings
         )
-        provisioner = provisioning.register(self._deps)
-        self.disruption = disruption.register(self._deps, provisioner)
-        nodeoverlay.register(self._deps, provisioner)
-        static.register(self._deps, provisioner)
-        capacitybuffer.register(self._deps, provisioner)
-        for register in CONTROLLER_PACKAGES:
-            register(self._deps)
+        self.disruption = wire(self._deps).disruption
         # The provider's own controllers (NodeClass status, interruption, ...) go on the
         # same manager, after the core's: they share its cache and leader election.
         register_provider_controllers(provider, manager)
