@@ -1,8 +1,11 @@
 """What every autoscaler controller is built from: one value, assembled by the operator.
 
-Each controller package exposes ``register(deps: Deps) -> None`` that builds its
-controllers from these dependencies and adds them to ``deps.manager``. Nothing here is
-global: tests build a ``Deps`` with a fake clock, the fake provider and their own manager.
+Each controller package exposes ``register(deps: Deps)`` that builds its controllers
+from these dependencies and adds them to ``deps.manager``. One function builds the
+value, :func:`karpy.operator.build_deps` (so the shared parts, the scheduling inputs
+among them, are made once and made alike), for the operator, for the tools' read-only
+view and for tests, which pass a fake clock, the fake provider and their own manager.
+Nothing here is global.
 """
 
 from __future__ import annotations
