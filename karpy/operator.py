@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from karpy import __version__
 from karpy.cloudprovider import CloudProvider, ProviderContext
@@ -31,12 +32,28 @@ from karpy.controllers import metrics as metrics_controllers
 from karpy.controllers.deps import Deps
 from karpy.controllers.instrumented_provider import InstrumentedCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.provisioning import SchedulingInputs
+from karpy.controllers.settings import Settings
 from karpy.options import Options
-from karpy.runtime import Clock, KubeClient, LeaderElectionConfig, Manager, SystemClock
-from karpy.state.cluster import Cluster
-from karpy.state.unavailable_offerings import UnavailableOfferings
+from karpy.runtime import (
+    Clock,
+    EventRecorder,
+    KubeClient,
+    LeaderElectionConfig,
+    Manager,
+    SystemClock,
+)
+from karpy.state import Cluster, OverlayStore, UnavailableOfferings
 
-__all__ = ["CONTROLLER_PACKAGES", "Operator", "Options", "run_operator"]
+__all__ = [
+    "CONTROLLER_PACKAGES",
+    "Controllers",
+    "Operator",
+    "Options",
+    "build_deps",
+    "run_operator",
+    "wire",
+]
 
 log = logging.getLogger("karpy.operator")
 
@@ -47,9 +64,85 @@ CONTROLLER_PACKAGES: tuple[Callable[[Deps], object], ...] = (
     metrics_controllers.register,
     nodehealth.register,
 )
-"""Every controller package's ``register``, in the order they are wired (provisioning
-and disruption are wired first, together: disruption creates replacements through the
+"""The ``register`` of every controller package that needs only ``Deps``, in the order
+:func:`wire` adds them (after provisioning, disruption and the packages that feed the
 provisioner)."""
+
+
+def build_deps(
+    *,
+    manager: Manager,
+    provider: CloudProvider,
+    clock: Clock,
+    settings: Settings,
+    recorder: EventRecorder | None = None,
+    metrics: KarpenterMetrics | None = None,
+) -> Deps:
+    """Every shared dependency of the controllers, built around ``manager``: the cluster
+    model attached to its cache, the provider wrapped for karpenter_cloudprovider_*
+    metrics, the unavailable offerings, the NodeOverlays in force and the scheduling
+    inputs they feed. ``recorder`` and ``metrics`` default to the manager's (Events
+    under ``karpenter``, metrics on its /metrics)."""
+    if metrics is None:
+        metrics = KarpenterMetrics(manager.meter("karpenter"), manager.metrics.registry)
+    if recorder is None:
+        recorder = manager.event_recorder("karpenter")
+    cluster = Cluster(clock=clock, nomination_ttl=settings.pod_nomination_ttl)
+    cluster.attach(manager.cache)
+    cloud_provider = InstrumentedCloudProvider(provider, metrics)
+    unavailable = UnavailableOfferings(clock=clock, ttl=settings.insufficient_capacity_ttl)
+    overlays = OverlayStore()
+    return Deps(
+        manager=manager,
+        client=manager.client,
+        cloud_provider=cloud_provider,
+        cluster=cluster,
+        unavailable_offerings=unavailable,
+        recorder=recorder,
+        clock=clock,
+        settings=settings,
+        metrics=metrics,
+        overlays=overlays,
+        scheduling=SchedulingInputs(
+            cluster=cluster, cloud_provider=cloud_provider, unavailable_offerings=unavailable,
+            recorder=recorder, clock=clock, settings=settings, metrics=metrics,
+            overlays=overlays,
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Controllers:
+    """What :func:`wire` built that callers ask questions of."""
+
+    provisioner: provisioning.Provisioner
+    disruption: disruption.DisruptionController
+
+
+def wire(
+    deps: Deps,
+    *,
+    read_only: bool = False,
+    disruption_type: type[disruption.DisruptionController] = disruption.DisruptionController,
+) -> Controllers:
+    """Build karpy's controllers from ``deps`` onto ``deps.manager``: the one place a
+    controller is wired, for the operator and for the tools' read-only view alike.
+
+    Provisioning and disruption come first, together (disruption creates replacements
+    through the provisioner; nodeoverlay, static and capacitybuffer feed it). With
+    ``read_only`` (:func:`karpy.tools.view.open_view`) only those two are built: a view
+    asks them what they would do and never runs the manager, so nothing that acts on
+    its own is wanted, nor the informers it would add. ``disruption_type`` substitutes
+    a subclass of the disruption controller (the view's validates at once)."""
+    provisioner = provisioning.register(deps)
+    deciding = disruption.register(deps, provisioner, controller_type=disruption_type)
+    if not read_only:
+        nodeoverlay.register(deps, provisioner)
+        static.register(deps, provisioner)
+        capacitybuffer.register(deps, provisioner)
+        for register in CONTROLLER_PACKAGES:
+            register(deps)
+    return Controllers(provisioner=provisioner, disruption=deciding)
 
 
 class Operator:
@@ -131,29 +224,10 @@ class Operator:
             ),
         )
         self._provider = provider
-        metrics = KarpenterMetrics(manager.meter("karpenter"), manager.metrics.registry)
-        cluster = Cluster(clock=self.clock, nomination_ttl=opts.settings.pod_nomination_ttl)
-        cluster.attach(manager.cache)
-        self._deps = Deps(
-            manager=manager,
-            client=manager.client,
-            cloud_provider=InstrumentedCloudProvider(provider, metrics),
-            cluster=cluster,
-            unavailable_offerings=UnavailableOfferings(
-                clock=self.clock, ttl=opts.settings.insufficient_capacity_ttl
-            ),
-            recorder=manager.event_recorder("karpenter"),
-            clock=self.clock,
-            settings=opts.settings,
-            metrics=metrics,
+        self._deps = build_deps(
+            manager=manager, provider=provider, clock=self.clock, settings=opts.settings
         )
-        provisioner = provisioning.register(self._deps)
-        self.disruption = disruption.register(self._deps, provisioner)
-        nodeoverlay.register(self._deps, provisioner)
-        static.register(self._deps, provisioner)
-        capacitybuffer.register(self._deps, provisioner)
-        for register in CONTROLLER_PACKAGES:
-            register(self._deps)
+        self.disruption = wire(self._deps).disruption
         # The provider's own controllers (NodeClass status, interruption, ...) go on the
         # same manager, after the core's: they share its cache and leader election.
         register_provider_controllers(provider, manager)

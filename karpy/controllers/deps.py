@@ -1,13 +1,17 @@
 """What every autoscaler controller is built from: one value, assembled by the operator.
 
-Each controller package exposes ``register(deps: Deps) -> None`` that builds its
-controllers from these dependencies and adds them to ``deps.manager``. Nothing here is
-global: tests build a ``Deps`` with a fake clock, the fake provider and their own manager.
+Each controller package exposes ``register(deps: Deps)`` that builds its controllers
+from these dependencies and adds them to ``deps.manager``. One function builds the
+value, :func:`karpy.operator.build_deps` (so the shared parts, the scheduling inputs
+among them, are made once and made alike), for the operator, for the tools' read-only
+view and for tests, which pass a fake clock, the fake provider and their own manager.
+Nothing here is global.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from karpy.cloudprovider import CloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
@@ -17,6 +21,9 @@ from karpy.state.cluster import Cluster
 from karpy.state.overlays import OverlayStore
 from karpy.state.registration_health import RegistrationHealth
 from karpy.state.unavailable_offerings import UnavailableOfferings
+
+if TYPE_CHECKING:  # the provisioning package imports this module
+    from karpy.controllers.provisioning.inputs import SchedulingInputs
 
 __all__ = ["Deps"]
 
@@ -36,6 +43,11 @@ class Deps:
     clock: Clock
     settings: Settings
     metrics: KarpenterMetrics
+    scheduling: SchedulingInputs
+    """What every scheduling simulation starts from (instance types per NodePool,
+    NodePool templates, pending and moving pods, simulator options), built once and
+    read by provisioning, disruption, the cost metrics and the nodeoverlay controller;
+    its instance types apply :attr:`overlays`."""
     overlays: OverlayStore = field(default_factory=OverlayStore)
     """The NodeOverlays in force (kept by the nodeoverlay controller; empty with the
     NodeOverlay gate off)."""

@@ -47,7 +47,7 @@ from ._predicates import (
     Predicate,
     predicate_from,
 )
-from ._protocol import Client, ListerWatcher
+from ._protocol import Client, ListerWatcher, ManagerClient
 from ._reconcile import Reconciler, Request, Result, SingletonReconciler
 from ._run import run
 from ._sources import InformerSource, MapFunc, Source, enqueue_object, enqueue_owner
@@ -74,6 +74,7 @@ __all__ = [
     "LeaderElectionConfig",
     "ListerWatcher",
     "Manager",
+    "ManagerClient",
     "MapFunc",
     "Object",
     "ObjectList",

@@ -50,6 +50,7 @@ from typing import Any
 from ._client import KubeClient
 from ._clock import Clock, SystemClock
 from ._metrics import Metrics
+from ._protocol import Client
 from .errors import (
     AlreadyExists,
     ClientError,
@@ -98,12 +99,17 @@ class LeaderElector:
 
     def __init__(
         self,
-        client: KubeClient,
+        client: Client,
         config: LeaderElectionConfig,
         *,
         clock: Clock | None = None,
         metrics: Metrics | None = None,
     ) -> None:
+        if config.renew_in_thread and not isinstance(client, KubeClient):
+            raise TypeError(
+                "renew_in_thread needs a KubeClient (the renewals use connections of their "
+                f"own), not {type(client).__name__}"
+            )
         self._client = client
         self.config = config
         self._clock = clock or SystemClock()
@@ -208,7 +214,7 @@ class LeaderElector:
         self,
         *,
         timeout: float | None = None,  # noqa: ASYNC109
-        client: KubeClient | None = None,
+        client: Client | None = None,
     ) -> bool:
         """One attempt to take or renew the lease; True if we hold it afterwards
         (over ``client``, default the elector's)."""
@@ -288,7 +294,7 @@ class LeaderElector:
             await self._clock.sleep(self._jittered_retry())
 
     async def _renew_loop(
-        self, client: KubeClient | None = None, alive: Callable[[], bool] = lambda: True
+        self, client: Client | None = None, alive: Callable[[], bool] = lambda: True
     ) -> None:
         """Renew every retry_period; raise LeaderElectionLost once the renew deadline
         (``renew_deadline`` after the start of the last successful renewal) passes.
@@ -356,6 +362,7 @@ class LeaderElector:
                 lost.set_exception(exc)
 
         async def renew() -> None:
+            assert isinstance(self._client, KubeClient)  # checked in __init__
             client = self._client.with_own_connections()
             try:
                 await self._renew_loop(client, lambda: time.monotonic() - beat[0] < deadline)

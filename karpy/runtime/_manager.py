@@ -35,13 +35,13 @@ from opentelemetry.metrics import Meter
 
 from ._builder import ControllerBuilder
 from ._cache import Cache, InformerOptions
-from ._client import KubeClient
 from ._clock import Clock, SystemClock
 from ._controller import Controller, singleton_controller
 from ._events import EventRecorder
 from ._http import Check, HttpServer, ProbeSet, parse_bind_address
 from ._leaderelection import LeaderElectionConfig, LeaderElector
 from ._metrics import Metrics
+from ._protocol import ManagerClient
 from ._reconcile import Request, SingletonReconciler
 from .errors import CacheSyncTimeout, Error, LeaderElectionLost
 from .kinds import Kind
@@ -77,7 +77,7 @@ class Manager:
 
     def __init__(
         self,
-        client: KubeClient,
+        client: ManagerClient,
         *,
         namespace: str | None = None,
         cache_options: Mapping[Kind, InformerOptions] | None = None,

@@ -31,11 +31,12 @@ import warnings
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ._client import KubeClient, ObjectList, PatchType, Selector, WatchEvent
+from ._client import KubeClient, ObjectList, PatchType, Reader, Selector, WatchEvent
+from ._fence import WriteGate
 from ._objects import Object
 from .kinds import Kind
 
-__all__ = ["Client", "ListerWatcher"]
+__all__ = ["Client", "ListerWatcher", "ManagerClient"]
 
 _CONSTRUCTORS = frozenset({"from_kubeconfig", "in_cluster", "from_environment"})
 
@@ -246,7 +247,25 @@ class ListerWatcher(Protocol):
         ...
 
 
-if TYPE_CHECKING:  # mypy proves the real client implements both protocols
+@runtime_checkable
+class ManagerClient(Client, ListerWatcher, Protocol):
+    """What a :class:`~karpy.runtime.Manager` asks of its client: the verbs, the list and
+    watch its cache's informers make, and the two views of itself it hands the
+    controllers — one whose writes wait on leadership, one whose reads come from the
+    cache. :class:`KubeClient` is one; so is the tools' read-only client, which a view's
+    never-run manager wires the operator's controllers on. Leader election needs a
+    :class:`KubeClient` (its Lease renewals use connections of their own)."""
 
-    def _conforms(client: KubeClient) -> tuple[Client, ListerWatcher]:
-        return client, client
+    def with_write_gate(self, gate: WriteGate | None) -> ManagerClient:
+        """This client with its writes asking ``gate`` first."""
+        ...
+
+    def with_reader(self, reader: Reader | None) -> ManagerClient:
+        """This client with its reads of the kinds ``reader`` serves going there."""
+        ...
+
+
+if TYPE_CHECKING:  # mypy proves the real client implements the protocols
+
+    def _conforms(client: KubeClient) -> tuple[Client, ListerWatcher, ManagerClient]:
+        return client, client, client

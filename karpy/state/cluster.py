@@ -62,7 +62,7 @@ from karpy.state.pods import (
     pod_key,
 )
 from karpy.state.statenode import NodePods, StateNode
-from karpy.state.volumes import ClaimRef, VolumeIndex, claim_refs
+from karpy.state.volumes import ClaimRef, VolumeError, VolumeIndex, claim_refs
 
 __all__ = ["Cluster", "ReleaseHandler"]
 
@@ -508,6 +508,32 @@ class Cluster:
                     continue
                 self._nominations.drop(key)
             out.append(pod)
+        return out
+
+    def pending_pods(
+        self,
+        *,
+        skip: Callable[[Object, Pod], bool] | None = None,
+        invalid: Callable[[Pod, VolumeError], None] | None = None,
+    ) -> list[Pod]:
+        """The pods that need capacity (:meth:`provisionable_pods`) as the simulator
+        sees them, each restricted to where its persistent volumes can be mounted.
+
+        ``skip(obj, pod)`` leaves a pod out before its volumes are resolved (the
+        provisioner's own reasons: a pod that avoids managed nodes, DRA claims). A pod
+        whose claim, volume or StorageClass cannot be resolved cannot be provisioned
+        for yet: it is left out and handed to ``invalid`` with the reason.
+        """
+        out = []
+        for obj in self.provisionable_pods():
+            pod = self.scheduling_pod(obj)
+            if skip is not None and skip(obj, pod):
+                continue
+            try:
+                out.append(self.with_volume_topology(pod))
+            except VolumeError as exc:
+                if invalid is not None:
+                    invalid(pod, exc)
         return out
 
     def provisionable_count(self) -> int:

@@ -233,3 +233,32 @@ def test_attach_follows_claims_volumes_and_storage_classes_from_the_shared_cache
     resolved = cluster.with_volume_topology(pending(cluster, pod("db-0", claims=["data"])))
     assert zones(resolved.volume_requirements) == [["test-zone-b"]]
     cluster.detach()
+
+
+def test_pending_pods_carry_volume_topology_and_the_unresolvable_are_reported() -> None:
+    """``Cluster.pending_pods``: the provisionable pods as the simulator sees them, each
+    restricted to its volumes' zones; a pod whose claim is missing is left out and
+    reported with the reason; a pod the caller skips is never resolved."""
+    cluster = make()
+    cluster.volumes.update_volume(persistent_volume("pv-data", zones=["test-zone-b"]))
+    cluster.volumes.update_claim(persistent_volume_claim("data", volume_name="pv-data"))
+    cluster.update_pod(freeze(pod("db-0", claims=["data"])))
+    cluster.update_pod(freeze(pod("lost", claims=["gone"])))
+    cluster.update_pod(freeze(pod("skipped", claims=["gone"])))
+    cluster.update_pod(freeze(pod("web")))
+    invalid: list[tuple[str, str]] = []
+
+    pods = cluster.pending_pods(
+        skip=lambda obj, parsed: obj["metadata"]["name"] == parsed.name == "skipped",
+        invalid=lambda parsed, exc: invalid.append((parsed.key, str(exc))),
+    )
+
+    by_key = {p.key: p for p in pods}
+    assert sorted(by_key) == ["default/db-0", "default/web"]
+    assert zones(by_key["default/db-0"].volume_requirements) == [["test-zone-b"]]
+    assert by_key["default/web"].volume_requirements == ()
+    [(key, reason)] = invalid
+    assert key == "default/lost"
+    assert 'persistentvolumeclaim "default/gone"' in reason
+    # Without callbacks the unresolvable pods are still left out.
+    assert sorted(p.key for p in cluster.pending_pods()) == ["default/db-0", "default/web"]

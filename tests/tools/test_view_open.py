@@ -59,6 +59,19 @@ async def test_provisioning_and_disruption_answer_from_the_snapshot(small: Snaps
         assert _writes(view) == []
 
 
+async def test_the_view_is_wired_by_the_operators_own_wiring(small: Snapshot) -> None:
+    """The view's provisioner and disruption controller read one set of scheduling
+    inputs, the one ``karpy.operator.build_deps`` made: a view answers from exactly
+    what the operator would build, instance-type cache included."""
+    async with open_view(small) as view:
+        assert view.provisioner.inputs is view.scheduling
+        types = await view.instance_types("default")
+        assert types and await view.scheduling.instance_types.get(
+            view.cluster.nodepool("default")) is types  # type: ignore[arg-type]
+        snapshot = await view.disruption.snapshot()
+        assert set(snapshot.pools["default"].instance_types) == {it.name for it in types}
+
+
 async def test_every_write_is_refused(small: Snapshot) -> None:
     async with open_view(small) as view:
         with pytest.raises(ReadOnlyError, match="read-only: refused to create"):

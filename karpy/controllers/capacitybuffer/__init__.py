@@ -51,12 +51,13 @@ __all__ = [
 
 
 def register(deps: Deps, provisioner: Provisioner) -> VirtualPods | None:
-    """Add ``capacitybuffer`` and hand its virtual pods to ``provisioner`` if the
-    CapacityBuffer gate is on; the virtual pods, or None."""
+    """Add ``capacitybuffer`` and hand its virtual pods to the scheduling inputs (the
+    provisioner and disruption schedule them) if the CapacityBuffer gate is on; the
+    virtual pods, or None. ``provisioner`` is woken when a buffer changes."""
     if not deps.settings.feature_gates.capacity_buffer:
         return None
     virtual = VirtualPods()
-    provisioner.virtual_pods = virtual
+    deps.scheduling.virtual_pods = virtual
     controller = CapacityBufferController(
         client=deps.client, virtual_pods=virtual, trigger=provisioner.trigger, clock=deps.clock
     )

@@ -60,9 +60,16 @@ __all__ = [
 _QUEUE_PERIOD = 1.0
 
 
-def register(deps: Deps, provisioner: Provisioner) -> DisruptionController:
+def register(
+    deps: Deps,
+    provisioner: Provisioner,
+    *,
+    controller_type: type[DisruptionController] = DisruptionController,
+) -> DisruptionController:
     """Build the disruption controller and its orchestration queue; add both to
-    ``deps.manager`` (and the cache informers they read: PDBs, pods by node)."""
+    ``deps.manager`` (and the cache informers they read: PDBs, pods by node).
+    ``controller_type`` lets a read-only view substitute a subclass (one that does not
+    wait out the validation delay)."""
     manager = deps.manager
     cache = manager.cache
     cache.informer(kinds.POD, indexers={INDEX_NODE_NAME: index_by_node_name})
@@ -72,8 +79,8 @@ def register(deps: Deps, provisioner: Provisioner) -> DisruptionController:
         client=deps.client, cluster=deps.cluster, provisioner=provisioner, events=events,
         clock=deps.clock, settings=deps.settings, metrics=deps.metrics,
     )
-    controller = DisruptionController(
-        client=deps.client, cache=cache, cluster=deps.cluster, provisioner=provisioner,
+    controller = controller_type(
+        client=deps.client, cache=cache, cluster=deps.cluster, scheduling=deps.scheduling,
         cloud_provider=deps.cloud_provider, queue=queue, events=events, clock=deps.clock,
         settings=deps.settings, metrics=deps.metrics,
     )

@@ -11,10 +11,10 @@ A pass (Karpenter's disruption.Controller.Reconcile):
 
 Each method sees fresh candidates (:func:`~._candidates.build_candidate`; blocked
 nodes get a DisruptionBlocked event), the budgets for its reason, and a what-if view
-of the cluster built from the same model, NodePools and instance types the
-provisioner uses. Emptiness and consolidation commands are validated after
-``Settings.disruption_validation_delay``: re-built from fresh state, dropped if any
-candidate, budget or the simulation changed.
+of the cluster built from the scheduling inputs the provisioner uses (model, NodePool
+templates, instance types, pending and moving pods). Emptiness and consolidation
+commands are validated after ``Settings.disruption_validation_delay``: re-built from
+fresh state, dropped if any candidate, budget or the simulation changed.
 
 Karpenter's StaticDrift method serves NodePools with ``replicas`` (static capacity),
 which karpy does not offer; there is nothing for it to do, so it is not in the list.
@@ -57,7 +57,7 @@ from karpy.controllers.disruption._singlenode import SingleNodeConsolidation
 from karpy.controllers.disruption._staticdrift import StaticDrift
 from karpy.controllers.disruption._whatif import WhatIf, consolidate
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.provisioning import Provisioner
+from karpy.controllers.provisioning import SchedulingInputs
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, Kind, Object, Result, errors, kinds
 from karpy.runtime.indexes import INDEX_NODE_NAME
@@ -96,7 +96,7 @@ class DisruptionController:
         client: Client,
         cache: CacheReader,
         cluster: Cluster,
-        provisioner: Provisioner,
+        scheduling: SchedulingInputs,
         cloud_provider: CloudProvider,
         queue: OrchestrationQueue,
         events: DisruptionEvents,
@@ -107,7 +107,7 @@ class DisruptionController:
         self._client = client
         self._cache = cache
         self._cluster = cluster
-        self._provisioner = provisioner
+        self._scheduling = scheduling
         self._provider = cloud_provider
         self.queue = queue
         self._events = events
@@ -175,7 +175,7 @@ class DisruptionController:
             if entry.model is None:
                 continue
             try:
-                types = await self._provisioner.instance_types.get(entry)
+                types = await self._scheduling.instance_types.get(entry)
             except Exception as exc:  # a provider hiccup skips the pool for this pass
                 log.error("failed listing instance types",
                           extra={"nodepool": entry.name, "error": str(exc)})
@@ -208,24 +208,24 @@ class DisruptionController:
 
     async def whatif(self) -> WhatIf:
         """The cluster as a what-if simulation sees it now."""
-        templates = await self._provisioner.templates()
+        templates = await self._scheduling.templates()
         simulator = Simulator(
             templates, daemonsets=self._cluster.daemonset_pods(),
             # Karpenter's disruption simulates with reserved-capacity fallback: a
             # candidate's pod that finds a reservation full goes on-demand or spot
             # rather than making the command fail.
             options=dataclasses.replace(
-                self._provisioner.options, reserved_offering_mode="Fallback"
+                self._scheduling.options, reserved_offering_mode="Fallback"
             ),
         )
         return WhatIf(
             simulator=simulator,
             nodes=tuple(self._cluster.existing_nodes()),
-            pending=tuple(self._provisioner.pending_pods()),
-            deleting=tuple(self._provisioner.moving_pods()),
+            pending=tuple(self._scheduling.pending_pods()),
+            deleting=tuple(self._scheduling.moving_pods()),
             namespaces=dict(self._cluster.namespaces()),
             settling=settling_machines(self._cluster.nodes(), self._cluster.nodepool),
-            buffer=tuple(self._provisioner.buffer_pods()),
+            buffer=tuple(self._scheduling.buffer_pods()),
         )
 
     def candidates(

@@ -36,7 +36,6 @@ from karpy.controllers.metrics._status import (
     StatusMetrics,
 )
 from karpy.controllers.metrics._store import Gauge, GaugeStore, Sample
-from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
 from karpy.runtime import Kind, kinds
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
@@ -89,14 +88,11 @@ def register(deps: Deps) -> None:
         manager.singleton(node.name, node, period=PERIOD)
     cluster_state = ClusterStateMetrics(cluster=deps.cluster, store=state, clock=deps.clock)
     manager.singleton(cluster_state.name, cluster_state, period=PERIOD)
-    # Its own instance-type cache: the provisioner's is not shared through Deps, and
-    # a provider's get_instance_types is cached on its side anyway.
-    catalogue = InstanceTypeCache(
-        deps.cloud_provider, deps.unavailable_offerings, deps.clock, overlays=deps.overlays
-    )
+    # Priced from the provisioner's own catalogue (the shared scheduling inputs): the
+    # instance types are fetched and cached once.
     cost_errors = deps.metrics.cost_tracker_errors
     cost = CostMetrics(
-        cluster=deps.cluster, store=costs, instance_types=catalogue.get,
+        cluster=deps.cluster, store=costs, instance_types=deps.scheduling.instance_types.get,
         on_unpriced=lambda pool: cost_errors.add(1, {"nodepool": pool}),
     )
     manager.singleton(cost.name, cost, period=PERIOD)

@@ -46,7 +46,7 @@ def register(deps: Deps, provisioner: Provisioner) -> NodeOverlayController | No
         index=cache,
         cluster=deps.cluster,
         store=deps.overlays,
-        instance_types=provisioner.instance_types,
+        instance_types=deps.scheduling.instance_types,
         on_change=provisioner.trigger,
         clock=deps.clock,
     )

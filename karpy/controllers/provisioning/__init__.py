@@ -3,19 +3,30 @@
 :class:`Provisioner` (the ``provisioner`` singleton) batches pods that need capacity,
 runs the scheduling simulator over existing, in-flight and new capacity, and creates the
 NodeClaims it plans; :class:`ProvisionerTrigger` wakes it from pod and node events.
-:func:`register` adds both to the manager.
+:func:`register` adds both to the manager. What a round schedules (instance types,
+NodePool templates, pending and moving pods, simulator options) is one
+:class:`SchedulingInputs`, carried in ``Deps`` and shared with disruption, the metrics
+and the tools.
 """
 
 from __future__ import annotations
 
 from karpy.controllers.deps import Deps
 from karpy.controllers.provisioning.batcher import Batcher
+from karpy.controllers.provisioning.inputs import SchedulingInputs
 from karpy.controllers.provisioning.provisioner import PROVISIONED_REASON, Provisioner
 from karpy.controllers.provisioning.trigger import ProvisionerTrigger
 from karpy.runtime import kinds
 from karpy.state import NODE_POOL
 
-__all__ = ["PROVISIONED_REASON", "Batcher", "Provisioner", "ProvisionerTrigger", "register"]
+__all__ = [
+    "PROVISIONED_REASON",
+    "Batcher",
+    "Provisioner",
+    "ProvisionerTrigger",
+    "SchedulingInputs",
+    "register",
+]
 
 # The singleton's reconcile returns at least every second (the batcher's wait), so its
 # period only matters if that ever changes.
@@ -24,17 +35,7 @@ _PERIOD = 1.0
 
 def register(deps: Deps) -> Provisioner:
     """Build the provisioner and its trigger and add them to ``deps.manager``."""
-    provisioner = Provisioner(
-        client=deps.client,
-        cluster=deps.cluster,
-        cloud_provider=deps.cloud_provider,
-        unavailable_offerings=deps.unavailable_offerings,
-        recorder=deps.recorder,
-        clock=deps.clock,
-        settings=deps.settings,
-        metrics=deps.metrics,
-        overlays=deps.overlays,
-    )
+    provisioner = Provisioner(client=deps.client, inputs=deps.scheduling, clock=deps.clock)
     deps.manager.singleton(provisioner.name, provisioner, period=_PERIOD)
     deps.cluster.add_release_handler(provisioner.release)
     cache = deps.manager.cache

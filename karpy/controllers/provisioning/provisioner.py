@@ -4,14 +4,14 @@ One round (Karpenter's Provisioner.Reconcile):
 
 1. wait for a batch (:class:`~karpy.controllers.provisioning.batcher.Batcher`), then for
    the cluster model to be synced;
-2. gather the pods that need capacity -- provisionable and not nominated, plus pods on
-   machines being deleted -- each restricted to where its persistent volumes can be
-   mounted (a pod whose claim or StorageClass is missing is left out, with an event),
-   and the capacity that exists or is coming (nodes, launched NodeClaims, with the
-   pods already nominated to them);
-3. build the simulator's input: ready NodePools in weight order with their instance
-   types (cached per generation, unavailable offerings masked), limits and usage, and
-   the DaemonSets' pods; solve;
+2. gather the capacity that exists or is coming (nodes, launched NodeClaims, with the
+   pods already nominated to them), then, from the shared
+   :class:`~karpy.controllers.provisioning.inputs.SchedulingInputs`, the pods that need
+   capacity -- provisionable and not nominated, plus pods on machines being deleted --
+   each restricted to where its persistent volumes can be mounted;
+3. build the simulator's input: the inputs' NodePool templates (ready NodePools in
+   weight order with their instance types, limits and usage) and the DaemonSets'
+   pods; solve;
 4. record the decision (events, log lines, nominations onto existing capacity) and
    create one NodeClaim per planned node, nominating its pods to it.
 
@@ -28,20 +28,15 @@ from typing import Any
 
 from karpy.apis import NodePool
 from karpy.apis.duration import format_go_duration
-from karpy.apis.labels import LABEL_NODEPOOL
-from karpy.cloudprovider import CloudProvider
-from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning.batcher import Batcher
-from karpy.controllers.provisioning.events import NodePoolEvents, PodEvents
+from karpy.controllers.provisioning.inputs import SchedulingInputs
 from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
 from karpy.controllers.provisioning.nodeclaims import instance_type_names, nodeclaim_manifest
 from karpy.controllers.provisioning.pretty import truncated_list
 from karpy.controllers.provisioning.virtualpods import VirtualPodSource
-from karpy.controllers.settings import Settings
-from karpy.runtime import Client, Clock, EventRecorder, Result, freeze
+from karpy.runtime import Client, Clock, Result, freeze
 from karpy.scheduling import (
     NodeClaimPlan,
-    NodePoolTemplate,
     Pod,
     ReservedOfferingError,
     Results,
@@ -49,16 +44,10 @@ from karpy.scheduling import (
     reservation_label_keys,
 )
 from karpy.scheduling import resources as res
-from karpy.scheduling.filtering import filtered_out
-from karpy.scheduling.reservations import without_reserved
 from karpy.scheduling.simulator import SchedulerOptions, Simulator
 from karpy.state import (
     NODE_CLAIM,
-    Cluster,
     NodePoolEntry,
-    OverlayStore,
-    UnavailableOfferings,
-    VolumeError,
 )
 
 __all__ = ["PROVISIONED_REASON", "Provisioner"]
@@ -69,22 +58,11 @@ PROVISIONED_REASON = "provisioned"
 """The ``reason`` label of karpenter_nodeclaims_created_total for NodeClaims made here
 (Karpenter's metrics.ProvisionedReason)."""
 
-_DRA_UNSUPPORTED = (
-    "pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter"
-)
 _WAIT_FOR_BATCH = 1.0
 # Karpenter's pod controller re-triggers every still-pending pod every 10 s.
 _RETRY_PENDING = 10.0
 
 
-def has_dra_requirements(pod: Mapping[str, Any] | None) -> bool:
-    """Whether ``pod`` references a ResourceClaim, itself or in any container
-    (Karpenter's HasDRARequirements)."""
-    spec = (pod or {}).get("spec") or {}
-    if spec.get("resourceClaims"):
-        return True
-    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
-    return any(((c.get("resources") or {}).get("claims")) for c in containers)
 _SYNC_POLL = 0.05
 _SYNC_WAIT = 30.0
 _IMMEDIATELY = 0.001
@@ -96,57 +74,53 @@ class Provisioner:
 
     name = "provisioner"
 
-    def __init__(
-        self,
-        *,
-        client: Client,
-        cluster: Cluster,
-        cloud_provider: CloudProvider,
-        unavailable_offerings: UnavailableOfferings,
-        recorder: EventRecorder,
-        clock: Clock,
-        settings: Settings,
-        metrics: KarpenterMetrics,
-        options: SchedulerOptions | None = None,
-        overlays: OverlayStore | None = None,
-    ) -> None:
+    def __init__(self, *, client: Client, inputs: SchedulingInputs, clock: Clock) -> None:
         self.client = client
-        self.cluster = cluster
+        self.inputs = inputs
+        """What each round schedules, shared with disruption, metrics and the tools."""
+        self.cluster = inputs.cluster
         self.clock = clock
-        self.settings = settings
-        self.metrics = metrics
-        self.options = options or SchedulerOptions(
-            preference_policy=settings.preference_policy,
-            min_values_policy=settings.min_values_policy,
-            improvement_budget=settings.improvement_budget,
-            reserved_capacity=settings.feature_gates.reserved_capacity,
-            # Karpenter's provisioner: a pod that could use a full reservation waits
-            # for the next round rather than fall back (DisableReservedCapacityFallback).
-            reserved_offering_mode="Strict",
-        )
+        self.settings = inputs.settings
+        self.metrics = inputs.metrics
         self.batcher = Batcher(
-            clock, idle=settings.batch_idle_duration, maximum=settings.batch_max_duration
+            clock, idle=self.settings.batch_idle_duration, maximum=self.settings.batch_max_duration
         )
-        self.instance_types = InstanceTypeCache(
-            cloud_provider, unavailable_offerings, clock, overlays=overlays
-        )
-        self.events = PodEvents(recorder, clock)
-        self.pool_events = NodePoolEvents(recorder, clock)
+        self.events = inputs.events
         self._last_round = float("-inf")
-        self._ready_pools = 0
-        """NodePools the last :meth:`templates` found ready (Karpenter's
-        ErrNodePoolsNotFound when none), whether or not they had instance types."""
         self._batch_waiting = False
         """A batch window closed and its round still waits for the model to sync."""
-        self._skipped_pools: dict[str, str] = {}
         self._zones: set[str] = set()
         """The zones of karpenter_scheduler_pending_pods_by_effective_zone_count set."""
         # NodePool name -> (the parsed NodePool, its hash): hashing the template costs
         # ~1 ms, once per NodePool version rather than once per NodeClaim.
         self._hashes: dict[str, tuple[NodePool, str]] = {}
-        self.virtual_pods: VirtualPodSource | None = None
-        """CapacityBuffer headroom, scheduled with the pending pods in every round
-        (set by :mod:`karpy.controllers.capacitybuffer` behind its feature gate)."""
+
+    @property
+    def instance_types(self) -> InstanceTypeCache:
+        """The scheduling inputs' instance-type cache."""
+        return self.inputs.instance_types
+
+    @instance_types.setter
+    def instance_types(self, cache: InstanceTypeCache) -> None:
+        self.inputs.instance_types = cache
+
+    @property
+    def options(self) -> SchedulerOptions:
+        """The scheduling inputs' simulator options."""
+        return self.inputs.options
+
+    @options.setter
+    def options(self, options: SchedulerOptions) -> None:
+        self.inputs.options = options
+
+    @property
+    def virtual_pods(self) -> VirtualPodSource | None:
+        """The scheduling inputs' CapacityBuffer headroom."""
+        return self.inputs.virtual_pods
+
+    @virtual_pods.setter
+    def virtual_pods(self, source: VirtualPodSource | None) -> None:
+        self.inputs.virtual_pods = source
 
     # -- triggering ----------------------------------------------------------------------
 
@@ -166,7 +140,7 @@ class Provisioner:
         if not self._batch_waiting:
             if not await self.batcher.wait(_WAIT_FOR_BATCH):
                 idle_for = self.clock.monotonic() - self._last_round
-                if idle_for < _RETRY_PENDING or not self._has_work():
+                if idle_for < _RETRY_PENDING or not self.inputs.has_pods():
                     return Result(requeue_after=_IMMEDIATELY)
             self._batch_waiting = True
         if not await self._wait_for_sync():
@@ -194,33 +168,6 @@ class Provisioner:
             await self.clock.sleep(_SYNC_POLL)
         return True
 
-    def _has_work(self) -> bool:
-        return bool(self.cluster.provisionable_pods() or self.cluster.reschedulable_pods()
-                    or self.buffer_pods())
-
-    def buffer_pods(self) -> list[Pod]:
-        """The virtual pods of the CapacityBuffers (none without the feature gate)."""
-        return list(self.virtual_pods.pods()) if self.virtual_pods is not None else []
-
-    def _real(self, pods: Sequence[Pod]) -> list[Pod]:
-        """``pods`` without the virtual ones (never nominated, no events)."""
-        source = self.virtual_pods
-        return list(pods) if source is None else [p for p in pods if not source.is_virtual(p.key)]
-
-    def _skips_dra(self, obj: Mapping[str, Any], pod: Pod) -> bool:
-        """Whether ``pod`` has Dynamic Resource Allocation claims and IGNORE_DRA_REQUESTS
-        holds (Karpenter's default): karpy cannot simulate the devices such a pod needs,
-        so it says so on the pod and buys nothing for it."""
-        if not self.settings.ignore_dra_requests or not has_dra_requirements(obj):
-            return False
-        if self.events.failed_to_schedule(pod, _DRA_UNSUPPORTED):
-            log.info(
-                "skipping pod with Dynamic Resource Allocation requirements, not yet "
-                "supported by Karpenter",
-                extra={"Pod": {"name": pod.name, "namespace": pod.namespace}},
-            )
-        return True
-
     async def provision(self) -> int:
         """One round: schedule and create the NodeClaims. Returns how many failed."""
         results = await self.schedule()
@@ -234,15 +181,15 @@ class Provisioner:
         """Simulate where the pods needing capacity go; None when there are none."""
         started = time.perf_counter()
         self._last_round = self.clock.monotonic()
-        if not self._has_work():
+        if not self.inputs.has_pods():
             return None
         # Capacity first, pods second: a pod that binds in between is then counted on
         # its node rather than provisioned for (under-provisioning heals next round,
         # over-provisioning costs money).
         nodes = self.cluster.existing_nodes()
-        pending = self.pending_pods()
-        deleting = self.moving_pods()
-        pods = pending + deleting + self.buffer_pods()
+        pending = self.inputs.pending_pods()
+        deleting = self.inputs.moving_pods()
+        pods = pending + deleting + self.inputs.buffer_pods()
         if not pods:
             self._record_zones({})
             return None
@@ -250,11 +197,11 @@ class Provisioner:
             "computing scheduling decision for provisionable pod(s)",
             extra={"pending-pods": len(pending), "deleting-pods": len(deleting)},
         )
-        templates = await self.templates()
-        if not templates and not self._ready_pools:
+        templates = await self.inputs.templates()
+        if not templates and not self.inputs.ready_pools:
             log.info("no nodepools found")
             # a verdict all the same: nowhere to go (Karpenter marks them failed too)
-            self._mark_decisions(failed=self._real(pending), placed=())
+            self._mark_decisions(failed=self.inputs.real(pending), placed=())
             return None
         # Ready NodePools whose instance types were all filtered out still get a solve
         # (Karpenter builds its scheduler without templates): pods may fit existing and
@@ -284,8 +231,8 @@ class Provisioner:
         self._record(results)
         self._record_zones(results.pending_by_zone)
         self._mark_decisions(
-            failed=self._real([e.pod for e in results.errors]),
-            placed=self._real([
+            failed=self.inputs.real([e.pod for e in results.errors]),
+            placed=self.inputs.real([
                 *(p for plan in results.new_nodeclaims for p in plan.pods),
                 *(p for node in results.existing_nodes for p in node.pods),
             ]),
@@ -315,107 +262,6 @@ class Provisioner:
         for wait in waits:
             self.metrics.pods_scheduling_decision_duration.record(wait)
 
-    def pending_pods(self) -> list[Pod]:
-        """Provisionable pods as the simulator sees them, volume topology included;
-        pods that cannot be provisioned for yet are left out (Karpenter's Validate)."""
-        out = []
-        ignored = 0
-        for obj in self.cluster.provisionable_pods():
-            pod = self.cluster.scheduling_pod(obj)
-            if _avoids_managed_nodes(pod):
-                ignored += 1
-                continue
-            if self._skips_dra(obj, pod):
-                continue
-            try:
-                out.append(self.cluster.with_volume_topology(pod))
-            except VolumeError as exc:
-                ignored += 1
-                reason = f"failed to validate pod, {exc}"
-                if self.events.failed_to_schedule(pod, reason):
-                    log.info(
-                        "ignoring pod, failed to validate pod",
-                        extra={"Pod": {"name": pod.name, "namespace": pod.namespace},
-                               "error": str(exc)},
-                    )
-        self.metrics.scheduler_ignored_pods.set(ignored)
-        return out
-
-    def moving_pods(self) -> list[Pod]:
-        """Pods on machines being deleted, restricted to where their volumes can go;
-        a pod whose volumes cannot be resolved is left out, as Karpenter does."""
-        out = []
-        for pod in self.cluster.reschedulable_pods():
-            try:
-                out.append(self.cluster.with_volume_topology(pod, bound=True))
-            except VolumeError as exc:
-                log.error(
-                    "failed getting volume topology requirements",
-                    extra={"Pod": {"name": pod.name, "namespace": pod.namespace},
-                           "error": str(exc)},
-                )
-        return out
-
-    async def templates(self) -> list[NodePoolTemplate]:
-        """The simulator's view of every usable NodePool (ready, valid, with instance
-        types), heaviest first; skipped pools are logged once per reason."""
-        templates = []
-        self._ready_pools = 0
-        for entry in self.cluster.nodepools():
-            reason = self._unusable(entry)
-            if reason is None and entry.replicas is None:
-                self._ready_pools += 1
-            if entry.replicas is not None:
-                # Static: its nodes are karpy.controllers.static's, never pods'. Without
-                # the gate nothing acts on spec.replicas: say so rather than stay silent.
-                if self.settings.feature_gates.static_capacity:
-                    continue
-                reason = ("ignoring nodepool, spec.replicas is set but the StaticCapacity "
-                          "feature gate is off")
-            if reason is None:
-                try:
-                    instance_types = await self.instance_types.get(entry)
-                except Exception as exc:
-                    reason = f"skipping, unable to resolve instance types: {exc}"
-                else:
-                    if not instance_types:
-                        reason = "skipping, no resolved instance types found"
-                    elif not self.options.reserved_capacity:
-                        instance_types = without_reserved(instance_types)
-            if reason is not None:
-                if self._skipped_pools.get(entry.name) != reason:
-                    self._skipped_pools[entry.name] = reason
-                    log.info(reason, extra={"NodePool": {"name": entry.name}})
-                continue
-            self._skipped_pools.pop(entry.name, None)
-            template = NodePoolTemplate.from_nodepool_dict(
-                entry.raw, instance_types, usage=self.cluster.nodepool_usage(entry.name)
-            )
-            filtered = filtered_out(
-                template, relax_min_values=self.options.min_values_policy == "BestEffort"
-            )
-            if filtered is not None:
-                if self.pool_events.no_compatible_instance_types(
-                    entry.raw, min_values=filtered == "minValues"
-                ):
-                    log.info(
-                        "skipping, nodepool requirements filtered out all instance types",
-                        extra={"NodePool": {"name": entry.name}},
-                    )
-                continue
-            templates.append(template)
-        return templates
-
-    @staticmethod
-    def _unusable(entry: NodePoolEntry) -> str | None:
-        if entry.model is None:
-            return f"ignoring nodepool, invalid: {entry.error}"
-        if entry.deleting:
-            return "ignoring nodepool, being deleted"
-        if not entry.ready:
-            return "ignoring nodepool, not ready"
-        return None
-
     def _record(self, results: Results) -> None:
         """Events and log lines for the decision; nominations onto existing capacity."""
         deferred = results.deferred
@@ -429,7 +275,7 @@ class Provisioner:
         # CapacityBuffer's virtual pod is no pod at all
         unschedulable = [
             e for e in results.errors
-            if not isinstance(e.reason, ReservedOfferingError) and self._real([e.pod])
+            if not isinstance(e.reason, ReservedOfferingError) and self.inputs.real([e.pod])
         ]
         self.metrics.scheduler_unschedulable_pods.set(
             len(unschedulable), {"controller": self.name}
@@ -443,7 +289,7 @@ class Provisioner:
                 )
         ttl = self.settings.pod_nomination_ttl
         for placement in results.existing_nodes:
-            real = self._real(placement.pods)
+            real = self.inputs.real(placement.pods)
             self.cluster.nominate(real, placement.node, ttl=ttl)
             state = self.cluster.node_by_name(placement.node)
             claim = state.nodeclaim_name if state is not None else placement.node
@@ -519,7 +365,7 @@ class Provisioner:
         # Into the model now, not when the watch delivers it: the next round must see
         # this capacity (and the pods nominated to it) even if the watch lags.
         self.cluster.nodeclaim_created(freeze(created))
-        real = self._real(plan.pods)
+        real = self.inputs.real(plan.pods)
         self.cluster.nominate(real, name, ttl=self.settings.pod_nomination_ttl)
         log.info(
             "created nodeclaim",
@@ -544,14 +390,6 @@ class Provisioner:
         if cached is None or cached[0] is not nodepool:  # parsed anew on every change
             cached = self._hashes[name] = (nodepool, nodepool.hash())
         return cached[1]
-
-
-def _avoids_managed_nodes(pod: Pod) -> bool:
-    """The pod asks not to run on nodes karpy manages (``karpenter.sh/nodepool
-    DoesNotExist``), e.g. karpy's own replicas: not ours to provision for, and not worth
-    a FailedScheduling event (Karpenter ignores such pods the same way)."""
-    requirement = pod.strict_requirements.get(LABEL_NODEPOOL)
-    return requirement is not None and requirement.operator == "DoesNotExist"
 
 
 def _requests_of(nodeclaim: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The explainers on a :class:`~karpy.tools.view.ClusterView`: gather what the pure
-functions need from the view's model, provisioner and disruption controller (the very
-objects the operator builds), then explain."""
+functions need from the view's model, scheduling inputs and disruption controller (the
+very objects the operator builds), then explain."""
 
 from __future__ import annotations
 
@@ -27,13 +27,13 @@ async def explain_pod_in(view: ClusterView, key: str) -> PodExplanation:
             pools.append(PoolInput(entry))
             continue
         try:
-            types = await view.provisioner.instance_types.get(entry)
+            types = await view.scheduling.instance_types.get(entry)
         except Exception as exc:  # the provider's reason is the answer (NodeClass, ...)
             pools.append(PoolInput(entry, error=str(exc) or type(exc).__name__))
             continue
         pools.append(PoolInput(entry, tuple(types)))
     return explain_pod(key, raw, cluster=view.cluster, pools=pools,
-                       options=view.provisioner.options)
+                       options=view.scheduling.options)
 
 
 async def explain_node_in(view: ClusterView, name: str) -> NodeExplanation:

@@ -65,6 +65,12 @@ class ReadOnlyClient:
         """A read-only client over the same reads whose get/list consult ``reader``."""
         return ReadOnlyClient(self._inner, reader=reader, owns=False, tool=self._tool)
 
+    def with_write_gate(self, gate: object) -> ReadOnlyClient:
+        """A read-only client over the same reads and reader: every write is refused
+        already, so there is nothing for ``gate`` to hold back (a
+        :class:`~karpy.runtime.Manager` built on this client, as a view's is, asks)."""
+        return ReadOnlyClient(self._inner, reader=self._reader, owns=False, tool=self._tool)
+
     @property
     def api_client(self) -> NoReturn:
         """Refused: the raw API client could write."""

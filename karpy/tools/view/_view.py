@@ -2,16 +2,19 @@
 
 :func:`open_view` reads the source through a :class:`ReadOnlyClient` into the runtime's
 :class:`~karpy.runtime.Cache` (real informers: for a snapshot they list from the
-in-memory :class:`SnapshotClient`, for a live cluster they list and keep watching), feeds
-the same :class:`~karpy.state.Cluster` model the operator attaches, builds the chosen
-cloud provider for its catalogue, and builds the real
+in-memory :class:`SnapshotClient`, for a live cluster they list and keep watching), builds
+the chosen cloud provider for its catalogue, and then wires itself exactly as the
+operator does — :func:`karpy.operator.build_deps` and :func:`karpy.operator.wire`
+(``read_only``) on a :class:`~karpy.runtime.Manager` that never runs — so the
+:class:`~karpy.state.Cluster` model, the scheduling inputs, the real
 :class:`~karpy.controllers.provisioning.Provisioner` and
-:class:`~karpy.controllers.disruption.DisruptionController` on top — so a tool asks the
-very code the controllers run. Their Events go to a :class:`CapturingRecorder`;
-disruption's 15 s validation is replaced by an immediate yes (a view does not wait for
-the cluster to change, and re-checking unchanged state gives the same answer).
-NodeOverlays (with their gate on, or brought by what-if objects) are judged as the
-nodeoverlay controller judges them and applied to the provisioner's catalogue.
+:class:`~karpy.controllers.disruption.DisruptionController` are the operator's own, and
+a tool asks the very code the controllers run. Their Events go to a
+:class:`CapturingRecorder`; disruption's 15 s validation is replaced by an immediate
+yes (a view does not wait for the cluster to change, and re-checking unchanged state
+gives the same answer). NodeOverlays (with their gate on, or brought by what-if
+objects) are judged as the nodeoverlay controller judges them and applied to the
+scheduling inputs' catalogue.
 """
 
 from __future__ import annotations
@@ -33,20 +36,18 @@ from karpy.controllers.disruption import (
     Command,
     Decision,
     DisruptionController,
-    OrchestrationQueue,
 )
-from karpy.controllers.disruption._events import DisruptionEvents
 from karpy.controllers.disruption._method import Method
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeoverlay import Verdict, judge
 from karpy.controllers.nodepool import NodePoolReadiness, NodePoolValidation
-from karpy.controllers.provisioning import Provisioner
+from karpy.controllers.provisioning import Provisioner, SchedulingInputs
 from karpy.controllers.settings import Settings
-from karpy.runtime import Cache, Clock, KubeClient, Object, Request, SystemClock, errors, kinds
-from karpy.runtime.indexes import INDEX_NODE_NAME, index_by_node_name
+from karpy.operator import build_deps, wire
+from karpy.runtime import Cache, Clock, KubeClient, Manager, Object, Request, SystemClock, errors
 from karpy.runtime.kinds import Kind
 from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
-from karpy.state import NODE_POOL, Cluster, OverlayStore, UnavailableOfferings
+from karpy.state import NODE_POOL, Cluster
 from karpy.state.kinds import NODE_OVERLAY
 from karpy.state.statenode import StateNode
 from karpy.tools.view._landing import land
@@ -124,6 +125,9 @@ class ClusterView:
     """The controllers' cluster model."""
     provider: CloudProvider
     provider_name: str
+    scheduling: SchedulingInputs
+    """The scheduling inputs the provisioner and disruption share (instance types,
+    NodePool templates, pending pods, options)."""
     provisioner: Provisioner
     """The real provisioner (call :meth:`schedule`, never ``provision``)."""
     disruption: DisruptionController
@@ -158,7 +162,7 @@ class ClusterView:
         entry = self.cluster.nodepool(nodepool)
         if entry is None:
             return ()
-        return await self.provisioner.instance_types.get(entry)
+        return await self.scheduling.instance_types.get(entry)
 
     async def node_price(self, state: StateNode) -> float | None:
         """What a managed machine costs per hour: the price of its offering (its
@@ -184,11 +188,11 @@ class ClusterView:
     def pending_pods(self) -> list[Pod]:
         """The pods the provisioner would provision for (provisionable, not nominated,
         volume topology applied), as the simulator sees them."""
-        return self.provisioner.pending_pods()
+        return self.scheduling.pending_pods()
 
     async def templates(self) -> list[NodePoolTemplate]:
         """The usable NodePools (ready, valid, with instance types), heaviest first."""
-        return await self.provisioner.templates()
+        return await self.scheduling.templates()
 
     async def schedule(self) -> Results | None:
         """One provisioning round's decision (None when no pod needs capacity or no
@@ -292,7 +296,11 @@ async def open_view(
         pools = []
     base = ReadOnlyClient(inner, owns=not isinstance(source, Snapshot), tool="karpy view")
     try:
-        cache = Cache(base)
+        # The operator's own wiring on a manager that never runs (no servers, no leader
+        # election): only its cache is run, by _running.
+        manager = Manager(base, metrics_bind_address="0", health_probe_bind_address="0",
+                          clock=clock)
+        cache = manager.cache
         client = base.with_reader(cache)
         if provider is None and not pools and not isinstance(source, Snapshot):
             try:
@@ -315,19 +323,24 @@ async def open_view(
                     static, cloud, [str(p["metadata"]["name"]) for p in what_if.of(NODE_POOL)],
                     clock,
                 )
-            cluster = Cluster(clock=clock, nomination_ttl=settings.pod_nomination_ttl)
-            cluster.attach(cache)
-            cache.informer(kinds.POD, indexers={INDEX_NODE_NAME: index_by_node_name})
-            cache.informer(kinds.POD_DISRUPTION_BUDGET)
+            recorder = CapturingRecorder(clock=clock)
+            deps = build_deps(
+                manager=manager, provider=cloud, clock=clock, settings=settings,
+                recorder=recorder, metrics=KarpenterMetrics(NoOpMeter("karpy.tools")),
+            )
+            controllers = wire(deps, read_only=True, disruption_type=_WhatIfDisruption)
             overlays = await _overlays(base, static, what_if, settings)
-            store = OverlayStore()
             async with _running(cache, sync_timeout):
-                view = _build(source, client, cache, cluster, cloud, name, settings, clock,
-                              store)
+                view = ClusterView(
+                    source=source, client=client, cache=cache, cluster=deps.cluster,
+                    provider=cloud, provider_name=name, scheduling=deps.scheduling,
+                    provisioner=controllers.provisioner, disruption=controllers.disruption,
+                    recorder=recorder, settings=settings, clock=clock,
+                )
                 if overlays is not None:
-                    view.overlays = await judge(overlays, cluster,
-                                                view.provisioner.instance_types)
-                    store.update(view.overlays.applied, view.overlays.evaluated)
+                    view.overlays = await judge(overlays, deps.cluster,
+                                                deps.scheduling.instance_types)
+                    deps.overlays.update(view.overlays.applied, view.overlays.evaluated)
                 yield view
         finally:
             await close_provider(cloud)
@@ -352,37 +365,6 @@ async def _overlays(
         return list(await base.list(NODE_OVERLAY))
     except (errors.NotFound, errors.Forbidden):  # no CRD, or not ours to read
         return []
-
-
-def _build(
-    source: Snapshot | LiveCluster, client: ReadOnlyClient, cache: Cache, cluster: Cluster,
-    cloud: CloudProvider, name: str, settings: Settings, clock: Clock, overlays: OverlayStore,
-) -> ClusterView:
-    metrics = KarpenterMetrics(NoOpMeter("karpy.tools"))
-    recorder = CapturingRecorder(clock=clock)
-    provisioner = Provisioner(
-        client=client, cluster=cluster, cloud_provider=cloud,
-        unavailable_offerings=UnavailableOfferings(
-            clock=clock, ttl=settings.insufficient_capacity_ttl
-        ),
-        recorder=recorder, clock=clock, settings=settings, metrics=metrics,
-        overlays=overlays,
-    )
-    events = DisruptionEvents(recorder, clock)
-    queue = OrchestrationQueue(
-        client=client, cluster=cluster, provisioner=provisioner, events=events, clock=clock,
-        settings=settings, metrics=metrics,
-    )
-    disruption = _WhatIfDisruption(
-        client=client, cache=cache, cluster=cluster, provisioner=provisioner,
-        cloud_provider=cloud, queue=queue, events=events, clock=clock, settings=settings,
-        metrics=metrics,
-    )
-    return ClusterView(
-        source=source, client=client, cache=cache, cluster=cluster, provider=cloud,
-        provider_name=name, provisioner=provisioner, disruption=disruption,
-        recorder=recorder, settings=settings, clock=clock,
-    )
 
 
 @contextlib.asynccontextmanager

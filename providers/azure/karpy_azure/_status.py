@@ -222,12 +222,18 @@ async def resolve_status(
         conditions.set_true(CONDITION_VALIDATION_SUCCEEDED)
 
 
-def api_server_version(client: KubeClient) -> KubernetesVersion:
-    """Read the Kubernetes version (``1.31.2``) from the API server's ``/version``."""
+def api_server_version(client: Client) -> KubernetesVersion:
+    """Read the Kubernetes version (``1.31.2``) from the API server's ``/version``; only
+    a :class:`KubeClient` has a connection to ask (a ``TypeError`` names any other)."""
 
     async def read() -> str:
         from kubernetes_asyncio.client import VersionApi
 
+        if not isinstance(client, KubeClient):
+            raise TypeError(
+                f"reading the API server's /version needs a KubeClient, not "
+                f"{type(client).__name__}"
+            )
         info = await VersionApi(client.api_client).get_code()
         return str(info.git_version).lstrip("v").split("-")[0].split("+")[0]
 

@@ -16,7 +16,7 @@ from karpy.controllers.disruption import Candidate, Decision, build_candidate
 from karpy.controllers.disruption._candidates import GRACEFUL
 from karpy.controllers.disruption._whatif import consolidate
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.provisioning import Provisioner
+from karpy.controllers.provisioning import Provisioner, SchedulingInputs
 from karpy.controllers.settings import Settings
 from karpy.runtime import freeze
 from karpy.runtime.telemetry import Metrics
@@ -47,12 +47,13 @@ def provisioner() -> tuple[Provisioner, Cluster, FakeClient, FakeEventRecorder, 
     cluster = Cluster(clock=clock)
     client = FakeClient()
     recorder = FakeEventRecorder()
-    prov = Provisioner(
-        client=client, cluster=cluster, cloud_provider=FakeCloudProvider(),
+    inputs = SchedulingInputs(
+        cluster=cluster, cloud_provider=FakeCloudProvider(),
         unavailable_offerings=UnavailableOfferings(clock=clock),
         recorder=recorder, clock=clock, settings=Settings(),
         metrics=KarpenterMetrics(Metrics().meter("karpenter")),
     )  # fmt: skip
+    prov = Provisioner(client=client, inputs=inputs, clock=clock)
     virtual = VirtualPods()
     prov.virtual_pods = virtual
     cluster.update_nodepool(freeze(t.nodepool("default")))

@@ -218,7 +218,7 @@ class SceneController(DisruptionController):
         self.registry = Metrics()
         super().__init__(
             client=None, cache=None, cluster=scene.cluster,  # type: ignore[arg-type]
-            provisioner=None, cloud_provider=None, queue=_NoQueue(),  # type: ignore[arg-type]
+            scheduling=None, cloud_provider=None, queue=_NoQueue(),  # type: ignore[arg-type]
             events=DisruptionEvents(self.recorder, clock),
             clock=clock, settings=settings or Settings(),
             metrics=KarpenterMetrics(self.registry.meter("karpenter")),

@@ -24,14 +24,10 @@ from opentelemetry.sdk.metrics import Meter as SdkMeter
 from karpy.cloudprovider import NodeClassKind
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers import disruption, provisioning
-from karpy.controllers.deps import Deps
-from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.settings import Settings
-from karpy.operator import CONTROLLER_PACKAGES
+from karpy.operator import CONTROLLER_PACKAGES, build_deps
 from karpy.runtime import KubeClient, Manager
 from karpy.runtime.testing import FakeClient, FakeClock
-from karpy.state.cluster import Cluster
-from karpy.state.unavailable_offerings import UnavailableOfferings
 
 REFERENCE = Path(__file__).parent / "data" / "karpenter_v1_14_metrics.json"
 EC2_NODE_CLASS = NodeClassKind(
@@ -121,14 +117,9 @@ def wire(settings: Settings | None = None) -> Manager:
     clock = FakeClock()
     manager = Manager(cast(KubeClient, FakeClient(clock=clock)), metrics_bind_address="0",
                       health_probe_bind_address="0", clock=clock)
-    metrics = KarpenterMetrics(manager.meter("karpenter"), manager.metrics.registry)
-    deps = Deps(
-        manager=manager, client=manager.client,
-        cloud_provider=FakeCloudProvider(node_classes=(EC2_NODE_CLASS,)),
-        cluster=Cluster(clock=clock), unavailable_offerings=UnavailableOfferings(clock=clock),
-        recorder=manager.event_recorder("karpenter"), clock=clock,
-        settings=settings or Settings(),
-        metrics=metrics,
+    deps = build_deps(
+        manager=manager, provider=FakeCloudProvider(node_classes=(EC2_NODE_CLASS,)),
+        clock=clock, settings=settings or Settings(),
     )
     disruption.register(deps, provisioning.register(deps))
     for register in CONTROLLER_PACKAGES:

@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.provisioning import Provisioner
+from karpy.controllers.provisioning import Provisioner, SchedulingInputs
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Kind, errors
 from karpy.runtime.telemetry import Metrics
@@ -87,8 +87,7 @@ def build(settings: Settings | None = None) -> Harness:
     provider = FakeCloudProvider()
     metrics = Metrics()
     unavailable = UnavailableOfferings(clock=clock)
-    provisioner = Provisioner(
-        client=cast(Client, client),
+    inputs = SchedulingInputs(
         cluster=cluster,
         cloud_provider=provider,
         unavailable_offerings=unavailable,
@@ -97,4 +96,5 @@ def build(settings: Settings | None = None) -> Harness:
         settings=settings or Settings(),
         metrics=KarpenterMetrics(metrics.meter("karpenter")),
     )
+    provisioner = Provisioner(client=cast(Client, client), inputs=inputs, clock=clock)
     return Harness(provisioner, cluster, client, recorder, provider, clock, metrics, unavailable)

@@ -8,7 +8,7 @@ from typing import Any
 
 from provisioning_support import build
 
-from karpy.controllers.provisioning.provisioner import has_dra_requirements
+from karpy.controllers.provisioning.inputs import has_dra_requirements
 from karpy.controllers.settings import Settings
 from karpy.state.testing import nodepool, pod
 

@@ -112,7 +112,7 @@ async def test_disruption_what_ifs_fall_back_when_a_reservation_is_full() -> Non
     h = _harness()
     controller = DisruptionController(
         client=h.client, cache=None, cluster=h.cluster,  # type: ignore[arg-type]
-        provisioner=h.provisioner, cloud_provider=h.provider, queue=None,  # type: ignore[arg-type]
+        scheduling=h.provisioner.inputs, cloud_provider=h.provider, queue=None,  # type: ignore[arg-type]
         events=None, clock=h.clock, settings=Settings(), metrics=None,  # type: ignore[arg-type]
     )
     whatif = await controller.whatif()

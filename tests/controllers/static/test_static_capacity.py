@@ -10,7 +10,7 @@ from typing import Any
 
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.provisioning import Provisioner
+from karpy.controllers.provisioning import Provisioner, SchedulingInputs
 from karpy.controllers.settings import FeatureGates, Settings
 from karpy.controllers.static import StaticDeprovisioning, StaticProvisioning
 from karpy.runtime import Request, freeze
@@ -25,13 +25,14 @@ class Rig:
         self.clock = FakeClock()
         self.cluster = Cluster(clock=self.clock)
         self.client = FakeClient()
-        self.provisioner = Provisioner(
-            client=self.client, cluster=self.cluster, cloud_provider=FakeCloudProvider(),
+        inputs = SchedulingInputs(
+            cluster=self.cluster, cloud_provider=FakeCloudProvider(),
             unavailable_offerings=UnavailableOfferings(clock=self.clock),
             recorder=FakeEventRecorder(), clock=self.clock,
             settings=Settings(feature_gates=gates or FeatureGates(static_capacity=True)),
             metrics=KarpenterMetrics(Metrics().meter("karpenter")),
         )  # fmt: skip
+        self.provisioner = Provisioner(client=self.client, inputs=inputs, clock=self.clock)
         self.up = StaticProvisioning(cluster=self.cluster, provisioner=self.provisioner)
         self.down = StaticDeprovisioning(client=self.client, cluster=self.cluster)
 
