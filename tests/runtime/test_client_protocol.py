@@ -10,15 +10,17 @@ import warnings
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
-from karpy.runtime import Client, KubeClient, ListerWatcher
+from karpy.runtime import Client, KubeClient, LeaderElectionConfig, ListerWatcher, ManagerClient
+from karpy.runtime.leaderelection import LeaderElector
 from karpy.runtime.testing import FakeClient
 from karpy.tools.view import ReadOnlyClient, SnapshotClient
 
 IMPLEMENTATIONS = {
     "Client": [KubeClient, FakeClient, ReadOnlyClient, SnapshotClient],
     "ListerWatcher": [KubeClient, ReadOnlyClient, SnapshotClient],
+    "ManagerClient": [KubeClient, ReadOnlyClient],
 }
-PROTOCOLS = {"Client": Client, "ListerWatcher": ListerWatcher}
+PROTOCOLS = {"Client": Client, "ListerWatcher": ListerWatcher, "ManagerClient": ManagerClient}
 
 
 def _verbs(protocol: type) -> list[str]:
@@ -68,3 +70,11 @@ async def test_building_a_client_the_old_way_warns_and_builds_a_kube_client() ->
         warnings.simplefilter("error")
         with pytest.raises(AttributeError):
             Client.no_such_thing  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_leader_election_renewing_in_its_own_thread_needs_a_kube_client() -> None:
+    config = LeaderElectionConfig(name="karpy", namespace="karpy", renew_in_thread=True)
+    with pytest.raises(TypeError, match="renew_in_thread needs a KubeClient.*not FakeClient"):
+        LeaderElector(FakeClient(), config)
+    # renewing on the caller's loop, any Client will do (the unit tests' fakes)
+    LeaderElector(FakeClient(), LeaderElectionConfig(name="karpy", namespace="karpy"))
