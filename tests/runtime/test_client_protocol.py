@@ -74,7 +74,7 @@ async def test_building_a_client_the_old_way_warns_and_builds_a_kube_client() ->
 
 def test_leader_election_renewing_in_its_own_thread_needs_a_kube_client() -> None:
     config = LeaderElectionConfig(name="karpy", namespace="karpy", renew_in_thread=True)
-    with pytest.raises(TypeError, match="renew_in_thread needs a KubeClient.*not FakeClient"):
+    with pytest.raises(TypeError, match=r"renew_in_thread needs a KubeClient.*not FakeClient"):
         LeaderElector(FakeClient(), config)
     # renewing on the caller's loop, any Client will do (the unit tests' fakes)
     LeaderElector(FakeClient(), LeaderElectionConfig(name="karpy", namespace="karpy"))
