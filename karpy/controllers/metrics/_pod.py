@@ -28,6 +28,7 @@ from karpy.apis.labels import (
     LABEL_NODEPOOL,
     LABEL_ZONE,
 )
+from karpy.apis.pods import is_terminal
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.metrics._store import Gauge, GaugeStore, Sample
 from karpy.runtime import Client, Request, Result, errors, kinds
@@ -105,10 +106,6 @@ def _condition(pod: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
     return None
 
 
-def _terminal(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
 def _waiting_unbound(pod: Mapping[str, Any]) -> bool:
     """Pending and not scheduled (Karpenter's unbound)."""
     return ((pod.get("status") or {}).get("phase") == "Pending"
@@ -179,7 +176,7 @@ class PodMetrics:
         if not (pod.get("spec") or {}).get("nodeName") and waiting_unbound:
             samples.append(Sample(POD_SCHEDULING_UNDECIDED, ident, 0.0,
                                   since_of=self._undecided_since(key)))
-        if _ready(pod) is not None or _terminal(pod):
+        if _ready(pod) is not None or is_terminal(pod):
             # its start is recorded (or will never be): Karpenter's
             # ClearPodSchedulingMappings
             self._scheduling.clear(key)

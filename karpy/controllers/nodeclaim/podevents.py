@@ -18,6 +18,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from karpy.apis.pods import is_owned_by_daemonset, is_terminal, is_terminating
 from karpy.cloudprovider import CloudProvider
 from karpy.controllers.indexes import Index, index_provider_ids, nodeclaims_for_provider_id
 from karpy.controllers.nodeclaim._managed import is_managed_object
@@ -35,7 +36,6 @@ from karpy.runtime import (
     kinds,
 )
 from karpy.state.kinds import NODE_CLAIM
-from karpy.state.pods import is_daemonset_pod, is_terminal, is_terminating
 
 __all__ = ["DEDUPE_TIMEOUT", "POD_EVENTS", "PodEvents", "is_pod_event"]
 
@@ -101,7 +101,7 @@ class PodEvents:
         except errors.NotFound:
             return Result()
         node_name = _node_name(pod)
-        if not node_name or is_daemonset_pod(pod):
+        if not node_name or is_owned_by_daemonset(pod):
             return Result()
         try:
             node = await self._client.get(kinds.NODE, node_name)
