@@ -25,6 +25,13 @@ from pydantic import ValidationError
 from karpy.apis import NodeClaim, NodePool
 from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.cloudprovider import CloudProvider
+from karpy.controllers.indexes import (
+    INDEX_NODECLASS_REF,
+    INDEX_NODEPOOL,
+    index_nodeclass_ref,
+    index_nodepool_label,
+    nodeclass_ref_key,
+)
 from karpy.controllers.nodeclaim._managed import is_managed
 from karpy.controllers.nodeclaim._mergepatch import merge_patch
 from karpy.controllers.nodeclaim.conditionevents import condition_transitions, record_transitions
@@ -49,29 +56,11 @@ from karpy.runtime import (
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 __all__ = [
-    "INDEX_NODECLASS_REF",
-    "INDEX_NODEPOOL",
     "NODEPOOL_CHANGED",
     "DisruptionConditions",
-    "index_nodeclass_ref",
-    "index_nodepool",
 ]
 
-INDEX_NODEPOOL: Final = "karpy.nodeclaim/nodepool"
-INDEX_NODECLASS_REF: Final = "karpy.nodeclaim/nodeClassRef"
 _WORKERS: Final = 10
-
-
-def index_nodepool(obj: Object) -> Iterable[str]:
-    """Index value of a NodeClaim: its ``karpenter.sh/nodepool`` label."""
-    pool = (obj["metadata"].get("labels") or {}).get(LABEL_NODEPOOL)
-    return (pool,) if pool else ()
-
-
-def index_nodeclass_ref(obj: Object) -> Iterable[str]:
-    """Index value of a NodeClaim: ``group/kind/name`` of its nodeClassRef."""
-    ref = (obj.get("spec") or {}).get("nodeClassRef") or {}
-    return (f"{ref.get('group', '')}/{ref.get('kind', '')}/{ref.get('name', '')}",)
 
 
 def _judged(obj: Object) -> tuple[Any, Any]:
@@ -116,7 +105,7 @@ class DisruptionConditions:
         """Add the controller to ``manager``: NodeClaims, their NodePools and NodeClasses."""
         cache = manager.cache
         cache.informer(NODE_CLAIM, indexers={
-            INDEX_NODEPOOL: index_nodepool, INDEX_NODECLASS_REF: index_nodeclass_ref,
+            INDEX_NODEPOOL: index_nodepool_label, INDEX_NODECLASS_REF: index_nodeclass_ref,
         })
         builder = (
             manager.controller(self.name)
@@ -217,7 +206,7 @@ def _name(obj: Mapping[str, Any]) -> str:
 
 def _ref_of(group: str, kind: str) -> Callable[[Object], str]:
     """The nodeClassRef index value naming a NodeClass object of this kind."""
-    return lambda obj: f"{group}/{kind}/{_name(obj)}"
+    return lambda obj: nodeclass_ref_key(group, kind, _name(obj))
 
 
 def _nodeclaims_by(
