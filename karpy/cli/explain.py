@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from karpy.cli._tool_settings import add_settings_arguments
+
 if TYPE_CHECKING:
     from karpy.controllers.settings import Settings
     from karpy.tools.explain import NodeExplanation, PodExplanation
@@ -36,13 +38,7 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd.add_argument("--cloud-provider", metavar="NAME",
                      help="whose catalogue to use (default: the provider serving the "
                      "NodePools' NodeClasses, else kwok)")
-    cmd.add_argument("--provider-setting", action="append", default=[], metavar="KEY=VALUE",
-                     help="a provider setting, as for karpy run (repeatable)")
-    cmd.add_argument("--cluster-name", default="", help="as karpy run's --cluster-name")
-    cmd.add_argument("--feature-gates", metavar="NAME=BOOL,...", default="",
-                     help="as karpy run's, e.g. SpotToSpotConsolidation=true")
-    cmd.add_argument("--log-level", default="critical",
-                     help="show the controllers' own log lines at this level (default: none)")
+    add_settings_arguments(cmd)
     cmd.set_defaults(func=_run)
 
 
@@ -51,24 +47,16 @@ def _run(args: argparse.Namespace) -> int:
     import json
 
     from karpy.cli._logs import configure_command_logging
-    from karpy.controllers.settings import FeatureGates, Settings
+    from karpy.cli._tool_settings import settings_from_args
+    from karpy.options import ConfigError
     from karpy.tools.view import SnapshotError, ViewError
 
     configure_command_logging(args.log_level)
-    provider_settings = {}
-    for item in args.provider_setting:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            print(f"karpy explain: --provider-setting {item!r}: expected KEY=VALUE",
-                  file=sys.stderr)
-            return 2
-        provider_settings[key] = value
     try:
-        gates = FeatureGates.parse(args.feature_gates)
-    except ValueError as exc:
-        print(f"karpy explain: --feature-gates: {exc}", file=sys.stderr)
+        settings, provider_settings = settings_from_args(args)
+    except ConfigError as exc:
+        print(f"karpy explain: {exc}", file=sys.stderr)
         return 2
-    settings = Settings(cluster_name=args.cluster_name, feature_gates=gates)
     try:
         answer = asyncio.run(_explain(args, settings, provider_settings))
     except SnapshotError as exc:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from karpy.cli._tool_settings import add_settings_arguments
+
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd = commands.add_parser(
@@ -29,13 +31,7 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd.add_argument("--cloud-provider", metavar="NAME",
                      help="whose catalogue to price with (default: the provider serving the "
                      "NodePools' NodeClasses, else kwok)")
-    cmd.add_argument("--provider-setting", action="append", default=[], metavar="KEY=VALUE",
-                     help="a provider setting, as for karpy run (repeatable)")
-    cmd.add_argument("--cluster-name", default="", help="as karpy run's --cluster-name")
-    cmd.add_argument("--feature-gates", metavar="NAME=BOOL,...", default="",
-                     help="as karpy run's, e.g. SpotToSpotConsolidation=true")
-    cmd.add_argument("--log-level", default="critical",
-                     help="show the controllers' own log lines at this level (default: none)")
+    add_settings_arguments(cmd)
     cmd.set_defaults(func=_run)
 
 
@@ -46,29 +42,21 @@ def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from karpy.cli._logs import configure_command_logging
-    from karpy.controllers.settings import FeatureGates, Settings
+    from karpy.cli._tool_settings import settings_from_args
+    from karpy.options import ConfigError
     from karpy.tools.simulate import SimulateOptions, render, run_simulation
     from karpy.tools.view import SnapshotError, ViewError
 
     configure_command_logging(args.log_level)
-    settings_ = {}
-    for item in args.provider_setting:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            print(f"karpy simulate: --provider-setting {item!r}: expected KEY=VALUE",
-                  file=sys.stderr)
-            return 2
-        settings_[key] = value
     try:
-        gates = FeatureGates.parse(args.feature_gates)
-    except ValueError as exc:
-        print(f"karpy simulate: --feature-gates: {exc}", file=sys.stderr)
+        settings, provider_settings = settings_from_args(args)
+    except ConfigError as exc:
+        print(f"karpy simulate: {exc}", file=sys.stderr)
         return 2
     options = SimulateOptions(
         snapshot=args.snapshot, kubeconfig=args.kubeconfig, context=args.context,
         what_if=tuple(args.filename), provider=args.cloud_provider,
-        provider_settings=settings_,
-        settings=Settings(cluster_name=args.cluster_name, feature_gates=gates),
+        provider_settings=provider_settings, settings=settings,
     )
     try:
         report = asyncio.run(run_simulation(options))
