@@ -7,7 +7,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from karpy.cli._tool_settings import add_settings_arguments
+from karpy.cli._tool_flags import (
+    add_settings_arguments,
+    add_source_arguments,
+    report_view_error,
+    settings_from_args,
+)
 
 if TYPE_CHECKING:
     from karpy.controllers.settings import Settings
@@ -27,12 +32,8 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd.add_argument("what", choices=("pod", "node"), help="what to explain")
     cmd.add_argument("name", help="NS/NAME of a pod (NAME alone: namespace default), or "
                      "a node's NAME")
-    source = cmd.add_mutually_exclusive_group()
-    source.add_argument("--kubeconfig", help="a live cluster (default: $KUBECONFIG or "
-                        "~/.kube/config; read with get/list/watch only)")
-    source.add_argument("--snapshot", metavar="FILE",
-                        help="a snapshot file (karpy snapshot, or kubectl get -o yaml)")
-    cmd.add_argument("--context", help="the kubeconfig context (default: current)")
+    add_source_arguments(cmd, required=False, kubeconfig_help="a live cluster (default: "
+                         "$KUBECONFIG or ~/.kube/config; read with get/list/watch only)")
     cmd.add_argument("-o", "--output", choices=("text", "json"), default="text",
                      help="text (default) or json (docs/tools.md has the schema)")
     cmd.add_argument("--cloud-provider", metavar="NAME",
@@ -46,26 +47,16 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
     import json
 
-    from karpy.cli._logs import configure_command_logging
-    from karpy.cli._tool_settings import settings_from_args
-    from karpy.options import ConfigError
     from karpy.tools.view import SnapshotError, ViewError
 
-    configure_command_logging(args.log_level)
-    try:
-        settings, provider_settings = settings_from_args(args)
-    except ConfigError as exc:
-        print(f"karpy explain: {exc}", file=sys.stderr)
+    prepared = settings_from_args("explain", args)
+    if prepared is None:
         return 2
+    settings, provider_settings = prepared
     try:
         answer = asyncio.run(_explain(args, settings, provider_settings))
-    except SnapshotError as exc:
-        # A malformed snapshot or -f manifest: one line, the status of a malformed command.
-        print(f"karpy explain: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-    except ViewError as exc:
-        print(f"karpy explain: {exc}", file=sys.stderr)
-        return 1
+    except (SnapshotError, ViewError) as exc:
+        return report_view_error("explain", exc)
     if args.output == "json":
         print(json.dumps(answer.to_dict(), indent=2, sort_keys=False))
     else:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from karpy.cli._tool_settings import add_settings_arguments
+from karpy.cli._tool_flags import (
+    add_settings_arguments,
+    add_source_arguments,
+    report_view_error,
+    settings_from_args,
+)
 
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,11 +22,8 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "before and after. -f replaces or adds objects (usually NodePools) to ask "
         "'what if'; the output then shows the difference.",
     )
-    source = cmd.add_mutually_exclusive_group(required=True)
-    source.add_argument("--kubeconfig", help="a live cluster (read with get/list only)")
-    source.add_argument("--snapshot", metavar="FILE",
-                        help="a snapshot file (karpy snapshot, or kubectl get -o yaml)")
-    cmd.add_argument("--context", help="the kubeconfig context (default: current)")
+    add_source_arguments(cmd, required=True,
+                         kubeconfig_help="a live cluster (read with get/list only)")
     cmd.add_argument("-f", "--filename", action="append", default=[], metavar="FILE",
                      help="objects replacing or adding to the cluster's, e.g. a changed "
                      "NodePool (repeatable)")
@@ -41,18 +42,13 @@ def _run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from karpy.cli._logs import configure_command_logging
-    from karpy.cli._tool_settings import settings_from_args
-    from karpy.options import ConfigError
     from karpy.tools.simulate import SimulateOptions, render, run_simulation
     from karpy.tools.view import SnapshotError, ViewError
 
-    configure_command_logging(args.log_level)
-    try:
-        settings, provider_settings = settings_from_args(args)
-    except ConfigError as exc:
-        print(f"karpy simulate: {exc}", file=sys.stderr)
+    prepared = settings_from_args("simulate", args)
+    if prepared is None:
         return 2
+    settings, provider_settings = prepared
     options = SimulateOptions(
         snapshot=args.snapshot, kubeconfig=args.kubeconfig, context=args.context,
         what_if=tuple(args.filename), provider=args.cloud_provider,
@@ -60,13 +56,8 @@ def _run(args: argparse.Namespace) -> int:
     )
     try:
         report = asyncio.run(run_simulation(options))
-    except SnapshotError as exc:
-        # A malformed snapshot or -f manifest: one line, the status of a malformed command.
-        print(f"karpy simulate: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-    except ViewError as exc:
-        print(f"karpy simulate: {exc}", file=sys.stderr)
-        return 1
+    except (SnapshotError, ViewError) as exc:
+        return report_view_error("simulate", exc)
     if args.output == "json":
         print(json.dumps(report.to_json(), indent=2))
     else:
