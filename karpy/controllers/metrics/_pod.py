@@ -31,7 +31,7 @@ from karpy.apis.labels import (
 from karpy.apis.pods import is_terminal
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.metrics._store import Gauge, GaugeStore, Sample
-from karpy.runtime import Client, Request, Result, errors, kinds
+from karpy.runtime import Client, Request, Result, errors, kinds, parse_time
 from karpy.state.pod_scheduling import PodSchedulingTimes
 
 __all__ = [
@@ -85,10 +85,6 @@ GAUGES: Final = (
     POD_STATE, POD_UNSTARTED, POD_UNBOUND, POD_PROVISIONING_UNSTARTED,
     POD_PROVISIONING_UNBOUND, POD_SCHEDULING_UNDECIDED,
 )
-
-
-def _time(value: Any) -> datetime | None:
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00")) if value else None
 
 
 def _ready(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -159,7 +155,7 @@ class PodMetrics:
         self._record_startup(key, pod, schedulable)
         self._record_bound(key, pod, schedulable)
         ident = {"name": request.name, "namespace": request.namespace}
-        created = _time(pod["metadata"].get("creationTimestamp"))
+        created = parse_time(pod["metadata"].get("creationTimestamp"))
         waiting_unbound = _waiting_unbound(pod)
         if created is not None:
             if key in self._pending:
@@ -209,8 +205,8 @@ class PodMetrics:
         scheduled = _condition(pod, "PodScheduled")
         if key not in self._unbound or scheduled is None:
             return
-        bound = _time(scheduled.get("lastTransitionTime"))
-        created = _time(pod["metadata"].get("creationTimestamp"))
+        bound = parse_time(scheduled.get("lastTransitionTime"))
+        created = parse_time(pod["metadata"].get("creationTimestamp"))
         if bound is not None and created is not None:
             self._metrics.pods_bound_duration.record(max((bound - created).total_seconds(), 0.0))
         if bound is not None and schedulable is not None:
@@ -256,8 +252,8 @@ class PodMetrics:
             return  # running before karpy saw it pending: its startup is not ours to time
         ready = _ready(pod)
         if ready is not None:
-            started = _time(ready.get("lastTransitionTime"))
-            created = _time(pod["metadata"].get("creationTimestamp"))
+            started = parse_time(ready.get("lastTransitionTime"))
+            created = parse_time(pod["metadata"].get("creationTimestamp"))
             if started is not None and created is not None:
                 self._metrics.pods_startup_duration.record(
                     max((started - created).total_seconds(), 0.0)

@@ -22,7 +22,6 @@ from karpy.apis.pods import is_owned_by_daemonset, is_terminal, is_terminating
 from karpy.cloudprovider import CloudProvider
 from karpy.controllers.indexes import Index, index_provider_ids, nodeclaims_for_provider_id
 from karpy.controllers.nodeclaim._managed import is_managed_object
-from karpy.controllers.nodeclaim._times import parse_time, rfc3339
 from karpy.runtime import (
     Client,
     Clock,
@@ -33,7 +32,9 @@ from karpy.runtime import (
     Request,
     Result,
     errors,
+    format_time,
     kinds,
+    parse_time,
 )
 from karpy.state.kinds import NODE_CLAIM
 
@@ -120,7 +121,7 @@ class PodEvents:
         last = _latest(recorded, self._written.get(uid))
         if last is not None and now - last < DEDUPE_TIMEOUT:
             return Result()
-        patch: dict[str, Any] = {"status": {"lastPodEventTime": rfc3339(now)}}
+        patch: dict[str, Any] = {"status": {"lastPodEventTime": format_time(now)}}
         # Claimed before the write, not after: the pods of one node bind together and
         # the workers take them at once, so each would otherwise see no write yet and
         # send its own (three pods per node made 2.3 writes per NodeClaim).

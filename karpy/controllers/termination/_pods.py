@@ -21,6 +21,7 @@ from karpy.apis.annotations import ANNOTATION_DO_NOT_DISRUPT
 from karpy.apis.duration import parse_duration
 from karpy.apis.pods import is_active, is_owned_by_daemonset, is_owned_by_node, is_terminal
 from karpy.apis.taints import TAINT_DISRUPTED
+from karpy.runtime import parse_time
 from karpy.scheduling.taints import NodeTaint, Toleration
 
 __all__ = [
@@ -31,7 +32,6 @@ __all__ = [
     "is_drainable",
     "is_evictable",
     "is_waiting_eviction",
-    "parse_time",
     "tolerates_disrupted_taint",
 ]
 
@@ -42,13 +42,6 @@ STUCK_TERMINATING_AFTER: Final = timedelta(minutes=1)
 _DISRUPTED = NodeTaint(key=TAINT_DISRUPTED, effect="NoSchedule")
 
 Pod = Mapping[str, Any]
-
-
-def parse_time(value: Any) -> datetime | None:
-    """An RFC 3339 timestamp as written by the API server, or None."""
-    if not value:
-        return None
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
 
 
 def _meta(pod: Pod) -> Mapping[str, Any]:
