@@ -23,6 +23,8 @@ HOMES = {
     "is_owned_by_node": "karpy/apis/pods.py",
     "is_owned_by_daemonset": "karpy/apis/pods.py",
     "is_owned_by_statefulset": "karpy/apis/pods.py",
+    "owner_reference": "karpy/apis/pods.py",
+    "daemonset_reference": "karpy/apis/pods.py",
     # "is this node being disrupted"
     "has_disrupted_taint": "karpy/apis/taints.py",
     # API timestamps

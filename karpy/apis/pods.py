@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "daemonset_reference",
     "is_active",
     "is_owned_by",
     "is_owned_by_daemonset",
@@ -21,6 +22,7 @@ __all__ = [
     "is_owned_by_statefulset",
     "is_terminal",
     "is_terminating",
+    "owner_reference",
 ]
 
 Pod = Mapping[str, Any]
@@ -45,17 +47,27 @@ def is_active(pod: Pod) -> bool:
     return not is_terminal(pod) and not is_terminating(pod)
 
 
+def owner_reference(pod: Pod, api_version: str, kind: str) -> Mapping[str, Any] | None:
+    """The pod's first owner reference naming ``api_version`` and ``kind``, or None."""
+    for ref in _meta(pod).get("ownerReferences") or ():
+        if ref.get("apiVersion") == api_version and ref.get("kind") == kind:
+            return ref  # type: ignore[no-any-return]
+    return None
+
+
 def is_owned_by(pod: Pod, api_version: str, kind: str) -> bool:
     """Whether an owner reference of the pod names ``api_version`` and ``kind``."""
-    return any(
-        ref.get("apiVersion") == api_version and ref.get("kind") == kind
-        for ref in _meta(pod).get("ownerReferences") or ()
-    )
+    return owner_reference(pod, api_version, kind) is not None
+
+
+def daemonset_reference(pod: Pod) -> Mapping[str, Any] | None:
+    """The owner reference to the pod's apps/v1 DaemonSet, or None."""
+    return owner_reference(pod, "apps/v1", "DaemonSet")
 
 
 def is_owned_by_daemonset(pod: Pod) -> bool:
     """Owned by an apps/v1 DaemonSet (its controller places it, not kube-scheduler)."""
-    return is_owned_by(pod, "apps/v1", "DaemonSet")
+    return daemonset_reference(pod) is not None
 
 
 def is_owned_by_statefulset(pod: Pod) -> bool:

@@ -37,7 +37,7 @@ from pydantic import ValidationError
 
 from karpy.apis import NodePool
 from karpy.apis.labels import LABEL_NODEPOOL
-from karpy.apis.pods import is_terminal
+from karpy.apis.pods import daemonset_reference, is_terminal
 from karpy.runtime import (
     Cache,
     Clock,
@@ -83,11 +83,10 @@ def _requests_of(claim: Mapping[str, Any]) -> bool:
 
 def _daemonset_of(pod: Mapping[str, Any]) -> str:
     """``namespace/name`` of the DaemonSet owning ``pod``, or ""."""
-    meta = pod["metadata"]
-    for ref in meta.get("ownerReferences") or ():
-        if ref.get("kind") == "DaemonSet":
-            return f"{meta.get('namespace') or 'default'}/{ref.get('name')}"
-    return ""
+    ref = daemonset_reference(pod)
+    if ref is None:
+        return ""
+    return f"{pod['metadata'].get('namespace') or 'default'}/{ref.get('name')}"
 
 
 class Cluster:
