@@ -15,7 +15,6 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any, Final, TypeVar, cast
 
-from karpy.apis.pods import is_active, is_owned_by_daemonset
 from karpy.scheduling import resources as res
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.selectors import LabelMatcher, SelectorTerm
@@ -374,6 +373,7 @@ class Pod:
         """Parse a Kubernetes pod (as a dict with the API's camelCase keys)."""
         metadata = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
+        status = pod.get("status") or {}
         namespace = metadata.get("namespace") or "default"
         labels: Mapping[str, str] = metadata.get("labels") or {}
         # Most pods have few of the optional fields: each block is skipped when absent
@@ -445,9 +445,9 @@ class Pod:
             host_ports=_host_ports(spec),
             volume_requirements=tuple(volume_requirements),
             node_name=spec.get("nodeName") or "",
-            is_daemon=is_owned_by_daemonset(pod) if owners else False,
-            # Terminal or terminating: either way it is leaving its node.
-            terminal=not is_active(pod),
+            is_daemon=any(o.get("kind") == "DaemonSet" for o in owners) if owners else False,
+            terminal=status.get("phase") in ("Succeeded", "Failed")
+            or bool(metadata.get("deletionTimestamp")),
             raw=pod if keep_raw else None,
         )
 

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from karpy.apis.pods import is_active, is_owned_by_daemonset, is_owned_by_node, is_terminal
-from karpy.scheduling import Pod
 from karpy.state.pods import is_provisionable, is_reschedulable
 from karpy.state.testing import pod
 
@@ -30,9 +29,6 @@ def test_a_daemonset_of_another_api_group_is_not_the_daemonset_controllers() -> 
     assert not is_owned_by_daemonset(kruise)
     assert is_provisionable(kruise)
     assert not is_provisionable(owned_by("apps/v1", "DaemonSet"))
-    # The simulator agrees: its requests are the workload's, not DaemonSet overhead.
-    assert not Pod.from_dict(kruise).is_daemon
-    assert Pod.from_dict(owned_by("apps/v1", "DaemonSet")).is_daemon
 
 
 def test_only_a_core_node_owner_makes_a_mirror_pod() -> None:
