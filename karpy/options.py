@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,8 +26,10 @@ __all__ = [
     "ConfigError",
     "Options",
     "Setting",
+    "add_provider_setting_argument",
     "add_run_arguments",
     "options_from_args",
+    "parse_provider_settings",
 ]
 
 
@@ -300,17 +302,40 @@ _DURATION_FIELDS = {
 }
 
 
+def add_provider_setting_argument(parser: argparse.ArgumentParser, help: str) -> None:
+    """Add the repeatable ``--provider-setting KEY=VALUE`` flag (read it with
+    :func:`parse_provider_settings`): ``karpy run`` and the tools that build a provider
+    take it alike."""
+    parser.add_argument(
+        "--provider-setting", action="append", default=[], metavar="KEY=VALUE", help=help
+    )
+
+
+def parse_provider_settings(items: Iterable[str]) -> dict[str, str]:
+    """The ``--provider-setting`` values as a mapping (a later KEY replaces an earlier).
+
+    Raises ConfigError naming the flag and the value that is not ``KEY=VALUE``.
+    """
+    settings: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--provider-setting {item!r}: expected KEY=VALUE")
+        settings[key] = value
+    return settings
+
+
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``karpy run``'s flags; each defaults to its environment variable, if set.
 
     Values are parsed by :func:`options_from_args`, not by argparse, so a bad one gets a
     one-line error naming the flag and the variable rather than a usage dump.
     """
-    parser.add_argument(
-        "--provider-setting", action="append", default=[], metavar="KEY=VALUE",
+    add_provider_setting_argument(
+        parser,
         help="a setting passed to the provider (repeatable); each provider's settings "
         "and their environment variables are listed below",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--kubeconfig", metavar="PATH",
         help="kubeconfig to use (env KUBECONFIG); default: in a pod, its service account "
@@ -347,12 +372,7 @@ def options_from_args(
     """
     env = os.environ if environ is None else environ
     values = {s.flag: _value(s, args, env) for s in SETTINGS}
-    provider_settings: dict[str, str] = {}
-    for item in args.provider_setting:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--provider-setting {item!r}: expected KEY=VALUE")
-        provider_settings[key] = value
+    provider_settings = parse_provider_settings(args.provider_setting)
     settings = Settings(
         cluster_name=values["--cluster-name"],
         feature_gates=values["--feature-gates"],

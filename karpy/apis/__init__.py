@@ -3,7 +3,9 @@ annotations, taints and finalizer that karpy shares with Karpenter.
 
 Modules, one idea each:
 
-- ``labels``, ``annotations``, ``taints``: well-known keys and values (plain constants);
+- ``labels``, ``annotations``, ``taints``: well-known keys and values (plain constants;
+  ``taints.has_disrupted_taint`` tells whether a Node is being disrupted);
+- ``pods``: where a pod is in its life and who owns it (Karpenter's pod utilities);
 - ``duration``: Karpenter's duration strings ("720h", "Never");
 - ``model``: the model base classes (camelCase aliases, omitempty output, CRD metadata);
 - ``core``: shapes from Kubernetes' own APIs (ObjectMeta, Taint, Condition);

@@ -159,19 +159,6 @@ def parse_nillable_duration(text: str) -> timedelta | None:
     return None if text == NEVER else parse_duration(text)
 
 
-def format_duration(value: timedelta | None) -> str:
-    """Write a duration the way the CRD patterns accept it ("1h30m", "45s", "Never")."""
-    if value is None:
-        return NEVER
-    total = round(value.total_seconds())
-    if total < 0:
-        raise ValueError(f"negative duration {value} has no CRD form")
-    hours, rest = divmod(total, 3600)
-    minutes, seconds = divmod(rest, 60)
-    out = "".join(f"{n}{unit}" for n, unit in ((hours, "h"), (minutes, "m"), (seconds, "s")) if n)
-    return out or "0s"
-
-
 def _decimal(value: int, digits: int) -> str:
     # value / 10**digits with trailing zeros (and a bare point) dropped, as Go's fmtFrac.
     whole, frac = divmod(value, 10**digits)
@@ -204,3 +191,22 @@ def format_go_duration(seconds: float | timedelta) -> str:
     if minutes:
         return f"{sign}{minutes}m{secs}"
     return f"{sign}{secs}"
+
+
+# A group whose number is zero ("0m" in "1h0m5s"), not the end of a longer number ("10m").
+_ZERO_GROUP: Final = re.compile(r"(?<![0-9])0[hms]")
+
+
+def format_duration(value: timedelta | None) -> str:
+    """Write a duration the way the CRD patterns accept it ("1h30m", "45s", "Never").
+
+    Go's ``Duration.String`` of the whole seconds (:func:`format_go_duration`,
+    "1h30m0s") with its zero groups left out, as people write durations in manifests;
+    Go reads either text back as the same duration.
+    """
+    if value is None:
+        return NEVER
+    total = round(value.total_seconds())
+    if total < 0:
+        raise ValueError(f"negative duration {value} has no CRD form")
+    return _ZERO_GROUP.sub("", format_go_duration(timedelta(seconds=total))) or "0s"

@@ -7,6 +7,13 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from karpy.cli._tool_flags import (
+    add_settings_arguments,
+    add_source_arguments,
+    report_view_error,
+    settings_from_args,
+)
+
 if TYPE_CHECKING:
     from karpy.controllers.settings import Settings
     from karpy.tools.explain import NodeExplanation, PodExplanation
@@ -25,24 +32,14 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd.add_argument("what", choices=("pod", "node"), help="what to explain")
     cmd.add_argument("name", help="NS/NAME of a pod (NAME alone: namespace default), or "
                      "a node's NAME")
-    source = cmd.add_mutually_exclusive_group()
-    source.add_argument("--kubeconfig", help="a live cluster (default: $KUBECONFIG or "
-                        "~/.kube/config; read with get/list/watch only)")
-    source.add_argument("--snapshot", metavar="FILE",
-                        help="a snapshot file (karpy snapshot, or kubectl get -o yaml)")
-    cmd.add_argument("--context", help="the kubeconfig context (default: current)")
+    add_source_arguments(cmd, required=False, kubeconfig_help="a live cluster (default: "
+                         "$KUBECONFIG or ~/.kube/config; read with get/list/watch only)")
     cmd.add_argument("-o", "--output", choices=("text", "json"), default="text",
                      help="text (default) or json (docs/tools.md has the schema)")
     cmd.add_argument("--cloud-provider", metavar="NAME",
                      help="whose catalogue to use (default: the provider serving the "
                      "NodePools' NodeClasses, else kwok)")
-    cmd.add_argument("--provider-setting", action="append", default=[], metavar="KEY=VALUE",
-                     help="a provider setting, as for karpy run (repeatable)")
-    cmd.add_argument("--cluster-name", default="", help="as karpy run's --cluster-name")
-    cmd.add_argument("--feature-gates", metavar="NAME=BOOL,...", default="",
-                     help="as karpy run's, e.g. SpotToSpotConsolidation=true")
-    cmd.add_argument("--log-level", default="critical",
-                     help="show the controllers' own log lines at this level (default: none)")
+    add_settings_arguments(cmd)
     cmd.set_defaults(func=_run)
 
 
@@ -50,34 +47,16 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
     import json
 
-    from karpy.cli._logs import configure_command_logging
-    from karpy.controllers.settings import FeatureGates, Settings
     from karpy.tools.view import SnapshotError, ViewError
 
-    configure_command_logging(args.log_level)
-    provider_settings = {}
-    for item in args.provider_setting:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            print(f"karpy explain: --provider-setting {item!r}: expected KEY=VALUE",
-                  file=sys.stderr)
-            return 2
-        provider_settings[key] = value
-    try:
-        gates = FeatureGates.parse(args.feature_gates)
-    except ValueError as exc:
-        print(f"karpy explain: --feature-gates: {exc}", file=sys.stderr)
+    prepared = settings_from_args("explain", args)
+    if prepared is None:
         return 2
-    settings = Settings(cluster_name=args.cluster_name, feature_gates=gates)
+    settings, provider_settings = prepared
     try:
         answer = asyncio.run(_explain(args, settings, provider_settings))
-    except SnapshotError as exc:
-        # A malformed snapshot or -f manifest: one line, the status of a malformed command.
-        print(f"karpy explain: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-    except ViewError as exc:
-        print(f"karpy explain: {exc}", file=sys.stderr)
-        return 1
+    except (SnapshotError, ViewError) as exc:
+        return report_view_error("explain", exc)
     if args.output == "json":
         print(json.dumps(answer.to_dict(), indent=2, sort_keys=False))
     else:

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
+
+from karpy.cli._tool_flags import (
+    add_settings_arguments,
+    add_source_arguments,
+    report_view_error,
+    settings_from_args,
+)
 
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -16,11 +22,8 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "before and after. -f replaces or adds objects (usually NodePools) to ask "
         "'what if'; the output then shows the difference.",
     )
-    source = cmd.add_mutually_exclusive_group(required=True)
-    source.add_argument("--kubeconfig", help="a live cluster (read with get/list only)")
-    source.add_argument("--snapshot", metavar="FILE",
-                        help="a snapshot file (karpy snapshot, or kubectl get -o yaml)")
-    cmd.add_argument("--context", help="the kubeconfig context (default: current)")
+    add_source_arguments(cmd, required=True,
+                         kubeconfig_help="a live cluster (read with get/list only)")
     cmd.add_argument("-f", "--filename", action="append", default=[], metavar="FILE",
                      help="objects replacing or adding to the cluster's, e.g. a changed "
                      "NodePool (repeatable)")
@@ -29,13 +32,7 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd.add_argument("--cloud-provider", metavar="NAME",
                      help="whose catalogue to price with (default: the provider serving the "
                      "NodePools' NodeClasses, else kwok)")
-    cmd.add_argument("--provider-setting", action="append", default=[], metavar="KEY=VALUE",
-                     help="a provider setting, as for karpy run (repeatable)")
-    cmd.add_argument("--cluster-name", default="", help="as karpy run's --cluster-name")
-    cmd.add_argument("--feature-gates", metavar="NAME=BOOL,...", default="",
-                     help="as karpy run's, e.g. SpotToSpotConsolidation=true")
-    cmd.add_argument("--log-level", default="critical",
-                     help="show the controllers' own log lines at this level (default: none)")
+    add_settings_arguments(cmd)
     cmd.set_defaults(func=_run)
 
 
@@ -45,40 +42,22 @@ def _run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from karpy.cli._logs import configure_command_logging
-    from karpy.controllers.settings import FeatureGates, Settings
     from karpy.tools.simulate import SimulateOptions, render, run_simulation
     from karpy.tools.view import SnapshotError, ViewError
 
-    configure_command_logging(args.log_level)
-    settings_ = {}
-    for item in args.provider_setting:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            print(f"karpy simulate: --provider-setting {item!r}: expected KEY=VALUE",
-                  file=sys.stderr)
-            return 2
-        settings_[key] = value
-    try:
-        gates = FeatureGates.parse(args.feature_gates)
-    except ValueError as exc:
-        print(f"karpy simulate: --feature-gates: {exc}", file=sys.stderr)
+    prepared = settings_from_args("simulate", args)
+    if prepared is None:
         return 2
+    settings, provider_settings = prepared
     options = SimulateOptions(
         snapshot=args.snapshot, kubeconfig=args.kubeconfig, context=args.context,
         what_if=tuple(args.filename), provider=args.cloud_provider,
-        provider_settings=settings_,
-        settings=Settings(cluster_name=args.cluster_name, feature_gates=gates),
+        provider_settings=provider_settings, settings=settings,
     )
     try:
         report = asyncio.run(run_simulation(options))
-    except SnapshotError as exc:
-        # A malformed snapshot or -f manifest: one line, the status of a malformed command.
-        print(f"karpy simulate: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-    except ViewError as exc:
-        print(f"karpy simulate: {exc}", file=sys.stderr)
-        return 1
+    except (SnapshotError, ViewError) as exc:
+        return report_view_error("simulate", exc)
     if args.output == "json":
         print(json.dumps(report.to_json(), indent=2))
     else:

@@ -33,6 +33,7 @@ AGE_TICK = 10.0
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from karpy.cloudprovider.registry import CLOUD_PROVIDER_ENV
+    from karpy.options import add_provider_setting_argument
     from karpy.tools.top import SORT_KEYS
 
     cmd = commands.add_parser(
@@ -52,12 +53,8 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"the provider whose catalogue prices the nodes (env {CLOUD_PROVIDER_ENV}; "
         "default: kwok)",
     )
-    cmd.add_argument(
-        "--provider-setting",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a setting passed to the provider (repeatable), as for karpy run",
+    add_provider_setting_argument(
+        cmd, help="a setting passed to the provider (repeatable), as for karpy run"
     )
     cmd.add_argument("--cluster-name", help="env CLUSTER_NAME (some providers need it)")
     cmd.add_argument(
@@ -169,6 +166,7 @@ async def _main(args: argparse.Namespace) -> int:
     from karpy.cloudprovider import CloudProviderError, ProviderContext
     from karpy.cloudprovider.registry import CLOUD_PROVIDER_ENV, build_provider, close_provider
     from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
+    from karpy.options import parse_provider_settings
     from karpy.runtime import KubeClient, SystemClock
     from karpy.state import OverlayStore, UnavailableOfferings
     from karpy.state.cost import PriceBook, load_price_book
@@ -177,12 +175,7 @@ async def _main(args: argparse.Namespace) -> int:
     from karpy.tools.view import ReadOnlyClient
     from karpy.tools.watch import watched_cluster
 
-    settings: dict[str, str] = {}
-    for item in args.provider_setting:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--provider-setting {item!r}: expected KEY=VALUE")
-        settings[key] = value
+    settings = parse_provider_settings(args.provider_setting)
     if args.kubeconfig is not None:
         connection = await KubeClient.from_kubeconfig(args.kubeconfig)
     else:

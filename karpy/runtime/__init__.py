@@ -51,6 +51,7 @@ from ._protocol import Client, ListerWatcher, ManagerClient
 from ._reconcile import Reconciler, Request, Result, SingletonReconciler
 from ._run import run
 from ._sources import InformerSource, MapFunc, Source, enqueue_object, enqueue_owner
+from ._timestamps import format_micro_time, format_time, parse_time
 from ._workqueue import WorkQueue
 from .kinds import Kind
 
@@ -94,9 +95,12 @@ __all__ = [
     "enqueue_object",
     "enqueue_owner",
     "errors",
+    "format_micro_time",
+    "format_time",
     "freeze",
     "kinds",
     "logging_context",
+    "parse_time",
     "predicate_from",
     "run",
     "singleton_controller",

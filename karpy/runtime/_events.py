@@ -25,6 +25,7 @@ from typing import Any
 from ._client import PatchType
 from ._clock import Clock, SystemClock
 from ._protocol import Client
+from ._timestamps import format_time
 from .errors import ClientError, NotFound
 from .kinds import EVENT
 
@@ -147,7 +148,7 @@ class EventRecorder:
             self.dropped += 1
             return None
         namespace = involved["namespace"] or "default"
-        now = self._clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = format_time(self._clock.now())
         key = (identity, involved["kind"], type_, reason, message)
         seen = self._seen.get(key)
         if seen is not None:

@@ -63,6 +63,7 @@ from ._clock import Clock, SystemClock
 from ._fence import WriteGate
 from ._objects import Object, freeze
 from ._selectors import FieldQuery, LabelQuery
+from ._timestamps import format_time
 from .errors import AlreadyExists, Conflict, NotFound, ServerError, TooManyRequests
 from .kinds import Kind
 
@@ -394,7 +395,7 @@ class FakeClient:
         return ((namespace or "default") if kind.namespaced else "", name)
 
     def _stamp(self, after: float = 0.0) -> str:
-        return (self.clock.now() + timedelta(seconds=after)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return format_time(self.clock.now() + timedelta(seconds=after))
 
     def _bump(self, obj: dict[str, Any]) -> None:
         obj["metadata"]["resourceVersion"] = str(next(self._versions))

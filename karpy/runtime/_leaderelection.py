@@ -44,13 +44,13 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from ._client import KubeClient
 from ._clock import Clock, SystemClock
 from ._metrics import Metrics
 from ._protocol import Client
+from ._timestamps import format_micro_time
 from .errors import (
     AlreadyExists,
     ClientError,
@@ -88,10 +88,6 @@ class LeaderElectionConfig:
     def __post_init__(self) -> None:
         if not (self.lease_duration > self.renew_deadline > self.retry_period > 0):
             raise ValueError("need lease_duration > renew_deadline > retry_period > 0")
-
-
-def _micro_time(now: datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:
@@ -230,8 +226,8 @@ class LeaderElector:
             spec: dict[str, Any] = {
                 "holderIdentity": cfg.identity,
                 "leaseDurationSeconds": duration,
-                "acquireTime": _micro_time(now),
-                "renewTime": _micro_time(now),
+                "acquireTime": format_micro_time(now),
+                "renewTime": format_micro_time(now),
                 "leaseTransitions": 0,
             }
             body = {"metadata": {"name": cfg.name, "namespace": cfg.namespace}, "spec": spec}
@@ -253,11 +249,11 @@ class LeaderElector:
         ):
             return False
         if holder != cfg.identity:
-            spec["acquireTime"] = _micro_time(now)
+            spec["acquireTime"] = format_micro_time(now)
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         spec["holderIdentity"] = cfg.identity
         spec["leaseDurationSeconds"] = duration
-        spec["renewTime"] = _micro_time(now)
+        spec["renewTime"] = format_micro_time(now)
         lease["spec"] = spec
         try:
             await client.update(LEASE, lease, timeout=timeout)
@@ -410,7 +406,7 @@ class LeaderElector:
             spec = dict(lease.get("spec") or {})
             if spec.get("holderIdentity") != cfg.identity:
                 return
-            now = _micro_time(self._clock.now())
+            now = format_micro_time(self._clock.now())
             spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=now, acquireTime=now)
             lease["spec"] = spec
             await self._client.update(LEASE, lease, timeout=cfg.retry_period * 2)

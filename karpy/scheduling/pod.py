@@ -15,6 +15,7 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any, Final, TypeVar, cast
 
+from karpy.apis.pods import is_owned_by_daemonset
 from karpy.scheduling import resources as res
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.selectors import LabelMatcher, SelectorTerm
@@ -451,7 +452,7 @@ class Pod:
             host_ports=_host_ports(spec),
             volume_requirements=tuple(volume_requirements),
             node_name=spec.get("nodeName") or "",
-            is_daemon=any(o.get("kind") == "DaemonSet" for o in owners) if owners else False,
+            is_daemon=is_owned_by_daemonset(pod) if owners else False,
             terminal=status.get("phase") in ("Succeeded", "Failed"),
             terminating=bool(metadata.get("deletionTimestamp")),
             raw=pod if keep_raw else None,
@@ -465,7 +466,9 @@ class Pod:
         template_meta = dict(template.get("metadata") or {})
         template_meta.setdefault("name", metadata.get("name") or "")
         template_meta.setdefault("namespace", metadata.get("namespace") or "default")
-        template_meta["ownerReferences"] = [{"kind": "DaemonSet", "name": metadata.get("name")}]
+        template_meta["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": metadata.get("name")}
+        ]
         return cls.from_dict({"metadata": template_meta, "spec": template.get("spec") or {}})
 
     @property

@@ -37,6 +37,7 @@ from pydantic import ValidationError
 
 from karpy.apis import NodePool
 from karpy.apis.labels import LABEL_NODEPOOL
+from karpy.apis.pods import daemonset_reference, is_terminal
 from karpy.runtime import (
     Cache,
     Clock,
@@ -55,12 +56,7 @@ from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 from karpy.state.nodepool import NodePoolEntry
 from karpy.state.nominations import Nomination, Nominations, node_target, nodeclaim_target
 from karpy.state.pod_scheduling import PodSchedulingTimes
-from karpy.state.pods import (
-    is_provisionable,
-    is_reschedulable,
-    is_terminal,
-    pod_key,
-)
+from karpy.state.pods import is_provisionable, is_reschedulable, pod_key
 from karpy.state.statenode import NodePods, StateNode
 from karpy.state.volumes import ClaimRef, VolumeError, VolumeIndex, claim_refs
 
@@ -87,11 +83,10 @@ def _requests_of(claim: Mapping[str, Any]) -> bool:
 
 def _daemonset_of(pod: Mapping[str, Any]) -> str:
     """``namespace/name`` of the DaemonSet owning ``pod``, or ""."""
-    meta = pod["metadata"]
-    for ref in meta.get("ownerReferences") or ():
-        if ref.get("kind") == "DaemonSet":
-            return f"{meta.get('namespace') or 'default'}/{ref.get('name')}"
-    return ""
+    ref = daemonset_reference(pod)
+    if ref is None:
+        return ""
+    return f"{pod['metadata'].get('namespace') or 'default'}/{ref.get('name')}"
 
 
 class Cluster:

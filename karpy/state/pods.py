@@ -1,8 +1,9 @@
 """What a pod is, as the autoscaler sorts pods: read straight from the API object.
 
 These predicates follow Karpenter's (pkg/utils/pod): a pod is *provisionable* when
-kube-scheduler tried and failed to place it and nothing else will; *terminal* when it
-has finished and no longer holds resources on its node.
+kube-scheduler tried and failed to place it and nothing else will; *reschedulable* when
+it would need a new home if its node went away. Where a pod is in its life (terminal,
+terminating) and who owns it are read with :mod:`karpy.apis.pods`.
 """
 
 from __future__ import annotations
@@ -10,15 +11,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from karpy.apis.pods import (
+    is_active,
+    is_owned_by_daemonset,
+    is_owned_by_node,
+    is_owned_by_statefulset,
+    is_terminal,
+    is_terminating,
+)
+
 __all__ = [
     "failed_to_schedule",
-    "is_daemonset_pod",
-    "is_owned_by_node",
     "is_preempting",
     "is_provisionable",
     "is_reschedulable",
-    "is_terminal",
-    "is_terminating",
     "pod_key",
 ]
 
@@ -42,30 +48,6 @@ def is_preempting(pod: Mapping[str, Any]) -> bool:
     return bool((pod.get("status") or {}).get("nominatedNodeName"))
 
 
-def _owner_kinds(pod: Mapping[str, Any]) -> list[str]:
-    return [ref.get("kind", "") for ref in pod["metadata"].get("ownerReferences") or ()]
-
-
-def is_daemonset_pod(pod: Mapping[str, Any]) -> bool:
-    """Owned by a DaemonSet (the DaemonSet controller places it, not kube-scheduler)."""
-    return "DaemonSet" in _owner_kinds(pod)
-
-
-def is_owned_by_node(pod: Mapping[str, Any]) -> bool:
-    """A static (mirror) pod: it exists only on its node."""
-    return "Node" in _owner_kinds(pod)
-
-
-def is_terminal(pod: Mapping[str, Any]) -> bool:
-    """Succeeded or Failed: the pod no longer holds resources on its node."""
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
-def is_terminating(pod: Mapping[str, Any]) -> bool:
-    """Being deleted (it still holds its node's resources until it is gone)."""
-    return bool(pod["metadata"].get("deletionTimestamp"))
-
-
 def is_provisionable(pod: Mapping[str, Any]) -> bool:
     """Needs new capacity: unbound, marked Unschedulable by kube-scheduler, not
     preempting, not a DaemonSet or static pod, not terminating or terminal."""
@@ -73,7 +55,7 @@ def is_provisionable(pod: Mapping[str, Any]) -> bool:
         not (pod.get("spec") or {}).get("nodeName")
         and failed_to_schedule(pod)
         and not is_preempting(pod)
-        and not is_daemonset_pod(pod)
+        and not is_owned_by_daemonset(pod)
         and not is_owned_by_node(pod)
         and not is_terminating(pod)
         and not is_terminal(pod)
@@ -86,6 +68,9 @@ def is_reschedulable(pod: Mapping[str, Any]) -> bool:
 
     A StatefulSet pod is deleted before its replacement, with the same name, is
     created: while it terminates, the replacement is about to need room."""
-    active = not (is_terminal(pod) or is_terminating(pod))
-    returning = is_terminating(pod) and "StatefulSet" in _owner_kinds(pod)
-    return (active or returning) and not is_daemonset_pod(pod) and not is_owned_by_node(pod)
+    returning = is_terminating(pod) and is_owned_by_statefulset(pod)
+    return (
+        (is_active(pod) or returning)
+        and not is_owned_by_daemonset(pod)
+        and not is_owned_by_node(pod)
+    )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 __all__ = [
     "GIB",
@@ -135,6 +135,11 @@ def nodeclaim(
     }
 
 
+#: Owner kinds outside apps/v1 (a mirror pod's owner is a core Node), so an owner
+#: reference reads as the API server writes it: ownership is judged by apiVersion and kind.
+_OWNER_API_VERSIONS: Final = {"Node": "v1", "Job": "batch/v1"}
+
+
 def pod(
     name: str,
     *,
@@ -167,8 +172,8 @@ def pod(
     }
     if owner_kind:
         meta["ownerReferences"] = [
-            {"apiVersion": "apps/v1", "kind": owner_kind, "name": owner_name,
-             "uid": f"owner-{owner_name}", "controller": True}
+            {"apiVersion": _OWNER_API_VERSIONS.get(owner_kind, "apps/v1"), "kind": owner_kind,
+             "name": owner_name, "uid": f"owner-{owner_name}", "controller": True}
         ]
     if deleting:
         meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"

@@ -27,6 +27,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from karpy.runtime import parse_time
 from karpy.scheduling import resources as res
 from karpy.state import Cluster, StateNode
 from karpy.state.cost import MachineOffering, PriceBook, machine_offering
@@ -115,7 +116,7 @@ def _created(obj: Mapping[str, Any] | None) -> datetime | None:
     if not text:
         return None
     try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+        return parse_time(text)
     except ValueError:
         return None
 

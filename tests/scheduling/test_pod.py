@@ -222,3 +222,18 @@ def test_nodepool_from_dict() -> None:
     assert pool.labels["karpenter.k8s.aws/ec2nodeclass"] == "d"
     assert pool.requirements.labels()["team"] == "ml"
     assert str(pool.taints[0]) == "gpu=true:NoSchedule"
+
+
+def test_only_an_apps_v1_daemonset_makes_a_daemon_pod() -> None:
+    # Karpenter's IsOwnedByDaemonSet: group and kind; OpenKruise's Advanced DaemonSet
+    # (apps.kruise.io) places pods through kube-scheduler like any other workload.
+    def owned_by(api_version: str) -> Pod:
+        return Pod.from_dict({
+            "metadata": {"name": "agent", "namespace": "kube-system", "ownerReferences": [
+                {"apiVersion": api_version, "kind": "DaemonSet", "name": "agent",
+                 "uid": "u", "controller": True}]},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        })  # fmt: skip
+
+    assert owned_by("apps/v1").is_daemon
+    assert not owned_by("apps.kruise.io/v1alpha1").is_daemon

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from karpy.cloudprovider.errors import CreateError
 from karpy.cloudprovider.kwok._wellknown import GROUP
-from karpy.runtime import Client
+from karpy.runtime import Client, format_micro_time, parse_time
 from karpy.runtime import errors as api_errors
 from karpy.runtime.kinds import CONFIG_MAP, NAMESPACE
 
@@ -74,7 +74,7 @@ class InstanceRecords:
         Creates :data:`RECORD_NAMESPACE` if it is missing; raises ``CreateError``
         (reason ``RecordNamespaceMissing``) if karpy may not create it.
         """
-        when = record.register_at.isoformat() if record.register_at is not None else _NEVER
+        when = format_micro_time(record.register_at) if record.register_at is not None else _NEVER
         obj = {
             "metadata": {
                 "name": _PREFIX + record.name,
@@ -135,7 +135,9 @@ def _parse(obj: Mapping[str, Any]) -> InstanceRecord | None:
     try:
         node = json.loads(data["node"])
         when = data.get("registerAt", _NEVER)
-        register_at = None if when == _NEVER else datetime.fromisoformat(when)
+        register_at = None if when == _NEVER else parse_time(when)
+        if register_at is None and when != _NEVER:
+            raise ValueError("registerAt is empty")  # mangled: not a record
         InstanceRecord(node, register_at).provider_id  # noqa: B018 - validates the shape
     except (KeyError, TypeError, ValueError):
         return None

@@ -31,7 +31,18 @@ from karpy.apis.autoscaling import (
 )
 from karpy.controllers.capacitybuffer._replicas import buffer_replicas
 from karpy.controllers.capacitybuffer._virtualpods import VirtualPods, build_virtual_pods
-from karpy.runtime import Cache, Client, Clock, Kind, Object, Request, Result, errors, kinds
+from karpy.runtime import (
+    Cache,
+    Client,
+    Clock,
+    Kind,
+    Object,
+    Request,
+    Result,
+    errors,
+    format_time,
+    kinds,
+)
 from karpy.scheduling.pod import pod_requests
 
 __all__ = ["CAPACITY_BUFFER", "POD_TEMPLATE", "CapacityBufferController", "buffers_using"]
@@ -237,17 +248,13 @@ def _set(
     for cond in conditions:
         if cond.get("type") == type_:
             if cond.get("status") != status:
-                cond["lastTransitionTime"] = _stamp(clock)
+                cond["lastTransitionTime"] = format_time(clock.now())
             cond.update(status=status, reason=reason, message=message,
                         observedGeneration=generation)  # fmt: skip
             return
     conditions.append({"type": type_, "status": status, "reason": reason, "message": message,
                        "observedGeneration": generation,
-                       "lastTransitionTime": _stamp(clock)})  # fmt: skip
-
-
-def _stamp(clock: Clock) -> str:
-    return clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+                       "lastTransitionTime": format_time(clock.now())})  # fmt: skip
 
 
 def _changed(stored: Mapping[str, Any], status: Mapping[str, Any]) -> bool:

@@ -23,11 +23,12 @@ from typing import Any, Literal
 
 from karpy.apis.annotations import ANNOTATION_DO_NOT_DISRUPT
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
+from karpy.apis.pods import is_active
 from karpy.apis.v1 import CONDITION_CONSOLIDATABLE
 from karpy.controllers.disruption._pdb import PdbLimits
 
 # Termination and disruption must agree on which pods an eviction concerns: one copy.
-from karpy.controllers.termination._pods import do_not_disrupt_active, is_active, is_evictable
+from karpy.controllers.termination._pods import do_not_disrupt_active, is_evictable
 from karpy.runtime import Object
 from karpy.scheduling import InstanceType, Pod, Requirements
 from karpy.state import NodePoolEntry

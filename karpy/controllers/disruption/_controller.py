@@ -29,6 +29,7 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
+from karpy.apis.taints import has_disrupted_taint
 from karpy.apis.v1.nodepool import DisruptionReason
 from karpy.cloudprovider import CloudProvider
 from karpy.controllers.disruption._budgets import Budgets, disruption_budgets
@@ -44,7 +45,6 @@ from karpy.controllers.disruption._drift import Drift
 from karpy.controllers.disruption._emptiness import Emptiness
 from karpy.controllers.disruption._events import DisruptionEvents
 from karpy.controllers.disruption._marks import (
-    has_disrupted_taint,
     has_disruption_reason,
     set_disrupted_taint,
     set_disruption_reason,

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from karpy.apis import NodeClaim
-from karpy.apis.taints import TAINT_DISRUPTED
+from karpy.apis.taints import TAINT_DISRUPTED, has_disrupted_taint
 from karpy.apis.v1 import CONDITION_DISRUPTION_REASON
 from karpy.runtime import Client, errors
 from karpy.runtime.kinds import NODE
@@ -22,7 +22,6 @@ from karpy.state.kinds import NODE_CLAIM
 
 __all__ = [
     "DISRUPTED_TAINT",
-    "has_disrupted_taint",
     "has_disruption_reason",
     "set_disrupted_taint",
     "set_disruption_reason",
@@ -33,13 +32,6 @@ DISRUPTED_TAINT: dict[str, str] = {"key": TAINT_DISRUPTED, "effect": "NoSchedule
 
 def _taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(t) for t in (node.get("spec") or {}).get("taints") or ()]
-
-
-def has_disrupted_taint(node: Mapping[str, Any] | None) -> bool:
-    """Whether the Node carries ``karpenter.sh/disrupted:NoSchedule``."""
-    return node is not None and any(
-        t.get("key") == TAINT_DISRUPTED and t.get("effect") == "NoSchedule" for t in _taints(node)
-    )
 
 
 async def set_disrupted_taint(client: Client, node: Mapping[str, Any], present: bool) -> None:

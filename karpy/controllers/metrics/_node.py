@@ -19,7 +19,7 @@ from typing import Final
 
 from karpy.apis.labels import WELL_KNOWN_LABELS
 from karpy.controllers.metrics._store import Gauge, GaugeStore, Sample, resource_type
-from karpy.runtime import Clock, Object, Result
+from karpy.runtime import Clock, Object, Result, parse_time
 from karpy.scheduling import resources as res
 from karpy.state.cluster import Cluster
 from karpy.state.statenode import StateNode
@@ -139,7 +139,7 @@ def _build(state: StateNode, node: Object) -> _Built:
         pod_limits=dict(state.pod_limits),
         daemon_limits=dict(state.daemonset_limits),
         base=base,
-        created=datetime.fromisoformat(str(created).replace("Z", "+00:00")) if created else None,
+        created=parse_time(created),
         samples=(
             *_per_resource(NODE_ALLOCATABLE, base, allocatable),
             *_per_resource(NODE_SYSTEM_OVERHEAD, base, res.subtract(capacity, allocatable)),

@@ -28,9 +28,10 @@ from karpy.apis.labels import (
     LABEL_NODEPOOL,
     LABEL_ZONE,
 )
+from karpy.apis.pods import is_terminal
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.metrics._store import Gauge, GaugeStore, Sample
-from karpy.runtime import Client, Request, Result, errors, kinds
+from karpy.runtime import Client, Request, Result, errors, kinds, parse_time
 from karpy.state.pod_scheduling import PodSchedulingTimes
 
 __all__ = [
@@ -86,10 +87,6 @@ GAUGES: Final = (
 )
 
 
-def _time(value: Any) -> datetime | None:
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00")) if value else None
-
-
 def _ready(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
     for condition in (pod.get("status") or {}).get("conditions") or ():
         if condition.get("type") == "Ready" and condition.get("status") == "True":
@@ -103,10 +100,6 @@ def _condition(pod: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
         if condition.get("type") == type_ and condition.get("status") == "True":
             return condition  # type: ignore[no-any-return]
     return None
-
-
-def _terminal(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 def _waiting_unbound(pod: Mapping[str, Any]) -> bool:
@@ -162,7 +155,7 @@ class PodMetrics:
         self._record_startup(key, pod, schedulable)
         self._record_bound(key, pod, schedulable)
         ident = {"name": request.name, "namespace": request.namespace}
-        created = _time(pod["metadata"].get("creationTimestamp"))
+        created = parse_time(pod["metadata"].get("creationTimestamp"))
         waiting_unbound = _waiting_unbound(pod)
         if created is not None:
             if key in self._pending:
@@ -179,7 +172,7 @@ class PodMetrics:
         if not (pod.get("spec") or {}).get("nodeName") and waiting_unbound:
             samples.append(Sample(POD_SCHEDULING_UNDECIDED, ident, 0.0,
                                   since_of=self._undecided_since(key)))
-        if _ready(pod) is not None or _terminal(pod):
+        if _ready(pod) is not None or is_terminal(pod):
             # its start is recorded (or will never be): Karpenter's
             # ClearPodSchedulingMappings
             self._scheduling.clear(key)
@@ -212,8 +205,8 @@ class PodMetrics:
         scheduled = _condition(pod, "PodScheduled")
         if key not in self._unbound or scheduled is None:
             return
-        bound = _time(scheduled.get("lastTransitionTime"))
-        created = _time(pod["metadata"].get("creationTimestamp"))
+        bound = parse_time(scheduled.get("lastTransitionTime"))
+        created = parse_time(pod["metadata"].get("creationTimestamp"))
         if bound is not None and created is not None:
             self._metrics.pods_bound_duration.record(max((bound - created).total_seconds(), 0.0))
         if bound is not None and schedulable is not None:
@@ -259,8 +252,8 @@ class PodMetrics:
             return  # running before karpy saw it pending: its startup is not ours to time
         ready = _ready(pod)
         if ready is not None:
-            started = _time(ready.get("lastTransitionTime"))
-            created = _time(pod["metadata"].get("creationTimestamp"))
+            started = parse_time(ready.get("lastTransitionTime"))
+            created = parse_time(pod["metadata"].get("creationTimestamp"))
             if started is not None and created is not None:
                 self._metrics.pods_startup_duration.record(
                     max((started - created).total_seconds(), 0.0)

@@ -41,7 +41,7 @@ from opentelemetry.metrics import Histogram, Meter
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from karpy.runtime import Client, Clock, Kind, Request, Result, errors
+from karpy.runtime import Client, Clock, Kind, Request, Result, errors, parse_time
 
 __all__ = [
     "DEFAULT_BUCKETS",
@@ -69,10 +69,11 @@ def prometheus_label(key: str) -> str:
 
 
 def _parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
+    # Metrics must not fail on a malformed time: a sample is skipped instead.
+    if not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_time(value)
     except ValueError:
         return None
 

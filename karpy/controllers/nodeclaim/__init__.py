@@ -15,16 +15,17 @@ from collections.abc import Callable, Iterable
 from typing import Final
 
 from karpy.controllers.deps import Deps
-from karpy.controllers.indexes import index_provider_ids
-from karpy.controllers.nodeclaim.consistency import Consistency
-from karpy.controllers.nodeclaim.disruptionconditions import DisruptionConditions
-from karpy.controllers.nodeclaim.disruptionconditions.controller import (
+from karpy.controllers.indexes import (
     INDEX_NODECLASS_REF,
     INDEX_NODEPOOL,
-    NODEPOOL_CHANGED,
     index_nodeclass_ref,
-    index_nodepool,
+    index_nodepool_label,
+    index_provider_ids,
+    nodeclass_ref_key,
 )
+from karpy.controllers.nodeclaim.consistency import Consistency
+from karpy.controllers.nodeclaim.disruptionconditions import DisruptionConditions
+from karpy.controllers.nodeclaim.disruptionconditions.controller import NODEPOOL_CHANGED
 from karpy.controllers.nodeclaim.expiration import Expiration
 from karpy.controllers.nodeclaim.garbagecollection import GarbageCollector
 from karpy.controllers.nodeclaim.lifecycle import LifecycleController
@@ -109,7 +110,7 @@ def register(deps: Deps) -> None:
         clock=deps.clock,
     )
     cache.informer(NODE_CLAIM, indexers={
-        INDEX_NODEPOOL: index_nodepool, INDEX_NODECLASS_REF: index_nodeclass_ref,
+        INDEX_NODEPOOL: index_nodepool_label, INDEX_NODECLASS_REF: index_nodeclass_ref,
     })
     # Woken by their NodeClaims, their NodePool's spec and annotations, their NodeClass.
     builder = (
@@ -154,7 +155,7 @@ def _name(obj: Object) -> str:
 
 def _ref_of(group: str, kind: str) -> Callable[[Object], str]:
     """The nodeClassRef index value naming a NodeClass object of this kind."""
-    return lambda obj: f"{group}/{kind}/{_name(obj)}"
+    return lambda obj: nodeclass_ref_key(group, kind, _name(obj))
 
 
 def _nodeclaims_by(

@@ -18,10 +18,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from karpy.apis.pods import is_owned_by_daemonset, is_terminal, is_terminating
 from karpy.cloudprovider import CloudProvider
 from karpy.controllers.indexes import Index, nodeclaims_for_provider_id
 from karpy.controllers.nodeclaim._managed import is_managed_object
-from karpy.controllers.nodeclaim._times import parse_time, rfc3339
 from karpy.runtime import (
     Client,
     Clock,
@@ -30,10 +30,11 @@ from karpy.runtime import (
     Request,
     Result,
     errors,
+    format_time,
     kinds,
+    parse_time,
 )
 from karpy.state.kinds import NODE_CLAIM
-from karpy.state.pods import is_daemonset_pod, is_terminal, is_terminating
 
 __all__ = ["DEDUPE_TIMEOUT", "POD_EVENTS", "PodEvents", "is_pod_event"]
 
@@ -89,7 +90,7 @@ class PodEvents:
         except errors.NotFound:
             return Result()
         node_name = _node_name(pod)
-        if not node_name or is_daemonset_pod(pod):
+        if not node_name or is_owned_by_daemonset(pod):
             return Result()
         try:
             node = await self._client.get(kinds.NODE, node_name)
@@ -108,7 +109,7 @@ class PodEvents:
         last = _latest(recorded, self._written.get(uid))
         if last is not None and now - last < DEDUPE_TIMEOUT:
             return Result()
-        patch: dict[str, Any] = {"status": {"lastPodEventTime": rfc3339(now)}}
+        patch: dict[str, Any] = {"status": {"lastPodEventTime": format_time(now)}}
         # Claimed before the write, not after: the pods of one node bind together and
         # the workers take them at once, so each would otherwise see no write yet and
         # send its own (three pods per node made 2.3 writes per NodeClaim).

@@ -47,8 +47,10 @@ from karpy.runtime import (
     Request,
     Result,
     errors,
+    format_time,
     kinds,
     logging_context,
+    parse_time,
 )
 from karpy.state.kinds import NODE_CLAIM
 
@@ -97,10 +99,6 @@ CONDITIONS_CHANGED: Final = Predicate(update=_conditions_changed)
 transition time (heartbeats, which only move lastHeartbeatTime, do not)."""
 
 
-def _parse(value: Any) -> datetime | None:
-    return datetime.fromisoformat(str(value)) if value else None
-
-
 def unhealthy_condition(
     node: Mapping[str, Any], policies: Sequence[RepairPolicy]
 ) -> tuple[Mapping[str, Any], datetime] | None:
@@ -112,7 +110,7 @@ def unhealthy_condition(
         cond = by_type.get(policy.condition_type)
         if cond is None or cond.get("status") != policy.condition_status:
             continue
-        since = _parse(cond.get("lastTransitionTime"))
+        since = parse_time(cond.get("lastTransitionTime"))
         if since is None:
             continue
         due = since + policy.toleration
@@ -128,10 +126,6 @@ def allowed_unhealthy(total: int) -> int:
 
 def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
-
-
-def _rfc3339(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class NodeHealth:
@@ -221,13 +215,13 @@ class NodeHealth:
         name = meta["name"]
         annotations = meta.get("annotations") or {}
         try:
-            ends = _parse(annotations.get(ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP))
+            ends = parse_time(annotations.get(ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP))
         except ValueError:
             ends = None  # unreadable: write a good one
         try:
             # An earlier end than now is kept: pods are forced out already.
             if ends is None or ends >= now:
-                stamp = _rfc3339(now)
+                stamp = format_time(now)
                 await self._client.patch(NODE_CLAIM, name, {"metadata": {"annotations": {
                     ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: stamp}}})
                 log.info("annotated nodeclaim",

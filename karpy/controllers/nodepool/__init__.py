@@ -20,17 +20,17 @@ from typing import Any
 
 from karpy.cloudprovider import NodeClassKind
 from karpy.controllers.deps import Deps
-from karpy.controllers.indexes import Index
-from karpy.controllers.nodepool._counter import NodePoolCounter, status_resources
-from karpy.controllers.nodepool._hash import NodePoolHash
-from karpy.controllers.nodepool._objects import (
+from karpy.controllers.indexes import (
     INDEX_NODECLASS_REF,
     INDEX_NODEPOOL,
+    Index,
     index_nodeclass_ref,
     index_nodepool_label,
-    kind_of,
-    nodepool_of,
+    nodeclass_ref_key,
 )
+from karpy.controllers.nodepool._counter import NodePoolCounter, status_resources
+from karpy.controllers.nodepool._hash import NodePoolHash
+from karpy.controllers.nodepool._objects import kind_of, nodepool_of
 from karpy.controllers.nodepool._readiness import NodePoolReadiness
 from karpy.controllers.nodepool._validation import NodePoolValidation, validation_errors
 from karpy.controllers.nodepool.registrationhealth import NodePoolRegistrationHealth
@@ -74,7 +74,7 @@ def _nodepools_using(index: Index, kind: NodeClassKind) -> Callable[[Object], It
     """Maps a NodeClass of ``kind`` to the NodePools whose nodeClassRef names it."""
 
     def nodepools(node_class: Object) -> Iterable[Request]:
-        ref = f"{kind.group}/{kind.kind}/{node_class['metadata']['name']}"
+        ref = nodeclass_ref_key(kind.group, kind.kind, node_class["metadata"]["name"])
         return [Request("", np["metadata"]["name"])
                 for np in index.by_index(NODE_POOL, INDEX_NODECLASS_REF, ref)]
 

@@ -21,12 +21,8 @@ from karpy.apis.annotations import (
 )
 from karpy.apis.v1 import CONDITION_DRIFTED
 from karpy.cloudprovider import CloudProvider
-from karpy.controllers.indexes import Index
-from karpy.controllers.nodepool._objects import (
-    INDEX_NODEPOOL,
-    get_managed,
-    parse_nodepool,
-)
+from karpy.controllers.indexes import INDEX_NODEPOOL, Index
+from karpy.controllers.nodepool._objects import get_managed, parse_nodepool
 from karpy.runtime import Client, Request, Result, errors
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 

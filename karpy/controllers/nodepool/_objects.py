@@ -1,5 +1,5 @@
 """What the NodePool controllers share: which NodePools are this provider's, the
-NodeClass kinds as runtime Kinds, the cache indexes, and the optimistic-lock write of a
+NodeClass kinds as runtime Kinds, and the optimistic-lock write of a
 NodePool's conditions."""
 
 from __future__ import annotations
@@ -11,20 +11,16 @@ from pydantic import ValidationError
 
 from karpy.apis import NodePool
 from karpy.apis.core import ObjectMeta
-from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.apis.model import validation_problems
 from karpy.apis.v1.nodepool import NodePoolStatus
 from karpy.cloudprovider import CloudProvider, NodeClassKind
 from karpy.cloudprovider.nodeclass import resolve_node_class
+from karpy.controllers.indexes import index_nodepool_label
 from karpy.runtime import Client, Kind, Object, Request, Result, errors
 from karpy.state.kinds import NODE_POOL
 
 __all__ = [
-    "INDEX_NODECLASS_REF",
-    "INDEX_NODEPOOL",
     "get_managed",
-    "index_nodeclass_ref",
-    "index_nodepool_label",
     "kind_of",
     "managed_node_class",
     "nodepool_of",
@@ -32,10 +28,6 @@ __all__ = [
     "patch_conditions",
     "write_conditions",
 ]
-
-INDEX_NODEPOOL = "karpy.nodepool/nodepool"
-INDEX_NODECLASS_REF = "karpy.nodepool/nodeClassRef"
-
 
 def kind_of(node_class: NodeClassKind) -> Kind:
     """The runtime Kind of a provider's (cluster-scoped) NodeClass."""
@@ -61,18 +53,6 @@ def managed_node_class(
         str(ref.get("group", "")), str(ref.get("kind", "")), provider.supported_node_classes()
     )
     return None if kind is None else (kind, str(ref.get("name", "")))
-
-
-def index_nodepool_label(obj: Object) -> Iterable[str]:
-    """Index value of a Node or NodeClaim: its karpenter.sh/nodepool label."""
-    pool = (obj["metadata"].get("labels") or {}).get(LABEL_NODEPOOL)
-    return (pool,) if pool else ()
-
-
-def index_nodeclass_ref(obj: Object) -> Iterable[str]:
-    """Index value of a NodePool: ``group/kind/name`` of its nodeClassRef."""
-    ref = _ref(obj)
-    return (f"{ref.get('group', '')}/{ref.get('kind', '')}/{ref.get('name', '')}",)
 
 
 def nodepool_of(obj: Object) -> Iterable[Request]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 
-from karpy.apis.taints import TAINT_DISRUPTED
+from karpy.apis.taints import has_disrupted_taint
 from karpy.controllers.provisioning.provisioner import Provisioner
 from karpy.runtime import FuncHandler, Informer, Object
 from karpy.state import Cluster
@@ -52,10 +52,7 @@ class ProvisionerTrigger:
     def on_node(self, node: Object) -> None:
         """A node changed: trigger if it is going away (its pods will need a home)."""
         meta = node["metadata"]
-        disrupted = any(
-            t.get("key") == TAINT_DISRUPTED for t in (node.get("spec") or {}).get("taints") or ()
-        )
-        if disrupted or meta.get("deletionTimestamp"):
+        if has_disrupted_taint(node) or meta.get("deletionTimestamp"):
             self._provisioner.trigger(meta.get("uid") or meta["name"])
 
     def on_nodepool(self, old: Object | None, new: Object) -> None:

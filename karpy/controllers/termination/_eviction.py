@@ -26,19 +26,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from karpy.apis.pods import is_active, is_terminating
 from karpy.apis.v1 import CONDITION_DISRUPTION_REASON
 from karpy.controllers.indexes import Index
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.termination import _events as events
 from karpy.controllers.termination._objects import nodeclaims_for_node
-from karpy.controllers.termination._pods import (
-    do_not_disrupt_active,
-    is_active,
-    is_evictable,
-    is_terminating,
-    parse_time,
-)
-from karpy.runtime import Client, Clock, Object, Request, Result, errors, kinds
+from karpy.controllers.termination._pods import do_not_disrupt_active, is_evictable
+from karpy.runtime import Client, Clock, Object, Request, Result, errors, kinds, parse_time
 
 __all__ = [
     "FORCEFUL_TERMINATION",

@@ -40,11 +40,20 @@ from karpy.controllers.termination._objects import (
     is_managed_node,
     nodeclaims_for_node,
 )
-from karpy.controllers.termination._pods import parse_time
 from karpy.controllers.termination._status import conditions_of, parse_nodeclaim, patch_conditions
 from karpy.controllers.termination._terminator import DrainError, Terminator
 from karpy.controllers.termination._volumes import pending_volume_attachments
-from karpy.runtime import Client, Clock, Object, Request, Result, errors, kinds, logging_context
+from karpy.runtime import (
+    Client,
+    Clock,
+    Object,
+    Request,
+    Result,
+    errors,
+    kinds,
+    logging_context,
+    parse_time,
+)
 from karpy.state.kinds import NODE_CLAIM
 
 __all__ = ["MIN_DRAIN_TIME", "NodeTermination", "is_node_ready", "node_termination_time"]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping
-from datetime import UTC
 from typing import Any, Final
 
 from karpy.apis.annotations import (
@@ -35,9 +34,19 @@ from karpy.controllers.termination._objects import (
     is_managed_nodeclaim,
     nodes_for_nodeclaim,
 )
-from karpy.controllers.termination._pods import parse_time
 from karpy.controllers.termination._status import conditions_of, parse_nodeclaim, patch_conditions
-from karpy.runtime import Client, Clock, Object, Request, Result, errors, kinds, logging_context
+from karpy.runtime import (
+    Client,
+    Clock,
+    Object,
+    Request,
+    Result,
+    errors,
+    format_time,
+    kinds,
+    logging_context,
+    parse_time,
+)
 from karpy.state.kinds import NODE_CLAIM
 
 __all__ = ["NodeClaimTermination"]
@@ -48,10 +57,6 @@ _INSTANCE_POLL: Final = 5.0
 # A safety net: the Node's deletion event brings the NodeClaim back at once, but should
 # that event be missed the NodeClaim is looked at again after this long.
 _NODE_POLL: Final = 10.0
-
-
-def _rfc3339(value: Any) -> str:
-    return str(value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
 class NodeClaimTermination:
@@ -153,7 +158,7 @@ class NodeClaimTermination:
         deleted = parse_time(meta.get("deletionTimestamp"))
         if period is None or deleted is None:
             return None
-        when = _rfc3339(deleted + period)
+        when = format_time(deleted + period)
         try:
             patched = await self._client.patch(NODE_CLAIM, meta["name"], {"metadata": {
                 "resourceVersion": meta.get("resourceVersion"),

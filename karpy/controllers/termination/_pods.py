@@ -19,7 +19,9 @@ from typing import Any, Final
 
 from karpy.apis.annotations import ANNOTATION_DO_NOT_DISRUPT
 from karpy.apis.duration import parse_duration
+from karpy.apis.pods import is_active, is_owned_by_daemonset, is_owned_by_node, is_terminal
 from karpy.apis.taints import TAINT_DISRUPTED
+from karpy.runtime import parse_time
 from karpy.scheduling.taints import NodeTaint, Toleration
 
 __all__ = [
@@ -27,15 +29,9 @@ __all__ = [
     "STUCK_TERMINATING_AFTER",
     "do_not_disrupt_active",
     "drain_tiers",
-    "is_active",
     "is_drainable",
     "is_evictable",
-    "is_owned_by_daemonset",
-    "is_owned_by_node",
-    "is_terminal",
-    "is_terminating",
     "is_waiting_eviction",
-    "parse_time",
     "tolerates_disrupted_taint",
 ]
 
@@ -48,47 +44,8 @@ _DISRUPTED = NodeTaint(key=TAINT_DISRUPTED, effect="NoSchedule")
 Pod = Mapping[str, Any]
 
 
-def parse_time(value: Any) -> datetime | None:
-    """An RFC 3339 timestamp as written by the API server, or None."""
-    if not value:
-        return None
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-
-
 def _meta(pod: Pod) -> Mapping[str, Any]:
     return pod.get("metadata") or {}
-
-
-def is_terminal(pod: Pod) -> bool:
-    """Succeeded or Failed: nothing left to evict."""
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
-def is_terminating(pod: Pod) -> bool:
-    """Deletion was requested (the kubelet is stopping it)."""
-    return bool(_meta(pod).get("deletionTimestamp"))
-
-
-def is_active(pod: Pod) -> bool:
-    """Neither terminal nor terminating."""
-    return not is_terminal(pod) and not is_terminating(pod)
-
-
-def _owned_by(pod: Pod, api_version: str, kind: str) -> bool:
-    return any(
-        ref.get("apiVersion") == api_version and ref.get("kind") == kind
-        for ref in _meta(pod).get("ownerReferences") or ()
-    )
-
-
-def is_owned_by_daemonset(pod: Pod) -> bool:
-    """Owned by an apps/v1 DaemonSet."""
-    return _owned_by(pod, "apps/v1", "DaemonSet")
-
-
-def is_owned_by_node(pod: Pod) -> bool:
-    """A mirror (static) pod: the kubelet owns it and the API cannot remove it."""
-    return _owned_by(pod, "v1", "Node")
 
 
 def tolerates_disrupted_taint(pod: Pod) -> bool:

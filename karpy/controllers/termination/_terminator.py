@@ -16,14 +16,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from karpy.apis.taints import TAINT_DISRUPTED
+from karpy.apis.taints import TAINT_DISRUPTED, has_disrupted_taint
 from karpy.controllers.indexes import Index
 from karpy.controllers.termination._eviction import EvictionQueue, needs_force_delete
 from karpy.controllers.termination._objects import pods_on_node
 from karpy.controllers.termination._pods import drain_tiers, is_waiting_eviction
 from karpy.runtime import Client, Clock, kinds
 
-__all__ = ["LABEL_EXCLUDE_BALANCERS", "DrainError", "Terminator", "has_disrupted_taint"]
+__all__ = ["LABEL_EXCLUDE_BALANCERS", "DrainError", "Terminator"]
 
 log = logging.getLogger("controller")
 
@@ -34,14 +34,6 @@ _EFFECT: Final = "NoSchedule"
 
 class DrainError(Exception):
     """The node still holds pods waiting to be evicted (not a failure: try again)."""
-
-
-def has_disrupted_taint(node: Mapping[str, Any]) -> bool:
-    """Whether the node carries ``karpenter.sh/disrupted:NoSchedule``."""
-    return any(
-        t.get("key") == TAINT_DISRUPTED and t.get("effect") == _EFFECT
-        for t in (node.get("spec") or {}).get("taints") or ()
-    )
 
 
 class Terminator:

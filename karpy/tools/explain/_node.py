@@ -33,6 +33,7 @@ from karpy.controllers.disruption import (
     pod_blockers,
 )
 from karpy.controllers.disruption._method import Method
+from karpy.runtime import parse_time
 from karpy.state.statenode import StateNode
 from karpy.tools.explain._reason import Reason
 
@@ -283,7 +284,9 @@ def _expiration(state: StateNode, now: datetime) -> dict[str, Any]:
     if after is None or not created:
         return {"expireAfter": raw or "Never", "expiresAt": None,
                 "description": "the nodeclaim never expires"}
-    expires = datetime.fromisoformat(created.replace("Z", "+00:00")) + after
+    born = parse_time(created)
+    assert born is not None  # created is not empty
+    expires = born + after
     left = expires - now
     drifted = _condition(claim, CONDITION_DRIFTED)
     text = (f"expires at {expires.isoformat()} (in {_short(left)})" if left > timedelta(0)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy.apis.labels import LABEL_HOSTNAME, LABEL_NODEPOOL
+from karpy.apis.pods import is_owned_by_daemonset, is_terminal, is_terminating
 from karpy.runtime import Object
 from karpy.scheduling import (
     InstanceType,
@@ -46,13 +47,7 @@ from karpy.scheduling.daemons import daemon_runs_on
 from karpy.scheduling.nodepool import NODES
 from karpy.scheduling.taints import untolerated
 from karpy.state import Cluster, NodePoolEntry, VolumeError
-from karpy.state.pods import (
-    failed_to_schedule,
-    is_daemonset_pod,
-    is_preempting,
-    is_terminal,
-    is_terminating,
-)
+from karpy.state.pods import failed_to_schedule, is_preempting
 from karpy.tools.explain._reason import Reason
 
 __all__ = ["PodExplanation", "PoolInput", "PoolVerdict", "explain_pod"]
@@ -239,7 +234,7 @@ def _waiting(raw: Mapping[str, Any]) -> Reason | None:
     """Why karpy does not (yet) provision for a pending pod, or None when it does."""
     if is_terminal(raw) or is_terminating(raw):
         return Reason("not-provisionable", "the pod is terminating or has finished")
-    if is_daemonset_pod(raw):
+    if is_owned_by_daemonset(raw):
         return Reason("not-provisionable", "DaemonSet pods are placed by the DaemonSet "
                                            "controller; karpy counts them as node overhead")
     if is_preempting(raw):

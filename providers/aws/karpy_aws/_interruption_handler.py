@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from karpy.apis import labels as wk
 from karpy.apis.annotations import ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
 from karpy.cloudprovider import OfferingKey
-from karpy.runtime import Client, EventRecorder
+from karpy.runtime import Client, EventRecorder, format_time
 from karpy.runtime import errors as kerrors
 from karpy_aws._interruption_messages import (
     EVENT_STATUS,
@@ -134,7 +134,7 @@ class InterruptionHandler:
         annotations = claim["metadata"].get("annotations") or {}
         if ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP in annotations:
             return
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = format_time(datetime.now(UTC))
         await self._client.patch(
             NODE_CLAIM_KIND,
             claim["metadata"]["name"],

@@ -34,7 +34,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -63,7 +63,7 @@ from karpy.cloudprovider.launch import (
     launched_nodeclaim,
     nodeclaim_requirements,
 )
-from karpy.runtime import Client, Manager
+from karpy.runtime import Client, Manager, format_time
 from karpy.runtime.errors import Conflict, NotFound
 from karpy.runtime.kinds import NODE
 from karpy.scheduling import Requirement, Requirements
@@ -828,9 +828,7 @@ class AzureCloudProvider:
             status["allocatable"] = res.format_resource_list(it.allocatable)
         metadata: dict[str, Any] = {"name": name.removeprefix("aks-"), "labels": labels}
         if isinstance(created, datetime):
-            metadata["creationTimestamp"] = created.astimezone(UTC).strftime(
-                "%Y-%m-%dT%H:%M:%SZ"
-            )
+            metadata["creationTimestamp"] = format_time(created)
         return NodeClaim.model_validate(
             {
                 "metadata": metadata,

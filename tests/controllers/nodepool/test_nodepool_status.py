@@ -16,17 +16,14 @@ from karpy.apis.annotations import (
     NODEPOOL_HASH_VERSION,
 )
 from karpy.cloudprovider.fake import FAKE_NODE_CLASS, FakeCloudProvider
+from karpy.controllers.indexes import INDEX_NODEPOOL, index_nodepool_label
 from karpy.controllers.nodepool import (
     NodePoolCounter,
     NodePoolHash,
     NodePoolReadiness,
     NodePoolValidation,
 )
-from karpy.controllers.nodepool._objects import (
-    INDEX_NODEPOOL,
-    index_nodepool_label,
-    kind_of,
-)
+from karpy.controllers.nodepool._objects import kind_of
 from karpy.runtime import Request, Result, kinds
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.cluster import Cluster

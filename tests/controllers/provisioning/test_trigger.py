@@ -56,6 +56,15 @@ def test_a_node_being_deleted_or_disrupted_triggers() -> None:
     assert h.provisioner.batcher.armed
 
 
+def test_only_the_disrupted_no_schedule_taint_marks_a_node_as_going_away() -> None:
+    """Key and effect, as Karpenter's MatchTaint: the same key with another effect is
+    someone else's taint, not a disruption."""
+    h = build()
+    trigger_for(h).on_node(node("other", provider_id="p3", taints=[
+        {"key": "karpenter.sh/disrupted", "effect": "NoExecute"}]))
+    assert not h.provisioner.batcher.armed
+
+
 def test_a_nodepool_turning_ready_triggers_but_status_churn_does_not() -> None:
     h = build()
     trigger = trigger_for(h)

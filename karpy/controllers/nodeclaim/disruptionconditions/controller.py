@@ -17,7 +17,6 @@ ignored) and their NodeClass's (provider drift).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -45,28 +44,10 @@ from karpy.runtime import (
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 __all__ = [
-    "INDEX_NODECLASS_REF",
-    "INDEX_NODEPOOL",
     "NODEPOOL_CHANGED",
     "DisruptionConditions",
-    "index_nodeclass_ref",
-    "index_nodepool",
 ]
 
-INDEX_NODEPOOL: Final = "karpy.nodeclaim/nodepool"
-INDEX_NODECLASS_REF: Final = "karpy.nodeclaim/nodeClassRef"
-
-
-def index_nodepool(obj: Object) -> Iterable[str]:
-    """Index value of a NodeClaim: its ``karpenter.sh/nodepool`` label."""
-    pool = (obj["metadata"].get("labels") or {}).get(LABEL_NODEPOOL)
-    return (pool,) if pool else ()
-
-
-def index_nodeclass_ref(obj: Object) -> Iterable[str]:
-    """Index value of a NodeClaim: ``group/kind/name`` of its nodeClassRef."""
-    ref = (obj.get("spec") or {}).get("nodeClassRef") or {}
-    return (f"{ref.get('group', '')}/{ref.get('kind', '')}/{ref.get('name', '')}",)
 
 
 def _judged(obj: Object) -> tuple[Any, Any]:

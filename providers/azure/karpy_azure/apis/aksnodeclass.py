@@ -16,6 +16,7 @@ from pydantic import ConfigDict, Field
 
 from karpy.apis.conditions import ConditionSet, utc_now
 from karpy.apis.core import Condition, ConditionList, NodeSelectorRequirement, ObjectMeta, Resource
+from karpy.apis.duration import DURATION_PATTERN
 from karpy.apis.model import CRDInfo, KubeModel, PrinterColumn, Rule, validations
 from karpy_azure.apis.labels import GROUP
 
@@ -429,7 +430,6 @@ _ZONE_PATTERN = (
     r"^(\.|[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?"
     r"(\.[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?)*\.?)$"
 )
-_DURATION_PATTERN = r"^([0-9]+(s|m|h))+$"
 
 
 class LocalDNSZoneOverride(KubeModel):
@@ -462,8 +462,8 @@ class LocalDNSZoneOverride(KubeModel):
     )
     max_concurrent: int = Field(ge=0, description="The most concurrent queries.",
                                 json_schema_extra={"format": "int32"})
-    cache_duration: str = Field(pattern=_DURATION_PATTERN, description="The cache's max TTL.")
-    serve_stale_duration: str = Field(pattern=_DURATION_PATTERN,
+    cache_duration: str = Field(pattern=DURATION_PATTERN, description="The cache's max TTL.")
+    serve_stale_duration: str = Field(pattern=DURATION_PATTERN,
                                       description="How long stale data is served.")
     serve_stale: Literal["Verify", "Immediate", "Disable"] = Field(
         description="The policy for serving stale data."
