@@ -82,6 +82,23 @@ def price_of(claims: list[Any]) -> float:
     return total
 
 
+def launched(claims: list[Any]) -> list[Any] | None:
+    """``claims`` once each carries its launched instance type, else None: a NodeClaim's
+    labels are written at the end of the lifecycle pass that launched and registered it
+    (as Karpenter's), so its Node can run pods a moment before they land."""
+    labelled = all("node.kubernetes.io/instance-type" in (c["metadata"].get("labels") or {})
+                   for c in claims)  # fmt: skip
+    return claims if labelled else None
+
+
+async def launched_claims(client: Client, pool: str) -> list[Any]:
+    """The NodePool's NodeClaims, once every one of them is priced by its labels."""
+    async def listed() -> list[Any] | None:
+        return launched(await pool_objects(client, NODE_CLAIM, [pool]))
+
+    return await eventually(listed, timeout=30, what=f"{pool}'s NodeClaims labelled")
+
+
 async def app_pods(client: Client, namespace: str, app: str) -> list[Any]:
     return await client.list(kinds.POD, namespace=namespace, label_selector={"app": app})
 
@@ -159,7 +176,7 @@ async def test_scale_down_removes_empty_and_underused_nodes(
                 app, node_selector={SELECT: pool}, replicas=200, cpu="1"), namespace=namespace)
             await eventually(lambda: running(client, namespace, app, 200), timeout=180,
                              what="200 pods Running")
-            claims = await pool_objects(client, NODE_CLAIM, [pool])
+            claims = await launched_claims(client, pool)
             before_nodes, before = len(claims), price_of(claims)
 
             await keep_spread(client, namespace, app, 20)
@@ -177,7 +194,7 @@ async def test_scale_down_removes_empty_and_underused_nodes(
                     # 20 one-CPU pods fit on two 16-vCPU nodes.
                     busy = op.operator is not None and op.operator.disruption is not None \
                         and not op.operator.disruption.queue.empty()
-                    return live if len(live) <= 2 and not busy else None
+                    return launched(live) if len(live) <= 2 and not busy else None
 
                 after_claims = await eventually(settled, timeout=300, every=2.0,
                                                 what="the fleet to shrink to two nodes")
@@ -477,7 +494,7 @@ async def test_three_half_used_nodes_become_two(
                 namespace=namespace)
             await eventually(lambda: running(client, namespace, small, 3), timeout=60,
                              what="3 small pods Running")
-            claims = await pool_objects(client, NODE_CLAIM, [pool])
+            claims = await launched_claims(client, pool)
             before = price_of(claims)
             assert len(claims) == 3, [c["metadata"]["name"] for c in claims]
             watches = [PendingWatch(client, namespace, app) for app in (big, small)]
@@ -489,7 +506,8 @@ async def test_three_half_used_nodes_become_two(
                     live = [c for c in claims if not c["metadata"].get("deletionTimestamp")]
                     busy = op.operator is not None and op.operator.disruption is not None \
                         and not op.operator.disruption.queue.empty()
-                    return live if len(live) == 2 and len(claims) == 2 and not busy else None
+                    return (launched(live) if len(live) == 2 and len(claims) == 2 and not busy
+                            else None)
 
                 after_claims = await eventually(settled, timeout=180, every=2.0,
                                                 what="three nodes to become two")
