@@ -91,6 +91,8 @@ class Manager:
     ) -> None:
         self.clock: Clock = clock or SystemClock()
         self.metrics = metrics or Metrics()
+        if isinstance(client, Client):  # not a FakeClient: it sends no requests to count
+            client._count_requests_in(self.metrics.client)
         self.cache = Cache(client, namespace=namespace, by_kind=cache_options)
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout

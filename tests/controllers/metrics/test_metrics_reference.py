@@ -43,18 +43,8 @@ EC2_NODE_CLASS = NodeClassKind(
 NOT_EMITTED: dict[str, str] = {
     "karpenter_scheduler_unfinished_work_seconds": "the simulator runs synchronously on "
     "the event loop: no scrape can happen while a simulation is unfinished",
-    "controller_runtime_reconcile_timeouts_total": "karpy's reconciles have no per-call "
-    "timeout (every loop is bounded instead)",
-    "controller_runtime_reconcile_panics_total": "a reconcile that raises is counted as "
-    "an error; Python has no panics",
     "controller_runtime_conversion_webhook_panics_total": "karpy serves no conversion "
-    "webhook (v1 only)",
-    "client_go_request_total": "client-go's; karpy's client is kubernetes-asyncio",
-    "client_go_request_duration_seconds": "client-go's; karpy's client is "
-    "kubernetes-asyncio",
-    "leader_election_slowpath_total": "counts client-go's fallback from its cached-Lease "
-    "update to a Get-then-Update; karpy's elector reads the Lease on every round, it has "
-    "no fast path to fall back from",
+    "webhook (v1 only; charts/karpy renders no webhook), so there is nothing to panic",
 }
 
 #: Karpenter-AWS's catalogue gauges, which karpy's core exports for every provider.
