@@ -28,6 +28,11 @@ one, where ``NO_PROXY`` covers the API server) the per-request lookups are switc
 off; when one does, aiohttp keeps honouring it as before. Kubernetes clients never read
 ``.netrc``; the kubeconfig's credentials are the only ones sent.
 
+Requests are counted as client-go counts them when a manager asks
+(``_count_requests_in``, for a client and every client derived from it):
+``client_go_request_total`` per attempt and ``client_go_request_duration_seconds`` per
+request, under Karpenter's labels (see ``_client_metrics``).
+
 Writes can be fenced on leadership: :meth:`Client.with_write_gate` (the manager's client)
 asks the gate before every mutating request and cuts it off if the gate closes while it
 is in flight; the sockets of clients built here reset on close, so a cut-off request's
