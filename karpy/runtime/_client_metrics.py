@@ -28,6 +28,7 @@ which the lease renewal thread, recording on its own event loop, needs.
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -119,16 +120,29 @@ class ClientMetrics:
             buckets=REQUEST_BUCKETS,
             registry=registry,
         )
+        # The labelled children, kept here: ``labels()`` takes a lock and builds a key
+        # on every call. A dict lookup is safe from any thread; a race only builds a
+        # child twice, and prometheus_client hands back the same one.
+        self._attempts: dict[tuple[str, str], Any] = {}
+        self._latencies: dict[_Labels, Any] = {}
 
     def attempt(self, method: str, code: int | None) -> None:
         """Count one HTTP attempt: its status, or None when no answer came."""
-        self._results.labels("<error>" if code is None else str(code), method).inc()
+        key = ("<error>" if code is None else str(code), method)
+        child = self._attempts.get(key)
+        if child is None:
+            child = self._attempts[key] = self._results.labels(*key)
+        child.inc()
 
     def request(self, method: str, path: str, seconds: float) -> None:
         """Observe one request's latency (all its attempts) under its path's labels."""
         labels = request_labels(method, path)
-        if labels is not None:
-            self._latency.labels(*labels).observe(seconds)
+        if labels is None:
+            return
+        child = self._latencies.get(labels)
+        if child is None:
+            child = self._latencies[labels] = self._latency.labels(*labels)
+        child.observe(seconds)
 
     def unregister(self) -> None:
         """Take both series off the registry."""
