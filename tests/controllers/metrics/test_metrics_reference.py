@@ -41,8 +41,6 @@ EC2_NODE_CLASS = NodeClassKind(
 #: Reference metrics karpy's core does not emit, and why. The test fails when one of
 #: these appears (remove it here) or another goes missing.
 NOT_EMITTED: dict[str, str] = {
-    "karpenter_scheduler_unfinished_work_seconds": "the simulator runs synchronously on "
-    "the event loop: no scrape can happen while a simulation is unfinished",
     "controller_runtime_conversion_webhook_panics_total": "karpy serves no conversion "
     "webhook (v1 only; charts/karpy renders no webhook), so there is nothing to panic",
 }
