@@ -20,9 +20,10 @@ then parsed as operatorpkg parses it, quirks included, so each series matches
 Karpenter's.
 
 These are prometheus_client instruments, not OpenTelemetry ones: every request records
-two, and an OTel ``add`` plus ``record`` cost about 12 µs against 2.5 µs here (measured
-in tests/runtime/test_client_metrics.py's docstring); prometheus_client is thread-safe,
-which the lease renewal thread, recording on its own event loop, needs.
+two, and an OTel ``add`` plus ``record`` cost about 12 µs where these cost about 4 µs
+with their labelled children kept (``benchmarks/runtime_bench.py --client-only``);
+prometheus_client is thread-safe, which the lease renewal thread, recording on its own
+event loop, needs.
 """
 
 from __future__ import annotations
