@@ -72,6 +72,7 @@ from karpy_aws._network import network_interfaces
 from karpy_aws._placement import PlacementGroup, PlacementGroups
 from karpy_aws._pricing import PricingProvider
 from karpy_aws._refresh import ResolutionCaches
+from karpy_aws._sdk_metrics import SdkMetrics
 from karpy_aws._settings import PROVIDER_SETTINGS, AWSSettings, check_settings
 from karpy_aws._unavailable import UnavailableOfferings
 from karpy_aws._userdata import BootstrapOptions, UserDataError, user_data
@@ -281,6 +282,9 @@ class AWSCloudProvider:
         manager's, so they are on its /metrics)."""
         self.metrics = AWSMetrics(meter)
         self.fleets.metrics = self.metrics
+        sdk = SdkMetrics(meter)
+        for client in self.clients.services():
+            sdk.attach(client)
 
     @classmethod
     async def from_context(

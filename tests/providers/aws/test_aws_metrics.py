@@ -126,3 +126,42 @@ async def test_the_batcher_records_its_window_and_size() -> None:
 ])  # fmt: skip
 def test_launch_failure_reasons_are_karpenter_awss(code: str, message: str, reason: str) -> None:
     assert launch_failure_reason(code, message) == reason
+
+
+def sdk_samples(metrics: Metrics, name: str, action: str) -> dict[str, float]:
+    """``code`` -> value of one EC2 action's samples named ``name``."""
+    return {
+        labels["code"]: value for labels, value in samples(metrics, name)
+        if labels.get("service") == "EC2" and labels.get("action") == action
+    }
+
+
+async def test_sdk_calls_are_counted_per_call_and_per_attempt(
+    aws_provider: AWSCloudProvider, fleet_faults: FleetFaults, metrics: Metrics
+) -> None:
+    """Karpenter AWS's aws_sdk_go_* series: a throttled CreateFleet retried twice is one
+    request (its final code), three attempts (each its own code) and two retries."""
+    pool = make_nodepool(REF, name="sdk")
+    await aws_provider.get_instance_types(pool)
+    fleet_faults.throttle_next = 2
+    launched = await aws_provider.create(
+        make_nodeclaim(pool, requests={"cpu": "1"}, requirements=[ON_DEMAND])
+    )
+    try:
+        with pytest.raises(ClientError):
+            await aws_provider.clients.ec2.describe_instances(InstanceIds=["i-nothere"])
+    finally:
+        await aws_provider.delete(launched)
+    assert sdk_samples(metrics, "aws_sdk_go_request_total", "CreateFleet") == {"200": 1.0}
+    assert sdk_samples(metrics, "aws_sdk_go_request_attempt_total", "CreateFleet") == {
+        "400": 2.0, "200": 1.0,
+    }
+    assert sdk_samples(metrics, "aws_sdk_go_request_retry_count_sum", "CreateFleet") == {
+        "200": 2.0
+    }
+    assert sdk_samples(metrics, "aws_sdk_go_request_attempt_duration_seconds_count",
+                       "CreateFleet") == {"200": 3.0}
+    # a refused call counts under the code EC2 answered with
+    assert sdk_samples(metrics, "aws_sdk_go_request_total", "DescribeInstances")["400"] == 1.0
+    assert sdk_samples(metrics, "aws_sdk_go_request_duration_seconds_count",
+                       "TerminateInstances") == {"200": 1.0}
