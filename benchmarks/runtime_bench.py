@@ -15,9 +15,14 @@ prints:
 * work-queue operations per second (add + get + done cycles), for the queue as a
   Controller builds it in production (a manager's Metrics attached: every workqueue_*
   series recorded) and, in the same run, for a bare WorkQueue without metrics;
+* client requests per second against a local aiohttp server answering a small object
+  (no cluster), with the client's request metrics (client_go_request_total and
+  _duration_seconds, as a manager counts them) and without, interleaved; and the CPU
+  time the two metrics add per request (their record calls alone, timed in a loop);
 * peak RSS of the process.
 
-``--queue-only`` runs just the work-queue part (no cluster needed).
+``--queue-only`` runs just the work-queue part, ``--client-only`` just the client part
+(no cluster needed for either).
 """
 
 from __future__ import annotations
@@ -284,6 +289,66 @@ async def bench_queues(ops: int) -> list[str]:
     ]
 
 
+async def _answering_server() -> tuple[str, object]:
+    """A local server answering every GET of a namespace with a small object."""
+    from aiohttp import web
+
+    async def handle(request: web.Request) -> web.Response:
+        return web.json_response({"kind": "Namespace", "apiVersion": "v1",
+                                  "metadata": {"name": request.match_info["name"]}})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/{name}", handle)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return f"http://127.0.0.1:{port}", runner
+
+
+async def bench_client(requests: int) -> list[str]:
+    """Client GETs per second with and without request metrics (best of three each,
+    interleaved), and the metrics' own cost per request."""
+    import timeit
+
+    from kubernetes_asyncio import client as k8s_client
+
+    url, runner = await _answering_server()
+    best: dict[bool, tuple[float, float]] = {}
+    try:
+        api = k8s_client.ApiClient(k8s_client.Configuration(host=url))
+        async with KubeClient(api, timeout=30, owns_api_client=True, qps=None) as client:
+            for _ in range(3):
+                for counted in (True, False):
+                    client._count_requests_in(Metrics().client if counted else None)
+                    with _Timer() as timer:
+                        for i in range(requests):
+                            await client.get(kinds.NAMESPACE, f"ns-{i % 50}", live=True)
+                    wall, cpu = timer.rates(requests)
+                    old_wall, old_cpu = best.get(counted, (0.0, 0.0))
+                    best[counted] = (max(old_wall, wall), max(old_cpu, cpu))
+    finally:
+        await runner.cleanup()  # type: ignore[attr-defined]
+    metrics = Metrics().client
+    n = 100_000
+
+    def record() -> None:
+        metrics.attempt("GET", 200)
+        metrics.request("GET", "/api/v1/namespaces/ns-1", 0.002)
+
+    per_request_us = min(timeit.repeat(record, number=n, repeat=3)) / n * 1e6
+    lines = [
+        f"{'client GETs, with request metrics (production):':63} "
+        f"{best[True][0]:9,.0f} req/s wall, {best[True][1]:9,.0f} req/s CPU",
+        f"{'client GETs, without request metrics:':63} "
+        f"{best[False][0]:9,.0f} req/s wall, {best[False][1]:9,.0f} req/s CPU",
+        f"{'request metrics alone (attempt + duration), per request:':63} "
+        f"{per_request_us:9.2f} µs CPU",
+    ]
+    return lines
+
+
 async def main(args: argparse.Namespace) -> None:
     import platform
 
@@ -292,6 +357,9 @@ async def main(args: argparse.Namespace) -> None:
     if args.queue_only:
         print("\n".join(await bench_queues(args.queue_ops)))
         return
+    if args.client_only:
+        print("\n".join(await bench_client(args.client_requests)))
+        return
     async with await KubeClient.from_kubeconfig(kubeconfig(), timeout=120) as client:
         await ensure_objects(client, args.objects)
         sync_s, size = await bench_initial_sync(client, args.runs)
@@ -299,6 +367,7 @@ async def main(args: argparse.Namespace) -> None:
         e2e = await bench_end_to_end_events(client, args.objects, args.updates)
         ingest = await bench_cache_ingest(client, args.ingest_events)
     queue_lines = await bench_queues(args.queue_ops)
+    client_lines = await bench_client(args.client_requests)
     print()
     print(
         f"initial sync, {size} ConfigMaps:        {sync_s:8.2f} s "
@@ -314,6 +383,7 @@ async def main(args: argparse.Namespace) -> None:
         f"(decode + store + index + handler)"
     )
     print("\n".join(queue_lines))
+    print("\n".join(client_lines))
     print(f"peak RSS:                            {peak_rss_mib():8.0f} MiB")
 
 
@@ -325,4 +395,6 @@ if __name__ == "__main__":
     parser.add_argument("--ingest-events", type=int, default=50_000)
     parser.add_argument("--queue-ops", type=int, default=500_000)
     parser.add_argument("--queue-only", action="store_true", help="only the work queue")
+    parser.add_argument("--client-requests", type=int, default=5_000)
+    parser.add_argument("--client-only", action="store_true", help="only the client")
     run(main(parser.parse_args()))

@@ -145,6 +145,15 @@ class KarpenterMetrics:
             "or 'none' (no valid intersection).",
             ("controller", "zone"), registry=None,
         )
+        # Set when a solve starts and removed when it ends, as Karpenter's scheduler
+        # does; its value is read when /metrics is rendered (see
+        # ``Provisioner.schedule``), so a scrape during a solve sees how long it has run.
+        self.scheduler_unfinished_work = Gauge(
+            "karpenter_scheduler_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been "
+            "observed by scheduling_duration_seconds.",
+            ("controller", "scheduling_id"), registry=None,
+        )
         self.consolidation_score = meter.create_histogram(
             "karpenter_consolidation_score",
             description="Score of balanced consolidation moves. Labeled by decision, "
@@ -176,6 +185,7 @@ class KarpenterMetrics:
             registry.register(self.pods_startup_duration)
             registry.register(self.node_termination_duration)
             registry.register(self.scheduler_pending_pods_by_zone)
+            registry.register(self.scheduler_unfinished_work)
         self.nodeclaim_termination_duration = meter.create_histogram(
             "karpenter_nodeclaims_termination_duration_seconds", unit="s",
             description="Duration of NodeClaim termination in seconds.",

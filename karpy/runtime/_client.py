@@ -28,6 +28,11 @@ one, where ``NO_PROXY`` covers the API server) the per-request lookups are switc
 off; when one does, aiohttp keeps honouring it as before. Kubernetes clients never read
 ``.netrc``; the kubeconfig's credentials are the only ones sent.
 
+Requests are counted as client-go counts them when a manager asks
+(``_count_requests_in``, for a client and every client derived from it):
+``client_go_request_total`` per attempt and ``client_go_request_duration_seconds`` per
+request, under Karpenter's labels (see ``_client_metrics``).
+
 Writes can be fenced on leadership: :meth:`KubeClient.with_write_gate` (the manager's client)
 asks the gate before every mutating request and cuts it off if the gate closes while it
 is in flight; the sockets of clients built here reset on close, so a cut-off request's
@@ -48,6 +53,7 @@ import os
 import socket
 import ssl
 import struct
+import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -69,6 +75,7 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client.exceptions import ApiException
 from yarl import URL
 
+from ._client_metrics import ClientMetrics
 from ._fence import WriteGate, write_fence
 from ._flowcontrol import DEFAULT_BURST, DEFAULT_QPS, RetryState, TokenBucket
 from ._objects import Object, loads_frozen
@@ -154,6 +161,16 @@ class Reader(Protocol):
         field_selector: str | None = None,
     ) -> list[Object]:
         """Matching objects, read-only."""
+
+
+class _Observer:
+    """Where a client and the clients derived from it count their requests (shared,
+    so the manager's :meth:`KubeClient._count_requests_in` reaches every one of them)."""
+
+    __slots__ = ("metrics",)
+
+    def __init__(self) -> None:
+        self.metrics: ClientMetrics | None = None
 
 
 def _in_pod() -> bool:
@@ -276,6 +293,7 @@ class KubeClient:
         self._user_agent = user_agent
         self._gate = write_gate
         self._bucket = TokenBucket(qps=qps, burst=burst) if qps is not None else None
+        self._observer = _Observer()
         self._closed = False
 
     # -- construction ------------------------------------------------------------------
@@ -362,6 +380,7 @@ class KubeClient:
             qps=None,
         )
         client._bucket = self._bucket
+        client._observer = self._observer
         return client
 
     def with_write_gate(self, gate: WriteGate | None) -> KubeClient:
@@ -379,6 +398,7 @@ class KubeClient:
             qps=None,
         )
         client._bucket = self._bucket
+        client._observer = self._observer
         return client
 
     def with_own_connections(self) -> KubeClient:
@@ -387,7 +407,7 @@ class KubeClient:
         requests never queue behind this one's (the leader-election Lease renewals use
         one). Close it separately."""
         bucket = self._bucket
-        return KubeClient(
+        client = KubeClient(
             k8s_client.ApiClient(self._api.configuration),
             timeout=self.timeout,
             owns_api_client=True,
@@ -396,6 +416,14 @@ class KubeClient:
             qps=bucket.qps if bucket is not None else None,
             burst=bucket.burst if bucket is not None else DEFAULT_BURST,
         )
+        client._observer = self._observer
+        return client
+
+    def _count_requests_in(self, metrics: ClientMetrics | None) -> None:
+        """Count this client's requests, and those of every client derived from it
+        (before or after), in ``metrics`` (client-go's request metrics; the manager
+        calls this with its registry's). None stops counting."""
+        self._observer.metrics = metrics
 
     @property
     def api_client(self) -> k8s_client.ApiClient:
@@ -438,16 +466,24 @@ class KubeClient:
         params = list(query)
         await self._api.update_params_for_auth(headers, params, ["BearerToken"])
         # The leadership check is the last thing before the request leaves.
+        metrics = self._observer.metrics
         async with write_fence(self._gate if method != "GET" else None, f"{method} {path}"):
-            response: aiohttp.ClientResponse = await self._api.rest_client.request(
-                method,
-                self._host + path,
-                query_params=params or None,  # type: ignore[arg-type]  # a list of pairs
-                headers=headers,
-                body=body,
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
+            try:
+                response: aiohttp.ClientResponse = await self._api.rest_client.request(
+                    method,
+                    self._host + path,
+                    query_params=params or None,  # type: ignore[arg-type]  # list of pairs
+                    headers=headers,
+                    body=body,
+                    _preload_content=False,
+                    _request_timeout=timeout,
+                )
+            except BaseException:
+                if metrics is not None:  # no answer: refused, reset, timed out, cut off
+                    metrics.attempt(method, None)
+                raise
+        if metrics is not None:
+            metrics.attempt(method, response.status)
         if response.status >= 300:
             try:
                 data = await response.read()
@@ -519,7 +555,16 @@ class KubeClient:
                     finally:
                         response.release()
 
-        data = await self._retrying(method, path, limit, attempt)
+        metrics = self._observer.metrics
+        if metrics is None:
+            data = await self._retrying(method, path, limit, attempt)
+        else:
+            # As client-go: from before the first token to the last answer, retries in.
+            start = time.perf_counter()
+            try:
+                data = await self._retrying(method, path, limit, attempt)
+            finally:
+                metrics.request(method, path, time.perf_counter() - start)
         if not data:
             return None
         return loads_frozen(data) if frozen else json.loads(data)

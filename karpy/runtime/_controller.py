@@ -14,7 +14,18 @@ reconcile outcome              what happens to the key                       ``r
 any other exception/timeout    logged, re-added through the rate limiter     error
 =============================  ============================================  ==========
 
-A worker survives every exception of its reconciler. Cancelling ``run()`` stops it
+A worker survives every exception of its reconciler. Two kinds of error are also counted
+on their own, under controller-runtime's names:
+
+- ``controller_runtime_reconcile_timeouts_total``: the reconcile ran past
+  ``reconcile_timeout`` (controller-runtime's ReconciliationTimeout) and was cancelled —
+  only this controller's deadline, not a timeout the reconciler raised itself.
+- ``controller_runtime_reconcile_panics_total``: the reconciler failed with a
+  programming error (:data:`PANICS`: AttributeError, TypeError, LookupError, ...), what
+  a Go reconciler's nil dereference, bad index or failed type assertion panics with.
+  controller-runtime recovers such a panic into an error (RecoverPanic, on by default);
+  so does this worker, which keeps serving the queue.
+ Cancelling ``run()`` stops it
 gracefully: no new keys are taken, in-flight reconciles get ``drain_timeout`` seconds
 to finish, then they are cancelled.
 """
@@ -36,7 +47,20 @@ from ._sources import Source, StaticSource
 from ._workqueue import WorkQueue
 from .errors import QueueShutDown, TemporaryError, TerminalError
 
-__all__ = ["Controller", "singleton_controller"]
+__all__ = ["PANICS", "Controller", "singleton_controller"]
+
+#: The exceptions that count as a reconciler's panic: Python's programming errors, where
+#: Go would panic (nil dereference, index out of range, failed type assertion, division
+#: by zero, a broken invariant, runaway recursion); not the errors a reconciler reports.
+PANICS: tuple[type[BaseException], ...] = (
+    AssertionError,
+    AttributeError,
+    TypeError,
+    LookupError,
+    NameError,
+    ArithmeticError,
+    RecursionError,
+)
 
 K = TypeVar("K", bound=Hashable)
 
@@ -47,7 +71,7 @@ class _NoControllerMetrics:
     def reconciled(self, result: str, seconds: float) -> None:
         return None
 
-    def error(self, *, terminal: bool) -> None:
+    def error(self, *, terminal: bool, panic: bool = False, timeout: bool = False) -> None:
         return None
 
     def worker(self, delta: int) -> None:
@@ -180,9 +204,10 @@ class Controller(Generic[K]):
         )
         start = self._clock.monotonic()
         outcome = "error"
+        deadline = asyncio.timeout(self.reconcile_timeout)
         try:
             try:
-                async with asyncio.timeout(self.reconcile_timeout):
+                async with deadline:
                     result = await self.reconciler.reconcile(key)
             except TemporaryError as exc:
                 outcome = "requeue_after"
@@ -192,8 +217,11 @@ class Controller(Generic[K]):
                 log.error("Reconciler error", exc_info=exc, extra={"terminal": True})
                 queue.forget(key)
             except Exception as exc:
-                self._metrics.error(terminal=False)
-                if isinstance(exc, TimeoutError) and self.reconcile_timeout is not None:
+                timed_out = deadline.expired()
+                self._metrics.error(
+                    terminal=False, panic=isinstance(exc, PANICS), timeout=timed_out
+                )
+                if timed_out:
                     log.error(
                         "Reconciler error",
                         extra={"error": f"reconcile timed out after {self.reconcile_timeout:g}s"},

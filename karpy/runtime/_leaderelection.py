@@ -29,6 +29,13 @@ leader still lets go: the thread renews only while the main loop has answered a
 heartbeat within ``renew_deadline``. The deadline is shared: the thread moves it on
 each renewal, and the main loop's ``is_leader`` and write gate read it, so the main loop
 stops writing at the deadline even before the thread's LeaderElectionLost reaches it.
+
+A leader renews as client-go does: on its *fast path* it updates the Lease it last wrote
+without reading it first (one PUT per round; its resourceVersion makes it optimistic);
+only if that fails (a conflict, a timeout) does it fall back to the *slow path*: read the
+Lease, check who holds it, then update. Each renewal that a leader had to make on the slow
+path is counted in ``leader_election_slowpath_total{name}``, client-go's metric: a few
+mean a flaky API server, a steady rate means something else writes the Lease.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ._client import KubeClient
@@ -118,6 +126,9 @@ class LeaderElector:
         self._valid_until = -math.inf
         self._lock = threading.Lock()  # a renewal's check-and-extend vs. _expire
         self._holder = ""  # the holder in the last record seen
+        # The Lease as this candidate last wrote it while holding it (the fast path's
+        # base), or None: only the renewing side writes it (maybe in its thread).
+        self._written: dict[str, Any] | None = None
         self._led = False  # held the lease in this run: from then on writes are gated
         self.elected = asyncio.Event()
         """Set while this candidate holds the lease."""
@@ -202,6 +213,7 @@ class LeaderElector:
             if self.is_leader and cfg.release_on_cancel:
                 await self._release()
             self._expire()
+            self._written = None
             self._set_leader(False)
 
     # -- one attempt ---------------------------------------------------------------------
@@ -218,6 +230,8 @@ class LeaderElector:
         client = client or self._client
         now = self._clock.now()
         duration = max(1, math.ceil(cfg.lease_duration))
+        if await self._renew_fast(client, now, duration, timeout):
+            return True
         try:
             lease = await client.get(
                 LEASE, cfg.name, namespace=cfg.namespace, live=True, timeout=timeout
@@ -232,7 +246,7 @@ class LeaderElector:
             }
             body = {"metadata": {"name": cfg.name, "namespace": cfg.namespace}, "spec": spec}
             try:
-                await client.create(LEASE, body, timeout=timeout)
+                self._written = dict(await client.create(LEASE, body, timeout=timeout))
             except (AlreadyExists, Conflict):
                 return False
             self._observe(spec)
@@ -251,14 +265,42 @@ class LeaderElector:
         if holder != cfg.identity:
             spec["acquireTime"] = format_micro_time(now)
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+        elif self._metrics is not None:
+            # The holder renewing through a read: client-go's slow path.
+            self._metrics.leader_slowpath(cfg.name)
         spec["holderIdentity"] = cfg.identity
         spec["leaseDurationSeconds"] = duration
         spec["renewTime"] = format_micro_time(now)
         lease["spec"] = spec
         try:
-            await client.update(LEASE, lease, timeout=timeout)
+            self._written = dict(await client.update(LEASE, lease, timeout=timeout))
         except Conflict:
             return False
+        self._observe(spec)
+        return True
+
+    async def _renew_fast(
+        self, client: Client, now: datetime, duration: int, timeout: float | None  # noqa: ASYNC109
+    ) -> bool:
+        """client-go's fast path: update the Lease as last written, unread, if this
+        candidate holds it and its record is still valid; False to take the slow path."""
+        written = self._written
+        if written is None or self._observed_at + duration <= self._clock.monotonic():
+            return False
+        spec = dict(written.get("spec") or {})
+        spec["leaseDurationSeconds"] = duration
+        spec["renewTime"] = format_micro_time(now)
+        try:
+            stored = await client.update(LEASE, {**written, "spec": spec}, timeout=timeout)
+        except ClientError as exc:
+            self._written = None
+            log.debug(
+                "Failed to update lease optimistically, falling back to slow path",
+                extra={"lease": f"{self.config.namespace}/{self.config.name}",
+                       "error": str(exc)},
+            )
+            return False
+        self._written = dict(stored)
         self._observe(spec)
         return True
 

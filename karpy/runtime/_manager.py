@@ -35,6 +35,7 @@ from opentelemetry.metrics import Meter
 
 from ._builder import ControllerBuilder
 from ._cache import Cache, InformerOptions
+from ._client import KubeClient
 from ._clock import Clock, SystemClock
 from ._controller import Controller, singleton_controller
 from ._events import EventRecorder
@@ -91,6 +92,8 @@ class Manager:
     ) -> None:
         self.clock: Clock = clock or SystemClock()
         self.metrics = metrics or Metrics()
+        if isinstance(client, KubeClient):  # the others send no requests of their own to count
+            client._count_requests_in(self.metrics.client)
         self.cache = Cache(client, namespace=namespace, by_kind=cache_options)
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout

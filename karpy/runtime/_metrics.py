@@ -11,7 +11,11 @@ result}``, ``controller_runtime_reconcile_errors_total``,
 ``controller_runtime_reconcile_time_seconds``, ``workqueue_depth{name,controller}``,
 ``workqueue_adds_total``, ``workqueue_queue_duration_seconds``,
 ``workqueue_work_duration_seconds``, ``workqueue_retries_total``,
-``workqueue_unfinished_work_seconds``, ``workqueue_longest_running_processor_seconds``.
+``workqueue_unfinished_work_seconds``, ``workqueue_longest_running_processor_seconds``,
+``controller_runtime_reconcile_panics_total`` and ``controller_runtime_reconcile_timeouts_total``
+(see ``_controller``), ``leader_election_slowpath_total`` (see ``_leaderelection``), and
+the client's ``client_go_request_total`` / ``client_go_request_duration_seconds`` (see
+``_client_metrics``; the manager's client and the clients derived from it count into them).
 The ``workqueue_*`` series are counted by each queue in plain Python and exported by a
 collector on the same registry (see ``_queue_metrics``: an OTel call per queue
 operation would cost more than the queue itself).
@@ -26,6 +30,7 @@ from opentelemetry.metrics import Meter
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, generate_latest
 
+from ._client_metrics import ClientMetrics
 from ._queue_metrics import QueueCollector, QueueRecorder, QueueView
 
 __all__ = ["ControllerMetrics", "Metrics"]
@@ -97,6 +102,14 @@ class Metrics:
             "controller_runtime_terminal_reconcile_errors_total",
             description="Total number of terminal reconciliation errors per controller",
         )
+        self._panics = meter.create_counter(
+            "controller_runtime_reconcile_panics_total",
+            description="Total number of reconciliation panics per controller",
+        )
+        self._timeouts = meter.create_counter(
+            "controller_runtime_reconcile_timeouts_total",
+            description="Total number of reconciliation timeouts per controller",
+        )
         self._reconcile_time = meter.create_histogram(
             "controller_runtime_reconcile_time_seconds",
             unit="s",
@@ -116,8 +129,16 @@ class Metrics:
             description="Gauge of if the reporting system is master of the relevant lease, "
             "0 indicates backup, 1 indicates master",
         )
+        self._slowpath = meter.create_counter(
+            "leader_election_slowpath_total",
+            description="Total number of slow path exercised in renewing leader leases. "
+            "'name' is the string used to identify the lease. Please make sure to group "
+            "by name.",
+        )
         self._queues = QueueCollector()
         self.registry.register(self._queues)
+        self.client = ClientMetrics(self.registry)
+        """client-go's request metrics, which the manager's client counts into."""
 
     def meter(self, name: str, version: str | None = None) -> Meter:
         """An OpenTelemetry Meter whose instruments appear on this registry's /metrics."""
@@ -133,12 +154,18 @@ class Metrics:
         self.provider.shutdown()
         with contextlib.suppress(KeyError):
             self.registry.unregister(self._queues)
+        self.client.unregister()
 
     # -- hooks for controllers and queues ----------------------------------------------
 
     def controller(self, name: str, workers: int) -> ControllerMetrics:
         """The instruments one controller reports to."""
-        self._max_concurrent.add(workers, {"controller": name})
+        attrs = {"controller": name}
+        self._max_concurrent.add(workers, attrs)
+        # Present at 0 from the start, as controller-runtime initialises them: an alert
+        # on increase() then fires on the first panic or timeout too.
+        self._panics.add(0, attrs)
+        self._timeouts.add(0, attrs)
         return ControllerMetrics(self, name)
 
     def queue(self, name: str, queue: QueueView) -> QueueRecorder:
@@ -151,6 +178,11 @@ class Metrics:
     def leader(self, lease: str, is_leader: bool) -> None:
         """Set leader_election_master_status{name=lease} to 1 or back to 0."""
         self._leader.add(1 if is_leader else -1, {"name": lease})
+
+    def leader_slowpath(self, lease: str) -> None:
+        """Count a leader's renewal that had to read the Lease first
+        (leader_election_slowpath_total{name=lease}; see ``_leaderelection``)."""
+        self._slowpath.add(1, {"name": lease})
 
 
 class ControllerMetrics:
@@ -171,11 +203,15 @@ class ControllerMetrics:
         self._m._reconcile_total.add(1, self._results[result])
         self._m._reconcile_time.record(seconds, self._attrs)
 
-    def error(self, *, terminal: bool) -> None:
-        """Count a reconcile error (and a terminal one if so)."""
+    def error(self, *, terminal: bool, panic: bool = False, timeout: bool = False) -> None:
+        """Count a reconcile error (and a terminal one, a panic or a timeout if so)."""
         self._m._reconcile_errors.add(1, self._attrs)
         if terminal:
             self._m._terminal_errors.add(1, self._attrs)
+        if panic:
+            self._m._panics.add(1, self._attrs)
+        if timeout:
+            self._m._timeouts.add(1, self._attrs)
 
     def worker(self, delta: int) -> None:
         """A worker became busy (+1) or idle (-1)."""

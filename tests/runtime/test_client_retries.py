@@ -15,10 +15,13 @@ from dataclasses import dataclass, field
 import pytest
 from aiohttp import web
 from kubernetes_asyncio import client as k8s_client
+from prometheus_client.parser import text_string_to_metric_families
 
-from karpy.runtime import KubeClient, errors, kinds
+from karpy.runtime import KubeClient, Manager, errors, kinds
+from karpy.runtime._client_metrics import request_labels
 from karpy.runtime._flowcontrol import MAX_RETRIES, MAX_RETRY_WAIT, RetryState
 from karpy.runtime.ratelimit import Backoff
+from karpy.runtime.telemetry import Metrics
 
 
 @dataclass
@@ -227,3 +230,96 @@ async def test_the_lease_client_has_a_bucket_of_its_own(server: Server) -> None:
             assert time.monotonic() - started < 0.3
         finally:
             await own.close()
+
+
+# -- client-go's request metrics (client_go_request_total, _duration_seconds) ---------
+
+
+def samples(metrics: Metrics, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """The samples named ``name`` of one scrape, keyed by their sorted labels."""
+    return {
+        tuple(sorted(s.labels.items())): s.value
+        for family in text_string_to_metric_families(metrics.render().decode())
+        for s in family.samples if s.name == name
+    }
+
+
+def gvk(verb: str, kind: str = "namespaces") -> tuple[tuple[str, str], ...]:
+    return (("group", ""), ("kind", kind), ("subresource", ""), ("verb", verb),
+            ("version", "v1"))  # fmt: skip
+
+
+async def test_every_attempt_is_counted_and_each_request_timed_once(
+    server: Server, client: KubeClient
+) -> None:
+    """As client-go: a retried request is two attempts in client_go_request_total (by
+    status) and one observation of client_go_request_duration_seconds, whose time
+    includes the Retry-After wait."""
+    metrics = Metrics()
+    client._count_requests_in(metrics.client)
+    server.faults = [THROTTLED]
+    await client.get(kinds.NAMESPACE, "default", live=True)
+    assert samples(metrics, "client_go_request_total") == {
+        (("code", "429"), ("method", "GET")): 1.0,
+        (("code", "200"), ("method", "GET")): 1.0,
+    }
+    assert samples(metrics, "client_go_request_duration_seconds_count") == {gvk("GET"): 1.0}
+    assert samples(metrics, "client_go_request_duration_seconds_sum")[gvk("GET")] >= 0.95
+
+
+async def test_request_metrics_name_the_verb_as_karpenter_does(
+    server: Server, client: KubeClient
+) -> None:
+    """POST is CREATE, a GET of a collection is LIST; a connection that died before an
+    answer is code "<error>"; a watch counts its attempt but is not timed."""
+    metrics = Metrics()
+    client._count_requests_in(metrics.client)
+    await client.list(kinds.NAMESPACE, live=True)
+    await client.create(kinds.NAMESPACE, {"metadata": {"name": "team-a"}})
+    server.faults = ["drop"]
+    with pytest.raises(errors.TransportError):
+        await client.create(kinds.NAMESPACE, {"metadata": {"name": "team-b"}})
+    stream = client.watch(kinds.NAMESPACE, timeout_seconds=5)
+    await anext(stream)
+    await stream.aclose()
+    assert samples(metrics, "client_go_request_total") == {
+        (("code", "200"), ("method", "GET")): 2.0,  # the list and the watch
+        (("code", "201"), ("method", "POST")): 1.0,
+        (("code", "<error>"), ("method", "POST")): 1.0,
+    }
+    assert samples(metrics, "client_go_request_duration_seconds_count") == {
+        gvk("LIST"): 1.0, gvk("CREATE"): 2.0,
+    }
+
+
+async def test_a_managers_clients_count_into_its_metrics(
+    server: Server, client: KubeClient
+) -> None:
+    """The manager's /metrics counts the requests of the client it was given and of
+    every client derived from it: its gated client, the lease renewal's own."""
+    manager = Manager(client, metrics_bind_address="0", health_probe_bind_address="0")
+    await manager.client.get(kinds.NAMESPACE, "default", live=True)
+    async with client.with_own_connections() as renewals:
+        await renewals.get(kinds.NAMESPACE, "kube-system")
+    assert samples(manager.metrics, "client_go_request_total") == {
+        (("code", "200"), ("method", "GET")): 2.0,
+    }
+
+
+@pytest.mark.parametrize(("method", "path", "labels"), [
+    ("GET", "/api/v1/namespaces/ns/pods", ("LIST", "", "v1", "pods", "")),
+    ("GET", "/api/v1/namespaces/ns/pods/p", ("GET", "", "v1", "pods", "")),
+    ("PUT", "/api/v1/namespaces/ns/pods/p/status", ("UPDATE", "", "v1", "pods", "status")),
+    ("PATCH", "/api/v1/nodes/n/status", ("PATCH", "", "v1", "nodes", "status")),
+    ("POST", "/api/v1/namespaces/ns/pods/p/eviction", ("CREATE", "", "v1", "pods", "eviction")),
+    ("DELETE", "/apis/karpenter.sh/v1/nodeclaims/x",
+     ("DELETE", "karpenter.sh", "v1", "nodeclaims", "")),
+    ("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/karpenter",
+     ("UPDATE", "coordination.k8s.io", "v1", "leases", "")),
+    ("GET", "/api/v1/namespaces/default", ("GET", "", "v1", "namespaces", "")),
+    ("GET", "/version", None),
+])  # fmt: skip
+def test_request_labels_follow_operatorpkgs_parse_of_client_gos_url_template(
+    method: str, path: str, labels: tuple[str, ...] | None
+) -> None:
+    assert request_labels(method, path) == labels

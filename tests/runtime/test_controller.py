@@ -294,3 +294,58 @@ async def test_metrics_count_reconciles_by_result() -> None:
     assert 'controller_runtime_reconcile_time_seconds_count{controller="m"} 3.0' in text
     assert 'workqueue_retries_total{controller="m",name="m"} 1.0' in text
     assert 'controller_runtime_max_concurrent_reconciles{controller="m"} 1.0' in text
+
+
+async def test_a_reconciler_bug_counts_as_a_panic_and_the_worker_keeps_serving() -> None:
+    """controller-runtime recovers a reconciler's panic, counts it and goes on; here a
+    programming error (AttributeError, KeyError ...) is the panic. An error the
+    reconciler reports (an API error, a RuntimeError) is no panic."""
+    metrics = Metrics()
+    pushes = Pushes()
+    reconciler = Scripted(
+        AttributeError("'NoneType' object has no attribute 'spec'"), KeyError("zone"),
+        errors.Conflict("stale"), Result(),
+    )
+    controller: Controller[Request] = Controller("p", reconciler, metrics=metrics)
+    controller.watch(pushes)
+    assert 'controller_runtime_reconcile_panics_total{controller="p"} 0.0' in (
+        metrics.render().decode()
+    ), "present at 0 before the first panic, as controller-runtime's initMetrics"
+    task = asyncio.create_task(controller.run())
+    try:
+        await eventually(lambda: pushes.queue is not None)
+        for name in ("a", "b", "c", "d"):
+            pushes.push(Request("ns", name))
+        # the last key, after the panics, is still reconciled
+        await eventually(lambda: 'controller_runtime_reconcile_total{controller="p",'
+                         'result="success"} 1.0' in metrics.render().decode())
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    text = metrics.render().decode()
+    assert 'controller_runtime_reconcile_panics_total{controller="p"} 2.0' in text
+    assert 'controller_runtime_reconcile_errors_total{controller="p"} 3.0' in text
+
+
+async def test_only_the_controllers_own_deadline_counts_as_a_reconcile_timeout() -> None:
+    """controller_runtime_reconcile_timeouts_total counts reconciles cut off at
+    reconcile_timeout (controller-runtime's ReconciliationTimeout), not a TimeoutError
+    the reconciler raised itself."""
+
+    async def hang() -> Result:
+        await asyncio.Event().wait()
+        return Result()
+
+    metrics = Metrics()
+    controller: Controller[Request] = Controller(
+        "t", Scripted(hang, TimeoutError("the cloud API timed out")),
+        reconcile_timeout=0.05, metrics=metrics,
+    )
+    assert 'controller_runtime_reconcile_timeouts_total{controller="t"} 0.0' in (
+        metrics.render().decode()
+    )
+    await controller.reconcile_key(REQ)
+    await controller.reconcile_key(REQ)
+    text = metrics.render().decode()
+    assert 'controller_runtime_reconcile_timeouts_total{controller="t"} 1.0' in text
+    assert 'controller_runtime_reconcile_errors_total{controller="t"} 2.0' in text

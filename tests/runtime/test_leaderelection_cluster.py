@@ -11,6 +11,7 @@ import pytest
 
 from karpy.runtime import Client, LeaderElectionConfig, kinds
 from karpy.runtime.leaderelection import LeaderElector
+from karpy.runtime.telemetry import Metrics
 from karpy.runtime.testing import FakeClock
 
 
@@ -67,13 +68,17 @@ async def test_a_renewing_holder_keeps_the_lease(
             retry_period=0.1,
         )
 
-    holder = LeaderElector(rt_client, config("holder"), clock=clock)
+    metrics = Metrics()
+    holder = LeaderElector(rt_client, config("holder"), clock=clock, metrics=metrics)
     challenger = LeaderElector(rt_client, config("challenger"), clock=clock)
     assert await holder.try_acquire_or_renew()
     for _ in range(15):  # 1.5 s: longer than the lease, but it keeps being renewed
         clock.advance(0.1)
         assert await holder.try_acquire_or_renew()
         assert not await challenger.try_acquire_or_renew()
+    # Every renewal was one unread update the API server accepted (client-go's fast
+    # path): the challenger's reads do not touch the Lease's resourceVersion.
+    assert "leader_election_slowpath_total{" not in metrics.render().decode()
     # Once the holder stops renewing, the challenger takes over after one lease duration.
     clock.advance(0.9)
     assert not await challenger.try_acquire_or_renew()

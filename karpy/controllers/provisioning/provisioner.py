@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -212,12 +213,23 @@ class Provisioner:
         keys = reservation_label_keys(it for t in templates for it in t.instance_types)
         # NodeClaims not launched yet hold reservation slots the cloud does not count
         in_flight = held_in_flight(self.cluster.unlaunched_nodeclaims(), keys) if keys else None
-        results = simulator.solve(
-            pods,
-            nodes=nodes,
-            namespaces=self.cluster.namespaces(),
-            reservations_in_flight=in_flight,
+        # karpenter_scheduler_unfinished_work_seconds{controller, scheduling_id}: present
+        # while the solve runs, its value the seconds since it began, read at scrape time.
+        unfinished = self.metrics.scheduler_unfinished_work
+        solve_labels = (self.name, str(uuid.uuid4()))
+        solve_started = time.perf_counter()
+        unfinished.labels(*solve_labels).set_function(
+            lambda: time.perf_counter() - solve_started
         )
+        try:
+            results = simulator.solve(
+                pods,
+                nodes=nodes,
+                namespaces=self.cluster.namespaces(),
+                reservations_in_flight=in_flight,
+            )
+        finally:
+            unfinished.remove(*solve_labels)
         if self.virtual_pods is not None:
             self.virtual_pods.observe(results)
         elapsed = time.perf_counter() - started

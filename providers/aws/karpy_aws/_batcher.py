@@ -33,7 +33,10 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from karpy_aws._metrics import AWSMetrics
 
 __all__ = [
     "CREATE_FLEET_IDLE",
@@ -52,6 +55,8 @@ CREATE_FLEET_MAX_ITEMS: Final = 1000
 """Requests in one batch at most (Karpenter's 1000)."""
 
 CreateFleet = Callable[..., Awaitable[Mapping[str, Any]]]
+
+_BATCHER: Final = {"batcher": "create_fleet"}
 
 
 @dataclass
@@ -83,6 +88,8 @@ class CreateFleetBatcher:
         #: CreateFleet calls sent and requests they carried (for metrics and benchmarks)
         self.calls = 0
         self.requests = 0
+        #: where each batch's window and size are recorded (set by the provider)
+        self.metrics: AWSMetrics | None = None
 
     async def create_fleet(
         self, request: Mapping[str, Any], *, nodeclaim: str
@@ -107,7 +114,8 @@ class CreateFleetBatcher:
 
     async def _run(self, key: str, batch: _Batch) -> None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._max_wait
+        opened = loop.time()
+        deadline = opened + self._max_wait
         try:
             while self._open.get(key) is batch:
                 batch.joined.clear()
@@ -121,6 +129,9 @@ class CreateFleetBatcher:
         finally:
             if self._open.get(key) is batch:
                 del self._open[key]
+        if self.metrics is not None:
+            self.metrics.batch_time.record(loop.time() - opened, _BATCHER)
+            self.metrics.batch_size.record(len(batch.waiters), _BATCHER)
         await self._send(batch)
 
     async def _send(self, batch: _Batch) -> None:

@@ -92,6 +92,11 @@ class AWSClients:
             _stack=stack,
         )
 
+    def services(self) -> list[Any]:
+        """Every client opened (``eks`` when present)."""
+        return [c for c in (self.ec2, self.ssm, self.iam, self.sqs, self.pricing, self.eks)
+                if c is not None]
+
     async def aclose(self) -> None:
         """Close every client."""
         await self._stack.aclose()

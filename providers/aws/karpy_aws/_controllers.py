@@ -44,6 +44,7 @@ class LaunchTemplateGC:
 
 def register_controllers(provider: AWSCloudProvider, manager: Manager) -> None:
     """Add the provider's controllers to ``manager`` (see the module docstring)."""
+    provider.instrument(manager.meter("karpenter"))
     status = NodeClassStatusController(
         provider, manager.client, manager.event_recorder("karpenter")
     )

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import aioboto3
 from botocore.exceptions import ClientError
+from opentelemetry.metrics import Meter
 
 from karpy.apis import NodeClaim, NodePool
 from karpy.apis import labels as wk
@@ -66,10 +67,12 @@ from karpy_aws._instances import (
 from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_type
 from karpy_aws._kinds import EC2_NODE_CLASS, EC2_NODE_CLASS_KIND
 from karpy_aws._launchtemplates import LaunchTemplates
+from karpy_aws._metrics import AWSMetrics, launch_failure_reason
 from karpy_aws._network import network_interfaces
 from karpy_aws._placement import PlacementGroup, PlacementGroups
 from karpy_aws._pricing import PricingProvider
 from karpy_aws._refresh import ResolutionCaches
+from karpy_aws._sdk_metrics import SdkMetrics
 from karpy_aws._settings import PROVIDER_SETTINGS, AWSSettings, check_settings
 from karpy_aws._unavailable import UnavailableOfferings
 from karpy_aws._userdata import BootstrapOptions, UserDataError, user_data
@@ -271,6 +274,17 @@ class AWSCloudProvider:
         self._node_classes = node_classes
         self._client = client
         self._owns_clients = owns_clients
+        #: Karpenter AWS's launch, termination and batcher metrics, once instrumented
+        self.metrics: AWSMetrics | None = None
+
+    def instrument(self, meter: Meter) -> None:
+        """Record Karpenter AWS's own metrics (``_metrics``) with ``meter`` (the
+        manager's, so they are on its /metrics)."""
+        self.metrics = AWSMetrics(meter)
+        self.fleets.metrics = self.metrics
+        sdk = SdkMetrics(meter)
+        for client in self.clients.services():
+            sdk.attach(client)
 
     @classmethod
     async def from_context(
@@ -509,6 +523,7 @@ class AWSCloudProvider:
                     raise CreateError(f"creating fleet request: {message}", reason=reason) from exc
                 raise
         assert response is not None
+        self._count_launch_failures(response, plan.capacity_type, node_class)
         try:
             outcome = fleet_outcome(nodeclaim, plan, response, self.unavailable)
         except UnexpectedInstanceTypeError as exc:
@@ -566,6 +581,29 @@ class AWSCloudProvider:
             )
 
     # -- get / list / delete -----------------------------------------------------------
+
+    def _count_launch_failures(
+        self, response: Mapping[str, Any], capacity_type: str, node_class: EC2NodeClass
+    ) -> None:
+        """karpenter_cloudprovider_instance_launch_failures_total: one per offering
+        CreateFleet refused, its zone (or its subnet's) and that zone's ID."""
+        if self.metrics is None:
+            return
+        subnets = node_class.status.subnets
+        zone_of_subnet = {s.id: s.zone for s in subnets}
+        zone_ids = {s.zone: s.zone_id or "" for s in subnets}
+        for error in response.get("Errors") or []:
+            overrides = (error.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+            zone = str(overrides.get("AvailabilityZone") or "") or zone_of_subnet.get(
+                str(overrides.get("SubnetId") or ""), "")
+            self.metrics.launch_failures.add(1, {
+                "zone": zone,
+                "zone_id": zone_ids.get(zone, ""),
+                "capacity_type": capacity_type,
+                "reason": launch_failure_reason(
+                    str(error.get("ErrorCode") or ""), str(error.get("ErrorMessage") or "")
+                ),
+            })
 
     async def _describe(self, iid: str) -> Mapping[str, Any] | None:
         try:
@@ -645,6 +683,12 @@ class AWSCloudProvider:
         try:
             await self.clients.ec2.terminate_instances(InstanceIds=[iid])
         except Exception as exc:
+            if self.metrics is not None:
+                placement = instance.get("Placement") or {}
+                self.metrics.termination_failures.add(1, {
+                    "zone": str(placement.get("AvailabilityZone") or ""),
+                    "zone_id": str(placement.get("AvailabilityZoneId") or ""),
+                })
             if is_not_found(exc):
                 raise NodeClaimNotFoundError(f"instance {pid} not found", provider_id=pid) from exc
             raise

@@ -449,3 +449,44 @@ async def test_nodeclaims_the_cost_stage_pins_to_one_zone_are_logged(
     assert await off.provisioner.provision() == 0
     assert off.client.created
     assert records(caplog, message) == []
+
+
+async def test_a_scrape_during_a_solve_sees_its_unfinished_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """karpenter_scheduler_unfinished_work_seconds{controller, scheduling_id} is there
+    while a solve runs, counting its seconds, and gone when it ends (as Karpenter's). The
+    solve is held at its start by a hook that scrapes /metrics, as a scrape landing
+    mid-solve would."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from karpy.scheduling.simulator import Simulator
+
+    h = build()
+    h.metrics.registry.register(h.provisioner.metrics.scheduler_unfinished_work)
+    h.cluster.update_nodepool(nodepool())
+    pending(h, 3)
+
+    def unfinished() -> list[tuple[dict[str, str], float]]:
+        text = h.metrics.render().decode()
+        return [(s.labels, s.value) for f in text_string_to_metric_families(text)
+                for s in f.samples if s.name == "karpenter_scheduler_unfinished_work_seconds"]
+
+    seen: list[list[tuple[dict[str, str], float]]] = []
+    solve = Simulator.solve
+
+    def scraped_mid_solve(self: Simulator, *args: Any, **kwargs: Any) -> Any:
+        first = unfinished()
+        results = solve(self, *args, **kwargs)
+        seen.append(first)
+        seen.append(unfinished())  # still inside the provisioner's solve call
+        return results
+
+    monkeypatch.setattr(Simulator, "solve", scraped_mid_solve)
+    await h.provisioner.provision()
+
+    [(labels, at_start)], [(same, later)] = seen
+    assert labels["controller"] == "provisioner" and len(labels["scheduling_id"]) == 36
+    assert same == labels and 0 < at_start < later, "the seconds it has been running"
+    assert unfinished() == [], "removed when the solve ends"
+    assert h.client.created
