@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 
 from karpy import __version__
-from karpy.cloudprovider import CloudProvider, ProviderContext
+from karpy.cloudprovider import CloudProvider, ProviderContext, UnavailableOfferings
 from karpy.cloudprovider.registry import (
     build_provider,
     close_provider,
@@ -34,7 +34,6 @@ from karpy.controllers.instruments import KarpenterMetrics
 from karpy.options import Options
 from karpy.runtime import Client, Clock, LeaderElectionConfig, Manager, SystemClock
 from karpy.state.cluster import Cluster
-from karpy.state.unavailable_offerings import UnavailableOfferings
 
 __all__ = ["CONTROLLER_PACKAGES", "Operator", "Options", "run_operator"]
 

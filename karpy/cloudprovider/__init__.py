@@ -1,7 +1,8 @@
 """What a cloud provider author needs: the :class:`CloudProvider` protocol, the values it
 speaks (:class:`InstanceType`, :class:`Offering`, :class:`OfferingKey`,
 :class:`NodeClassKind`, :class:`DriftReason`, :class:`RepairPolicy`), the
-:class:`ProviderContext` its factory receives, the optional
+:class:`ProviderContext` its factory receives, the :class:`UnavailableOfferings` cache
+of offerings the cloud just refused, the optional
 :class:`ContributesControllers` hook and :class:`ProviderSetting` declarations, and the
 errors ``create``/``get``/``delete`` raise.
 
@@ -21,6 +22,7 @@ from karpy.cloudprovider._protocol import CloudProvider, ContributesControllers
 from karpy.cloudprovider._registry import ProviderContext, ProviderFactory
 from karpy.cloudprovider._settings import ProviderSetting
 from karpy.cloudprovider._types import DriftReason, NodeClassKind, OfferingKey, RepairPolicy
+from karpy.cloudprovider._unavailable import UnavailableOfferings
 from karpy.cloudprovider.errors import (
     CloudProviderError,
     CreateError,
@@ -48,4 +50,5 @@ __all__ = [
     "ProviderFactory",
     "ProviderSetting",
     "RepairPolicy",
+    "UnavailableOfferings",
 ]

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from karpy_azure import InstanceTypeParams, UnavailableOfferings, build_instance_types, parse_skus
+from karpy_azure import InstanceTypeParams, build_instance_types, parse_skus
 from karpy_azure._extensions import CSE_EXTENSION
 from karpy_azure._pricing import PriceTable
 
@@ -33,6 +33,7 @@ from azurearm.bootstrap import (
 )
 from azurearm.bootstrap import taints as register_taints
 from azurearm.server import ArmServer
+from karpy.cloudprovider import UnavailableOfferings
 from karpy.runtime import Client, errors, kinds
 from karpy.scheduling import resources as res
 

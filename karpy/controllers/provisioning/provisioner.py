@@ -29,7 +29,7 @@ from typing import Any
 from karpy.apis import NodePool
 from karpy.apis.duration import format_go_duration
 from karpy.apis.labels import LABEL_NODEPOOL
-from karpy.cloudprovider import CloudProvider
+from karpy.cloudprovider import CloudProvider, UnavailableOfferings
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning.batcher import Batcher
 from karpy.controllers.provisioning.events import NodePoolEvents, PodEvents
@@ -57,7 +57,6 @@ from karpy.state import (
     Cluster,
     NodePoolEntry,
     OverlayStore,
-    UnavailableOfferings,
     VolumeError,
 )
 

@@ -27,7 +27,7 @@ from opentelemetry.metrics import NoOpMeter
 
 from karpy.apis.extension import load_extensions
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
-from karpy.cloudprovider import CloudProvider, InstanceType, ProviderContext
+from karpy.cloudprovider import CloudProvider, InstanceType, ProviderContext, UnavailableOfferings
 from karpy.cloudprovider.registry import build_provider, close_provider, installed_providers
 from karpy.controllers.disruption import (
     Command,
@@ -46,7 +46,7 @@ from karpy.runtime import Cache, Client, Clock, Object, Request, SystemClock, er
 from karpy.runtime.indexes import INDEX_NODE_NAME, index_by_node_name
 from karpy.runtime.kinds import Kind
 from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
-from karpy.state import NODE_POOL, Cluster, OverlayStore, UnavailableOfferings
+from karpy.state import NODE_POOL, Cluster, OverlayStore
 from karpy.state.kinds import NODE_OVERLAY
 from karpy.state.statenode import StateNode
 from karpy.tools.view._landing import land

@@ -34,6 +34,7 @@ from karpy.cloudprovider import (
     NodeClassNotReadyError,
     ProviderContext,
     RepairPolicy,
+    UnavailableOfferings,
 )
 from karpy.cloudprovider.launch import LaunchChoice, launched_nodeclaim
 from karpy.runtime import Client, Manager, thaw
@@ -71,7 +72,6 @@ from karpy_aws._placement import PlacementGroup, PlacementGroups
 from karpy_aws._pricing import PricingProvider
 from karpy_aws._refresh import ResolutionCaches
 from karpy_aws._settings import PROVIDER_SETTINGS, AWSSettings, check_settings
-from karpy_aws._unavailable import UnavailableOfferings
 from karpy_aws._userdata import BootstrapOptions, UserDataError, user_data
 from karpy_aws._validation import NodeClassValidation
 from karpy_aws.apis import labels as aws
@@ -477,7 +477,7 @@ class AWSCloudProvider:
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         node_class = await self._ready_node_class(nodeclaim)
         instance_types = await self.catalog.instance_types(NodeClassShape.of(node_class))
-        self.unavailable.marked()  # expire what is due before the plan reads the cache
+        self.unavailable.snapshot()  # expire what is due before the plan reads the cache
         plan = self._plans.plan(
             nodeclaim, node_class, instance_types, self.unavailable, now=time.monotonic()
         )

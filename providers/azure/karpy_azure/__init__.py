@@ -22,7 +22,6 @@ from karpy_azure._pricing import MISSING_PRICE, PriceTable, fallback_prices, fet
 from karpy_azure._provider import AzureCloudProvider, node_class_hash
 from karpy_azure._settings import AzureSettings, AzureSettingsError
 from karpy_azure._skus import Sku, VMSize, parse_skus, parse_vm_size
-from karpy_azure._unavailable import UnavailableOfferings
 
 __all__ = [
     "AKS_NODE_CLASS",
@@ -39,7 +38,6 @@ __all__ = [
     "Sku",
     "StaticNodeClasses",
     "StaticTokenCredential",
-    "UnavailableOfferings",
     "VMSize",
     "aks_overhead",
     "build_instance_types",

@@ -15,14 +15,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from karpy.apis.labels import LABEL_REGION
-from karpy.cloudprovider import InstanceType, Offering, OfferingKey
+from karpy.cloudprovider import InstanceType, Offering, OfferingKey, UnavailableOfferings
 from karpy.scheduling import Requirement, Requirements
 from karpy.scheduling import resources as res
 from karpy.scheduling.requirements import DOES_NOT_EXIST, IN
 from karpy_azure._overhead import aks_overhead, memory_capacity_bytes
 from karpy_azure._pricing import PriceTable
 from karpy_azure._skus import Sku
-from karpy_azure._unavailable import UnavailableOfferings
 from karpy_azure.apis import labels as az
 
 __all__ = [

@@ -31,6 +31,7 @@ from karpy.cloudprovider import (
     InstanceType,
     NodeClassKind,
     RepairPolicy,
+    UnavailableOfferings,
 )
 from karpy.cloudprovider.errors import OfflineError
 from karpy.runtime import Manager
@@ -41,7 +42,6 @@ from karpy_azure._pricing import fallback_prices
 from karpy_azure._provider import REPAIR_POLICIES, instance_type_params
 from karpy_azure._settings import AzureSettings, AzureSettingsError
 from karpy_azure._skus import Sku, parse_skus
-from karpy_azure._unavailable import UnavailableOfferings
 
 __all__ = ["OfflineAzureCloudProvider", "offline_skus"]
 

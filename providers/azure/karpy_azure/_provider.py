@@ -31,8 +31,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -55,6 +54,7 @@ from karpy.cloudprovider import (
     OfferingKey,
     ProviderContext,
     RepairPolicy,
+    UnavailableOfferings,
 )
 from karpy.cloudprovider.launch import (
     LaunchChoice,
@@ -63,7 +63,7 @@ from karpy.cloudprovider.launch import (
     launched_nodeclaim,
     nodeclaim_requirements,
 )
-from karpy.runtime import Client, Manager
+from karpy.runtime import Client, Clock, Manager, SystemClock
 from karpy.runtime.errors import Conflict, NotFound
 from karpy.runtime.kinds import NODE
 from karpy.scheduling import Requirement, Requirements
@@ -76,6 +76,7 @@ from karpy_azure._arm import (
     is_not_found,
     make_credential,
 )
+from karpy_azure._capacity_ttl import capacity_ttl
 from karpy_azure._catalog import Catalog
 from karpy_azure._extensions import (
     BILLING_EXTENSION,
@@ -132,14 +133,6 @@ from karpy_azure._settings import (
 )
 from karpy_azure._skus import Sku
 from karpy_azure._status import register_status_controller
-from karpy_azure._unavailable import (
-    ALLOCATION_FAILURE_TTL,
-    LOW_QUOTA_TTL,
-    QUOTA_REACHED_TTL,
-    SKU_NOT_AVAILABLE_ON_DEMAND_TTL,
-    SKU_NOT_AVAILABLE_SPOT_TTL,
-    UnavailableOfferings,
-)
 from karpy_azure.apis import AKSNodeClass
 from karpy_azure.apis import labels as az
 
@@ -250,15 +243,17 @@ class AzureCloudProvider:
         node_classes: NodeClassSource,
         client: Client | None = None,
         credential: AsyncTokenCredential | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
         ca_bundle: str = "",
     ) -> None:
         self.settings = settings
         self.arm = arm
         self.node_classes = node_classes
         self.client = client
+        clock = clock or SystemClock()
+        monotonic = clock.monotonic
         self.catalog = Catalog(settings, arm, monotonic=monotonic)
-        self.unavailable = UnavailableOfferings(monotonic=monotonic)
+        self.unavailable = UnavailableOfferings(clock=clock)
         self._credential = credential
         self._monotonic = monotonic
         self._types: dict[InstanceTypeParams, _CachedTypes] = {}
@@ -759,7 +754,7 @@ class AzureCloudProvider:
                 reason="VirtualMachineCreationFailed",
             )
         keys = self._capacity_keys(cap, choice)
-        self.unavailable.mark(keys, reason=cap.reason, ttl=_ttl(cap, offering.capacity_type,
+        self.unavailable.mark(keys, reason=cap.reason, ttl=capacity_ttl(cap, offering.capacity_type,
                                                                   message))
         log.warning(
             "marked offerings unavailable",
@@ -1048,14 +1043,3 @@ def _text(value: object) -> str:
         return ""
     return str(getattr(value, "value", value))
 
-
-def _ttl(cap: CapacityError, capacity_type: str, message: str) -> timedelta:
-    if cap.reason == "SKUNotAvailable":
-        return SKU_NOT_AVAILABLE_ON_DEMAND_TTL if capacity_type == ON_DEMAND else (
-            SKU_NOT_AVAILABLE_SPOT_TTL
-        )
-    if cap.reason == "SubscriptionQuotaReached":
-        return QUOTA_REACHED_TTL if "Current Limit: 0" in message or cap.scope == "spot" else (
-            LOW_QUOTA_TTL
-        )
-    return ALLOCATION_FAILURE_TTL

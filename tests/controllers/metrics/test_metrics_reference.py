@@ -21,7 +21,7 @@ from typing import Any, cast
 import pytest
 from opentelemetry.sdk.metrics import Meter as SdkMeter
 
-from karpy.cloudprovider import NodeClassKind
+from karpy.cloudprovider import NodeClassKind, UnavailableOfferings
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers import disruption, provisioning
 from karpy.controllers.deps import Deps
@@ -31,7 +31,6 @@ from karpy.operator import CONTROLLER_PACKAGES
 from karpy.runtime import Client, Manager
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.cluster import Cluster
-from karpy.state.unavailable_offerings import UnavailableOfferings
 
 REFERENCE = Path(__file__).parent / "data" / "karpenter_v1_14_metrics.json"
 EC2_NODE_CLASS = NodeClassKind(
