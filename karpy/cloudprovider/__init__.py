@@ -2,8 +2,9 @@
 speaks (:class:`InstanceType`, :class:`Offering`, :class:`OfferingKey`,
 :class:`NodeClassKind`, :class:`DriftReason`, :class:`RepairPolicy`), the
 :class:`ProviderContext` its factory receives, the :class:`UnavailableOfferings` cache
-of offerings the cloud just refused, the optional
-:class:`ContributesControllers` hook and :class:`ProviderSetting` declarations, and the
+of offerings the cloud just refused, the optional abilities (:class:`ContributesControllers`,
+:class:`ClosesOnShutdown`, :class:`BuildsFromContext`, :class:`DeclaresSettings`,
+:class:`ChecksSettings`) and :class:`ProviderSetting` declarations, and the
 errors ``create``/``get``/``delete`` raise.
 
 A cloud plugs into karpy by implementing :class:`CloudProvider` and registering a
@@ -18,7 +19,14 @@ resolution and readiness, used by the nodepool controller),
 :mod:`karpy.cloudprovider.testing` (the conformance kit).
 """
 
-from karpy.cloudprovider._protocol import CloudProvider, ContributesControllers
+from karpy.cloudprovider._protocol import (
+    BuildsFromContext,
+    ChecksSettings,
+    ClosesOnShutdown,
+    CloudProvider,
+    ContributesControllers,
+    DeclaresSettings,
+)
 from karpy.cloudprovider._registry import ProviderContext, ProviderFactory
 from karpy.cloudprovider._settings import ProviderSetting
 from karpy.cloudprovider._types import DriftReason, NodeClassKind, OfferingKey, RepairPolicy
@@ -33,10 +41,14 @@ from karpy.cloudprovider.errors import (
 from karpy.scheduling import InstanceType, Offering, Overhead
 
 __all__ = [
+    "BuildsFromContext",
+    "ChecksSettings",
+    "ClosesOnShutdown",
     "CloudProvider",
     "CloudProviderError",
     "ContributesControllers",
     "CreateError",
+    "DeclaresSettings",
     "DriftReason",
     "InstanceType",
     "InsufficientCapacityError",
