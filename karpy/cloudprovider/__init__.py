@@ -1,6 +1,8 @@
 """What a cloud provider author needs: the :class:`CloudProvider` protocol, the values it
 speaks (:class:`InstanceType`, :class:`Offering`, :class:`OfferingKey`,
-:class:`NodeClassKind`, :class:`DriftReason`, :class:`RepairPolicy`), the
+:class:`DriftReason`, :class:`RepairPolicy`; NodeClass kinds are
+:class:`karpy.runtime.Kind`), Karpenter's own kinds (``NODE_POOL``, ``NODE_CLAIM``,
+``NODE_OVERLAY``), the
 :class:`ProviderContext` its factory receives, the :class:`UnavailableOfferings` cache
 of offerings the cloud just refused, the optional abilities (:class:`ContributesControllers`,
 :class:`ClosesOnShutdown`, :class:`BuildsFromContext`, :class:`DeclaresSettings`,
@@ -29,7 +31,15 @@ from karpy.cloudprovider._protocol import (
 )
 from karpy.cloudprovider._registry import ProviderContext, ProviderFactory
 from karpy.cloudprovider._settings import ProviderSetting
-from karpy.cloudprovider._types import DriftReason, NodeClassKind, OfferingKey, RepairPolicy
+from karpy.cloudprovider._types import (
+    NODE_CLAIM,
+    NODE_OVERLAY,
+    NODE_POOL,
+    DriftReason,
+    NodeClassKind,
+    OfferingKey,
+    RepairPolicy,
+)
 from karpy.cloudprovider._unavailable import UnavailableOfferings
 from karpy.cloudprovider.errors import (
     CloudProviderError,
@@ -41,6 +51,9 @@ from karpy.cloudprovider.errors import (
 from karpy.scheduling import InstanceType, Offering, Overhead
 
 __all__ = [
+    "NODE_CLAIM",
+    "NODE_OVERLAY",
+    "NODE_POOL",
     "BuildsFromContext",
     "ChecksSettings",
     "ClosesOnShutdown",

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from karpy.apis import NodeClaim, NodePool
     from karpy.cloudprovider._registry import ProviderContext
     from karpy.cloudprovider._settings import ProviderSetting
-    from karpy.cloudprovider._types import DriftReason, NodeClassKind, RepairPolicy
-    from karpy.runtime import Manager
+    from karpy.cloudprovider._types import DriftReason, RepairPolicy
+    from karpy.runtime import Kind, Manager
     from karpy.scheduling import InstanceType
 
 
@@ -85,8 +85,9 @@ class CloudProvider(Protocol):
         """Node conditions that mean the node is unhealthy and should be replaced."""
         ...
 
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
-        """The NodeClass kinds this provider serves; the first is the default."""
+    def supported_node_classes(self) -> Sequence[Kind]:
+        """The NodeClass kinds this provider serves (cluster-scoped: ``namespaced=False``);
+        the first is the default."""
         ...
 
 

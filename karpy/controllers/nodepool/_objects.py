@@ -14,7 +14,7 @@ from karpy.apis.core import ObjectMeta
 from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.apis.model import validation_problems
 from karpy.apis.v1.nodepool import NodePoolStatus
-from karpy.cloudprovider import CloudProvider, NodeClassKind
+from karpy.cloudprovider import CloudProvider
 from karpy.cloudprovider.nodeclass import resolve_node_class
 from karpy.runtime import Client, Kind, Object, Request, Result, errors
 from karpy.state.kinds import NODE_POOL
@@ -25,7 +25,6 @@ __all__ = [
     "get_managed",
     "index_nodeclass_ref",
     "index_nodepool_label",
-    "kind_of",
     "managed_node_class",
     "nodepool_of",
     "parse_nodepool",
@@ -37,14 +36,6 @@ INDEX_NODEPOOL = "karpy.nodepool/nodepool"
 INDEX_NODECLASS_REF = "karpy.nodepool/nodeClassRef"
 
 
-def kind_of(node_class: NodeClassKind) -> Kind:
-    """The runtime Kind of a provider's (cluster-scoped) NodeClass."""
-    return Kind(
-        group=node_class.group, version=node_class.version, plural=node_class.plural,
-        kind=node_class.kind, namespaced=False,
-    )
-
-
 def _ref(nodepool: Mapping[str, Any]) -> Mapping[str, Any]:
     spec = ((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}
     return spec.get("nodeClassRef") or {}
@@ -52,7 +43,7 @@ def _ref(nodepool: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def managed_node_class(
     nodepool: Mapping[str, Any], provider: CloudProvider
-) -> tuple[NodeClassKind, str] | None:
+) -> tuple[Kind, str] | None:
     """The provider's NodeClass kind and the object name the NodePool refers to, or
     None when the NodePool is another provider's (then every NodePool controller
     leaves it alone, as Karpenter's IsManaged does)."""
@@ -82,7 +73,7 @@ def nodepool_of(obj: Object) -> Iterable[Request]:
 
 async def get_managed(
     client: Client, provider: CloudProvider, name: str
-) -> tuple[Object, tuple[NodeClassKind, str]] | None:
+) -> tuple[Object, tuple[Kind, str]] | None:
     """The NodePool ``name`` and its NodeClass (kind, object name), or None when the
     NodePool is gone or is another provider's (nothing to do then)."""
     try:

@@ -35,12 +35,11 @@ from karpy.apis import NodeClaim, NodePool
 from karpy.cloudprovider import (
     DriftReason,
     InstanceType,
-    NodeClassKind,
     NodeClassNotReadyError,
     RepairPolicy,
 )
 from karpy.cloudprovider.errors import OfflineError
-from karpy.runtime import Manager
+from karpy.runtime import Kind, Manager
 from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_type
 from karpy_aws._provider import (
     _REPAIR_POLICIES,
@@ -186,7 +185,7 @@ class OfflineAWSCloudProvider:
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return _REPAIR_POLICIES
 
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
+    def supported_node_classes(self) -> Sequence[Kind]:
         return (EC2_NODE_CLASS,)
 
     def register_controllers(self, manager: Manager) -> None:

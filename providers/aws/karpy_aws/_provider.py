@@ -30,14 +30,13 @@ from karpy.cloudprovider import (
     DriftReason,
     InstanceType,
     NodeClaimNotFoundError,
-    NodeClassKind,
     NodeClassNotReadyError,
     ProviderContext,
     RepairPolicy,
     UnavailableOfferings,
 )
 from karpy.cloudprovider.launch import LaunchChoice, launched_nodeclaim
-from karpy.runtime import Client, Manager, thaw
+from karpy.runtime import Client, Kind, Manager, thaw
 from karpy.runtime import errors as kerrors
 from karpy.runtime.kinds import SERVICE
 from karpy.scheduling import resources as res
@@ -65,7 +64,7 @@ from karpy_aws._instances import (
     provider_id,
 )
 from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_type
-from karpy_aws._kinds import EC2_NODE_CLASS, EC2_NODE_CLASS_KIND
+from karpy_aws._kinds import EC2_NODE_CLASS
 from karpy_aws._launchtemplates import LaunchTemplates
 from karpy_aws._network import network_interfaces
 from karpy_aws._placement import PlacementGroup, PlacementGroups
@@ -82,7 +81,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EC2_NODE_CLASS",
-    "EC2_NODE_CLASS_KIND",
     "AWSCloudProvider",
     "NodeClassGetter",
     "node_class_hash",
@@ -678,7 +676,7 @@ class AWSCloudProvider:
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return _REPAIR_POLICIES
 
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
+    def supported_node_classes(self) -> Sequence[Kind]:
         return (EC2_NODE_CLASS,)
 
     # -- controllers -------------------------------------------------------------------
@@ -722,7 +720,7 @@ def node_classes_from(client: Client) -> NodeClassGetter:
 
     async def get(name: str) -> EC2NodeClass | None:
         try:
-            found = await client.get(EC2_NODE_CLASS_KIND, name)
+            found = await client.get(EC2_NODE_CLASS, name)
         except kerrors.NotFound:
             return None
         return EC2NodeClass.model_validate(thaw(found))

@@ -12,7 +12,6 @@ from karpy_azure._arm import ArmClients, StaticTokenCredential, make_credential
 from karpy_azure._instancetypes import InstanceTypeParams, build_instance_types
 from karpy_azure._nodeclasses import (
     AKS_NODE_CLASS,
-    AKS_NODE_CLASS_KIND,
     ClusterNodeClasses,
     NodeClassSource,
     StaticNodeClasses,
@@ -25,7 +24,6 @@ from karpy_azure._skus import Sku, VMSize, parse_skus, parse_vm_size
 
 __all__ = [
     "AKS_NODE_CLASS",
-    "AKS_NODE_CLASS_KIND",
     "MISSING_PRICE",
     "ArmClients",
     "AzureCloudProvider",

@@ -19,20 +19,17 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final
 
-from karpy.runtime import Kind, Manager, Result
+from karpy.cloudprovider import NODE_CLAIM
+from karpy.runtime import Manager, Result
 from karpy_azure._resources import TAG_CLUSTER
 
 if TYPE_CHECKING:
     from karpy_azure._provider import AzureCloudProvider
 
-__all__ = ["NODE_CLAIM_KIND", "NicGarbageCollector", "register_garbage_collection"]
+__all__ = ["NicGarbageCollector", "register_garbage_collection"]
 
 log = logging.getLogger("karpy.cloudprovider.azure.gc")
 
-#: Karpenter's NodeClaim, read to tell a NIC whose launch is in flight.
-NODE_CLAIM_KIND: Final = Kind(
-    group="karpenter.sh", version="v1", plural="nodeclaims", kind="NodeClaim", namespaced=False
-)
 PERIOD: Final = 120.0
 GRACE: Final = 300.0
 
@@ -88,7 +85,7 @@ def register_garbage_collection(provider: AzureCloudProvider, manager: Manager) 
     client = manager.client
 
     async def nodeclaim_names() -> set[str]:
-        return {str(o["metadata"]["name"]) for o in await client.list(NODE_CLAIM_KIND, live=True)}
+        return {str(o["metadata"]["name"]) for o in await client.list(NODE_CLAIM, live=True)}
 
     collector = NicGarbageCollector(provider, nodeclaim_names)
     manager.singleton(collector.name, collector, period=PERIOD)

@@ -28,11 +28,11 @@ from azure.mgmt.network import models as nm
 
 from karpy.apis import NodeClaim
 from karpy.apis.v1.nodeclaim import CONDITION_REGISTERED
+from karpy.cloudprovider import NODE_CLAIM
 from karpy.runtime import Client, Manager, Object, Request, Result
 from karpy.runtime import errors as api_errors
 from karpy_azure._arm import is_not_found
-from karpy_azure._gc import NODE_CLAIM_KIND
-from karpy_azure._nodeclasses import AKS_NODE_CLASS_KIND
+from karpy_azure._nodeclasses import AKS_NODE_CLASS
 from karpy_azure._resources import tags_for, vm_name_from_provider_id
 from karpy_azure.apis import labels as az
 
@@ -63,7 +63,7 @@ class InPlaceUpdateReconciler:
 
     async def reconcile(self, request: Request) -> Result:
         try:
-            obj = await self._client.get(NODE_CLAIM_KIND, request.name)
+            obj = await self._client.get(NODE_CLAIM, request.name)
         except api_errors.NotFound:
             return Result()
         nodeclaim = NodeClaim.model_validate(obj)
@@ -85,7 +85,7 @@ class InPlaceUpdateReconciler:
                                                   "vmName": name})
         with contextlib.suppress(api_errors.NotFound):  # deleted meanwhile
             await self._client.patch(
-                NODE_CLAIM_KIND, request.name,
+                NODE_CLAIM, request.name,
                 {"metadata": {"annotations": {az.ANNOTATION_IN_PLACE_UPDATE_HASH: goal}}},
             )
         return Result()
@@ -123,14 +123,14 @@ def register_in_place_update(provider: AzureCloudProvider, manager: Manager) -> 
         name = (obj.get("metadata") or {}).get("name")
         return [
             Request(namespace="", name=str(nc["metadata"]["name"]))
-            for nc in cache.informer(NODE_CLAIM_KIND).store.list()
+            for nc in cache.informer(NODE_CLAIM).store.list()
             if ((nc.get("spec") or {}).get("nodeClassRef") or {}).get("name") == name
         ]
 
     (
         manager.controller("nodeclaim.inplaceupdate")
-        .for_(NODE_CLAIM_KIND)
-        .watches(AKS_NODE_CLASS_KIND, of_class)
+        .for_(NODE_CLAIM)
+        .watches(AKS_NODE_CLASS, of_class)
         .complete(InPlaceUpdateReconciler(provider, manager.client))
     )
 

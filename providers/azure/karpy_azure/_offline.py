@@ -29,12 +29,11 @@ from karpy.apis import NodeClaim, NodePool
 from karpy.cloudprovider import (
     DriftReason,
     InstanceType,
-    NodeClassKind,
     RepairPolicy,
     UnavailableOfferings,
 )
 from karpy.cloudprovider.errors import OfflineError
-from karpy.runtime import Manager
+from karpy.runtime import Kind, Manager
 from karpy_azure._hash import hash_drifted
 from karpy_azure._instancetypes import build_instance_types
 from karpy_azure._nodeclasses import AKS_NODE_CLASS, NodeClassSource
@@ -123,7 +122,7 @@ class OfflineAzureCloudProvider:
         """The online provider's: Ready False or Unknown for 10 minutes."""
         return REPAIR_POLICIES
 
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
+    def supported_node_classes(self) -> Sequence[Kind]:
         """AKSNodeClass (karpenter.azure.com/v1beta1)."""
         return (AKS_NODE_CLASS,)
 

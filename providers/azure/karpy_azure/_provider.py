@@ -44,12 +44,12 @@ from azure.mgmt.compute import models as cm
 from karpy.apis import NodeClaim, NodePool
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy.cloudprovider import (
+    NODE_CLAIM,
     CreateError,
     DriftReason,
     InstanceType,
     InsufficientCapacityError,
     NodeClaimNotFoundError,
-    NodeClassKind,
     NodeClassNotReadyError,
     OfferingKey,
     ProviderContext,
@@ -63,7 +63,7 @@ from karpy.cloudprovider.launch import (
     launched_nodeclaim,
     nodeclaim_requirements,
 )
-from karpy.runtime import Client, Clock, Manager, SystemClock
+from karpy.runtime import Client, Clock, Kind, Manager, SystemClock
 from karpy.runtime.errors import Conflict, NotFound
 from karpy.runtime.kinds import NODE
 from karpy.scheduling import Requirement, Requirements
@@ -85,7 +85,7 @@ from karpy_azure._extensions import (
     billing_extension,
     cse_extension,
 )
-from karpy_azure._gc import NODE_CLAIM_KIND, register_garbage_collection
+from karpy_azure._gc import register_garbage_collection
 from karpy_azure._hash import NODECLASS_HASH_VERSION, hash_drifted, node_class_hash
 from karpy_azure._images import image_for, parse_community_image_id
 from karpy_azure._inplaceupdate import register_in_place_update, tags_hash, update_tags
@@ -612,7 +612,7 @@ class AzureCloudProvider:
         if self.client is None:
             return
         try:
-            await self.client.delete(NODE_CLAIM_KIND, launch.nodeclaim_name,
+            await self.client.delete(NODE_CLAIM, launch.nodeclaim_name,
                                      uid=launch.nodeclaim_uid or None)
         except (NotFound, Conflict):
             return  # gone already, or a newer NodeClaim of that name
@@ -971,7 +971,7 @@ class AzureCloudProvider:
         Spot node whose eviction is scheduled (``PreemptionScheduled=True``) at once."""
         return REPAIR_POLICIES
 
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
+    def supported_node_classes(self) -> Sequence[Kind]:
         """AKSNodeClass (karpenter.azure.com/v1beta1)."""
         return (AKS_NODE_CLASS,)
 

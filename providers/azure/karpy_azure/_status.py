@@ -39,7 +39,7 @@ from karpy_azure._images import (
     newest_version,
     resolve_family,
 )
-from karpy_azure._nodeclasses import AKS_NODE_CLASS_KIND
+from karpy_azure._nodeclasses import AKS_NODE_CLASS
 from karpy_azure._osconfig import swap_conflict
 from karpy_azure.apis import AKSNodeClass
 from karpy_azure.apis import labels as az
@@ -246,7 +246,7 @@ class NodeClassStatusReconciler:
         self.provider = provider
         self.client = client
         self.kubernetes_version = kubernetes_version
-        self.kind = AKS_NODE_CLASS_KIND
+        self.kind = AKS_NODE_CLASS
 
     async def reconcile(self, request: Request) -> Result:
         try:
@@ -290,6 +290,6 @@ def register_status_controller(provider: AzureCloudProvider, manager: Manager) -
     )
     (
         manager.controller("nodeclass.status")
-        .for_(AKS_NODE_CLASS_KIND, predicate=GENERATION_CHANGED)
+        .for_(AKS_NODE_CLASS, predicate=GENERATION_CHANGED)
         .complete(reconciler)
     )

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from karpy_azure import AKS_NODE_CLASS_KIND, AzureCloudProvider, AzureSettingsError
+from karpy_azure import AKS_NODE_CLASS as AKS_NODE_CLASS_KIND
+from karpy_azure import AzureCloudProvider, AzureSettingsError
 from karpy_azure._offline import OfflineAzureCloudProvider
 from karpy_azure._settings import check_settings
 

@@ -37,7 +37,6 @@ from karpy.runtime import (
     Clock,
     Controller,
     EventRecorder,
-    Kind,
     Manager,
     Object,
     Predicate,
@@ -125,10 +124,8 @@ class DisruptionConditions:
                      predicate=NODEPOOL_CHANGED)
         )
         for node_class in self._provider.supported_node_classes():
-            kind = Kind(group=node_class.group, version=node_class.version,
-                        plural=node_class.plural, kind=node_class.kind, namespaced=False)
             builder = builder.watches(
-                kind, _nodeclaims_by(cache, INDEX_NODECLASS_REF, _ref_of(node_class.group,
+                node_class, _nodeclaims_by(cache, INDEX_NODECLASS_REF, _ref_of(node_class.group,
                                                                          node_class.kind))
             )
         return builder.complete(self, workers=_WORKERS)
