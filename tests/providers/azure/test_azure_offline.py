@@ -24,7 +24,7 @@ from karpy.runtime.testing import FakeClient
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "providers/azure/scripts/generate_offline_skus.py"
-RECORDED = sorted((ROOT / "tests/azurearm/data").glob("azure-skus-*.json"))
+RECORDED = sorted((ROOT / "tests/providers/azure/azurearm/data").glob("azure-skus-*.json"))
 
 
 def nodepool() -> NodePool:
