@@ -9,6 +9,7 @@ docs/providers/azure.md.
 """
 
 from karpy_azure._arm import ArmClients, StaticTokenCredential, make_credential
+from karpy_azure._hash import node_class_hash
 from karpy_azure._instancetypes import InstanceTypeParams, build_instance_types
 from karpy_azure._nodeclasses import (
     AKS_NODE_CLASS,
@@ -18,7 +19,7 @@ from karpy_azure._nodeclasses import (
 )
 from karpy_azure._overhead import aks_overhead, max_pods
 from karpy_azure._pricing import MISSING_PRICE, PriceTable, fallback_prices, fetch_retail_prices
-from karpy_azure._provider import AzureCloudProvider, node_class_hash
+from karpy_azure._provider import AzureCloudProvider
 from karpy_azure._settings import AzureSettings, AzureSettingsError
 from karpy_azure._skus import Sku, VMSize, parse_skus, parse_vm_size
 

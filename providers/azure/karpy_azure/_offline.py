@@ -35,10 +35,10 @@ from karpy.cloudprovider import (
 from karpy.cloudprovider.errors import OfflineError
 from karpy.runtime import Kind, Manager
 from karpy_azure._hash import hash_drifted
-from karpy_azure._instancetypes import build_instance_types
+from karpy_azure._instancetypes import build_instance_types, instance_type_params
 from karpy_azure._nodeclasses import AKS_NODE_CLASS, NodeClassSource
 from karpy_azure._pricing import fallback_prices
-from karpy_azure._provider import REPAIR_POLICIES, instance_type_params
+from karpy_azure._repair import REPAIR_POLICIES
 from karpy_azure._settings import AzureSettings, AzureSettingsError
 from karpy_azure._skus import Sku, parse_skus
 
