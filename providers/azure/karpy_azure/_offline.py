@@ -12,8 +12,9 @@ package, so those tools run with no network and no credentials:
   (spot priced as on-demand, as it has no spot prices; see :mod:`karpy_azure._pricing`);
 * zones: each SKU's zones in the location, as Resource SKUs list them.
 
-Instance types are built by the same :func:`~karpy_azure.build_instance_types` as
-online. Nothing is ever launched: ``create``, ``delete``, ``get`` and ``list`` raise
+Instance types are built by the same
+:func:`~karpy_azure._instancetypes.build_instance_types` as online. Nothing is ever
+launched: ``create``, ``delete``, ``get`` and ``list`` raise
 :class:`~karpy.cloudprovider.errors.OfflineError`, and ``karpy run`` refuses the setting.
 """
 

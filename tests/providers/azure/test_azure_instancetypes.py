@@ -8,14 +8,9 @@ from datetime import timedelta
 
 import azurearm
 import pytest
-from karpy_azure import (
-    InstanceTypeParams,
-    PriceTable,
-    build_instance_types,
-    fallback_prices,
-    parse_skus,
-    parse_vm_size,
-)
+from karpy_azure._instancetypes import InstanceTypeParams, build_instance_types
+from karpy_azure._pricing import PriceTable, fallback_prices
+from karpy_azure._skus import parse_skus, parse_vm_size
 from karpy_azure.apis import labels as az
 
 from karpy.apis.labels import LABEL_ARCH, LABEL_REGION, LABEL_ZONE
