@@ -20,7 +20,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.compute import models as cm
@@ -31,15 +31,19 @@ from karpy.apis.v1.nodeclaim import CONDITION_REGISTERED
 from karpy.cloudprovider import NODE_CLAIM
 from karpy.runtime import Client, Manager, Object, Request, Result
 from karpy.runtime import errors as api_errors
-from karpy_azure._arm import is_not_found
-from karpy_azure._nodeclasses import AKS_NODE_CLASS
+from karpy_azure._arm import ArmAccess, is_not_found
+from karpy_azure._nodeclasses import AKS_NODE_CLASS, NodeClassSource
 from karpy_azure._resources import tags_for, vm_name_from_provider_id
+from karpy_azure._settings import AzureSettings
 from karpy_azure.apis import labels as az
 
-if TYPE_CHECKING:
-    from karpy_azure._provider import AzureCloudProvider
-
-__all__ = ["InPlaceUpdateReconciler", "register_in_place_update", "tags_hash"]
+__all__ = [
+    "InPlaceUpdateReconciler",
+    "TagUpdater",
+    "register_in_place_update",
+    "tags_hash",
+    "update_tags",
+]
 
 log = logging.getLogger("karpy.cloudprovider.azure.inplaceupdate")
 
@@ -53,11 +57,30 @@ def tags_hash(tags: Mapping[str, str]) -> str:
     return str(int(digest[:16], 16))
 
 
+class TagUpdater(Protocol):
+    """What in-place update needs of the provider: its settings and NodeClasses, and
+    setting a node's tags (NIC, extensions, VM)."""
+
+    @property
+    def settings(self) -> AzureSettings:
+        """The provider's settings."""
+        ...
+
+    @property
+    def node_classes(self) -> NodeClassSource:
+        """Where AKSNodeClasses are read."""
+        ...
+
+    async def update_tags(self, name: str, tags: Mapping[str, str]) -> None:
+        """Set ``tags`` on the NIC, extensions and VM ``name``."""
+        ...
+
+
 class InPlaceUpdateReconciler:
     """Bring one NodeClaim's VM, NIC and extensions to its class's tags (see the module
     docstring)."""
 
-    def __init__(self, provider: AzureCloudProvider, client: Client) -> None:
+    def __init__(self, provider: TagUpdater, client: Client) -> None:
         self._provider = provider
         self._client = client
 
@@ -91,7 +114,7 @@ class InPlaceUpdateReconciler:
         return Result()
 
 
-async def update_tags(provider: AzureCloudProvider, name: str, tags: Mapping[str, str],
+async def update_tags(provider: ArmAccess, name: str, tags: Mapping[str, str],
                       extensions: Iterable[str]) -> None:
     """Set ``tags`` on NIC ``name``, on VM ``name``'s ``extensions`` (one it lacks is
     skipped) and on the VM, in that order."""
@@ -114,7 +137,7 @@ async def update_tags(provider: AzureCloudProvider, name: str, tags: Mapping[str
     await poller_vm.result()
 
 
-def register_in_place_update(provider: AzureCloudProvider, manager: Manager) -> None:
+def register_in_place_update(provider: TagUpdater, manager: Manager) -> None:
     """Add ``nodeclaim.inplaceupdate`` to ``manager``: NodeClaims, woken also by a change
     of their AKSNodeClass."""
     cache = manager.cache
