@@ -40,13 +40,11 @@ from karpy.cloudprovider import (
 )
 from karpy.cloudprovider.errors import OfflineError
 from karpy.runtime import Kind, Manager
+from karpy_aws._hash import hash_drifted
 from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_type
-from karpy_aws._provider import (
-    _REPAIR_POLICIES,
-    EC2_NODE_CLASS,
-    NodeClassGetter,
-    hash_drifted,
-)
+from karpy_aws._kinds import EC2_NODE_CLASS
+from karpy_aws._nodeclasses import NodeClassGetter
+from karpy_aws._repair import REPAIR_POLICIES
 from karpy_aws._settings import AWSSettings, AWSSettingsError
 from karpy_aws._shippedtypes import offline_instance_types, offline_zone_offerings
 from karpy_aws._staticdata import static_data
@@ -183,7 +181,7 @@ class OfflineAWSCloudProvider:
         return None
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
-        return _REPAIR_POLICIES
+        return REPAIR_POLICIES
 
     def supported_node_classes(self) -> Sequence[Kind]:
         return (EC2_NODE_CLASS,)
