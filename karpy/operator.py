@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from karpy import __version__
-from karpy.cloudprovider import CloudProvider, ProviderContext
+from karpy.cloudprovider import CloudProvider, ProviderContext, UnavailableOfferings
 from karpy.cloudprovider.registry import (
     build_provider,
     close_provider,
@@ -43,7 +43,7 @@ from karpy.runtime import (
     Manager,
     SystemClock,
 )
-from karpy.state import Cluster, OverlayStore, UnavailableOfferings
+from karpy.state import Cluster, OverlayStore
 
 __all__ = [
     "CONTROLLER_PACKAGES",

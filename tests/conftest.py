@@ -16,6 +16,13 @@ _TESTS = str(Path(__file__).resolve().parent)
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
+# The ARM-shaped test server lives beside the Azure tests (tests/providers/azure/azurearm),
+# whose directory pytest puts on sys.path for them; the Azure e2e and chaos tests import
+# it too. Appended, not prepended: each test directory's own modules (its conftest) win.
+_AZURE_TESTS = str(Path(__file__).resolve().parent / "providers" / "azure")
+if _AZURE_TESTS not in sys.path:
+    sys.path.append(_AZURE_TESTS)
+
 pytest_plugins = ["controlplane.fixtures"]
 
 # Hypothesis's per-example deadline (200 ms) is a timing check, not a property: on a

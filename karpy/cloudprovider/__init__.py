@@ -1,8 +1,12 @@
 """What a cloud provider author needs: the :class:`CloudProvider` protocol, the values it
 speaks (:class:`InstanceType`, :class:`Offering`, :class:`OfferingKey`,
-:class:`NodeClassKind`, :class:`DriftReason`, :class:`RepairPolicy`), the
-:class:`ProviderContext` its factory receives, the optional
-:class:`ContributesControllers` hook and :class:`ProviderSetting` declarations, and the
+:class:`DriftReason`, :class:`RepairPolicy`; NodeClass kinds are
+:class:`karpy.runtime.Kind`), Karpenter's own kinds (``NODE_POOL``, ``NODE_CLAIM``,
+``NODE_OVERLAY``), the
+:class:`ProviderContext` its factory receives, the :class:`UnavailableOfferings` cache
+of offerings the cloud just refused, the optional abilities (:class:`ContributesControllers`,
+:class:`ClosesOnShutdown`, :class:`BuildsFromContext`, :class:`DeclaresSettings`,
+:class:`ChecksSettings`) and :class:`ProviderSetting` declarations, and the
 errors ``create``/``get``/``delete`` raise.
 
 A cloud plugs into karpy by implementing :class:`CloudProvider` and registering a
@@ -17,10 +21,26 @@ resolution and readiness, used by the nodepool controller),
 :mod:`karpy.cloudprovider.testing` (the conformance kit).
 """
 
-from karpy.cloudprovider._protocol import CloudProvider, ContributesControllers
+from karpy.cloudprovider._protocol import (
+    BuildsFromContext,
+    ChecksSettings,
+    ClosesOnShutdown,
+    CloudProvider,
+    ContributesControllers,
+    DeclaresSettings,
+)
 from karpy.cloudprovider._registry import ProviderContext, ProviderFactory
 from karpy.cloudprovider._settings import ProviderSetting
-from karpy.cloudprovider._types import DriftReason, NodeClassKind, OfferingKey, RepairPolicy
+from karpy.cloudprovider._types import (
+    NODE_CLAIM,
+    NODE_OVERLAY,
+    NODE_POOL,
+    DriftReason,
+    NodeClassKind,
+    OfferingKey,
+    RepairPolicy,
+)
+from karpy.cloudprovider._unavailable import UnavailableOfferings
 from karpy.cloudprovider.errors import (
     CloudProviderError,
     CreateError,
@@ -31,10 +51,17 @@ from karpy.cloudprovider.errors import (
 from karpy.scheduling import InstanceType, Offering, Overhead
 
 __all__ = [
+    "NODE_CLAIM",
+    "NODE_OVERLAY",
+    "NODE_POOL",
+    "BuildsFromContext",
+    "ChecksSettings",
+    "ClosesOnShutdown",
     "CloudProvider",
     "CloudProviderError",
     "ContributesControllers",
     "CreateError",
+    "DeclaresSettings",
     "DriftReason",
     "InstanceType",
     "InsufficientCapacityError",
@@ -48,4 +75,5 @@ __all__ = [
     "ProviderFactory",
     "ProviderSetting",
     "RepairPolicy",
+    "UnavailableOfferings",
 ]

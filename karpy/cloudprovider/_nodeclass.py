@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from karpy.cloudprovider._types import NodeClassKind
+from karpy.runtime import Kind
 
 NODE_CLASS_READY = "NodeClassReady"
 """The NodePool condition type reporting whether its NodeClass is ready."""
@@ -34,8 +34,8 @@ class NodeClassReadiness:
 
 
 def resolve_node_class(
-    group: str, kind: str, supported: Sequence[NodeClassKind]
-) -> NodeClassKind | None:
+    group: str, kind: str, supported: Sequence[Kind]
+) -> Kind | None:
     """Return the supported kind a ``nodeClassRef`` (group, kind) names, or None.
 
     None means the NodePool is not this provider's: the core ignores it.

@@ -1,20 +1,28 @@
 """The CloudProvider protocol: the one contract between karpy's core and a cloud.
 
 It mirrors Karpenter's ``CloudProvider`` interface (pkg/cloudprovider/types.go) method
-for method, in async Python. The lifecycle controller is the only caller of ``create``,
-termination the only caller of ``delete``; the provisioner and consolidation read
-``get_instance_types``.
+for method, in async Python. The lifecycle controller is the only caller of ``create``;
+termination and garbage collection call ``delete``; the provisioner and consolidation
+read ``get_instance_types``.
+
+What a provider may do beyond the protocol is a small protocol of its own, checked with
+``isinstance`` where the core uses it: :class:`ContributesControllers` and
+:class:`ClosesOnShutdown` on the provider; :class:`BuildsFromContext`,
+:class:`DeclaresSettings` and :class:`ChecksSettings` on the object its entry point
+names (usually the provider class).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from karpy.apis import NodeClaim, NodePool
-    from karpy.cloudprovider._types import DriftReason, NodeClassKind, RepairPolicy
-    from karpy.runtime import Manager
+    from karpy.cloudprovider._registry import ProviderContext
+    from karpy.cloudprovider._settings import ProviderSetting
+    from karpy.cloudprovider._types import DriftReason, RepairPolicy
+    from karpy.runtime import Kind, Manager
     from karpy.scheduling import InstanceType
 
 
@@ -77,8 +85,9 @@ class CloudProvider(Protocol):
         """Node conditions that mean the node is unhealthy and should be replaced."""
         ...
 
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
-        """The NodeClass kinds this provider serves; the first is the default."""
+    def supported_node_classes(self) -> Sequence[Kind]:
+        """The NodeClass kinds this provider serves (cluster-scoped: ``namespaced=False``);
+        the first is the default."""
         ...
 
 
@@ -98,4 +107,52 @@ class ContributesControllers(Protocol):
 
     def register_controllers(self, manager: Manager) -> None:
         """Add this provider's controllers to ``manager`` (called once, before it runs)."""
+        ...
+
+
+@runtime_checkable
+class ClosesOnShutdown(Protocol):
+    """An optional ability: a provider that holds sessions or background tasks.
+
+    :func:`~karpy.cloudprovider.registry.close_provider` (and so the operator, at
+    shutdown) awaits ``aclose`` once.
+    """
+
+    async def aclose(self) -> None:
+        """Close the provider's sessions and cancel its background tasks."""
+        ...
+
+
+@runtime_checkable
+class BuildsFromContext(Protocol):
+    """An optional ability of the object an entry point names: a factory of its own.
+
+    When the object (typically the provider class) has ``from_context`` (typically a
+    classmethod), that is the provider's factory; otherwise the object itself is called.
+    It may return the provider or an awaitable of it.
+    """
+
+    def from_context(self, context: ProviderContext) -> CloudProvider | Awaitable[CloudProvider]:
+        """Build the provider from what the operator gives it."""
+        ...
+
+
+@runtime_checkable
+class DeclaresSettings(Protocol):
+    """An optional ability of the object an entry point names: the provider's settings,
+    listed by ``karpy run --help`` (:class:`~karpy.cloudprovider.ProviderSetting`)."""
+
+    SETTINGS: Sequence[ProviderSetting]
+
+
+@runtime_checkable
+class ChecksSettings(Protocol):
+    """An optional ability of the object an entry point names: refusing bad settings at
+    start-up, before karpy connects to anything (parse only, no I/O)."""
+
+    def check_settings(
+        self, settings: Mapping[str, str], *, cluster_name: str, environ: Mapping[str, str]
+    ) -> None:
+        """Raise ValueError (or CloudProviderError) naming the setting, its environment
+        variable and the fix."""
         ...

@@ -22,7 +22,12 @@ from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from karpy.cloudprovider._protocol import CloudProvider, ContributesControllers
+from karpy.cloudprovider._protocol import (
+    BuildsFromContext,
+    ClosesOnShutdown,
+    CloudProvider,
+    ContributesControllers,
+)
 from karpy.cloudprovider.errors import (
     ProviderLoadError,
     ProviderRegistryError,
@@ -113,7 +118,7 @@ def load_factory(name: str) -> ProviderFactory:
         target = ep.load()
     except Exception as exc:  # any import-time failure is the provider's bug: report it
         raise ProviderLoadError(name, ep.value, exc) from exc
-    factory = getattr(target, "from_context", target)
+    factory = target.from_context if isinstance(target, BuildsFromContext) else target
     if not callable(factory):
         raise ProviderLoadError(
             name, ep.value, TypeError(f"{ep.value} is a {type(factory).__name__}, not callable")
@@ -179,10 +184,9 @@ async def open_provider(name: str, context: ProviderContext) -> AsyncIterator[Cl
 
 
 async def close_provider(provider: object) -> None:
-    """Await ``provider.aclose()`` when the provider defines it."""
-    aclose: Callable[[], Awaitable[None]] | None = getattr(provider, "aclose", None)
-    if aclose is not None:
-        await aclose()
+    """Await ``provider.aclose()`` when the provider defines it (:class:`ClosesOnShutdown`)."""
+    if isinstance(provider, ClosesOnShutdown):
+        await provider.aclose()
 
 
 def register_provider_controllers(provider: object, manager: Manager) -> bool:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
+from karpy.cloudprovider._protocol import ChecksSettings, DeclaresSettings
 from karpy.cloudprovider._registry import ENTRY_POINT_GROUP, installed_providers
 from karpy.cloudprovider.errors import CloudProviderError, UnknownProviderError
 
@@ -58,7 +59,8 @@ def _target(name: str) -> Any:
 
 def provider_settings(name: str) -> Sequence[ProviderSetting]:
     """The settings provider ``name`` declares (empty when it declares none)."""
-    declared = getattr(_target(name), "SETTINGS", ())
+    target = _target(name)
+    declared = target.SETTINGS if isinstance(target, DeclaresSettings) else ()
     return tuple(s for s in declared if isinstance(s, ProviderSetting))
 
 
@@ -75,11 +77,11 @@ def check_provider_settings(
     ProviderSettingsError (one line: the provider and its own message) for settings it
     refuses.
     """
-    check = getattr(_target(name), "check_settings", None)
-    if check is None:
+    target = _target(name)
+    if not isinstance(target, ChecksSettings):
         return
     try:
-        check(settings, cluster_name=cluster_name, environ=environ)
+        target.check_settings(settings, cluster_name=cluster_name, environ=environ)
     except (ValueError, LookupError, TypeError, CloudProviderError) as exc:
         text = " ".join(str(exc).split())
         raise ProviderSettingsError(f"{name} provider: {text}") from exc

@@ -1,10 +1,13 @@
-"""Small value types shared by the protocol, its errors and the controllers."""
+"""Small value types shared by the protocol, its errors and the controllers, and the
+Karpenter kinds (one declaration each, as :class:`karpy.runtime.Kind` descriptors)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Literal, NewType
+from typing import Final, Literal, NewType, TypeAlias
+
+from karpy.runtime import Kind
 
 DriftReason = NewType("DriftReason", str)
 """Why a NodeClaim no longer matches what its NodePool/NodeClass would launch now
@@ -37,20 +40,24 @@ class RepairPolicy:
     toleration: timedelta
 
 
-@dataclass(frozen=True, slots=True)
-class NodeClassKind:
-    """A NodeClass custom resource a provider serves, e.g. ``karpenter.k8s.aws/v1
-    EC2NodeClass``. ``plural`` is the resource name used in API paths."""
+NodeClassKind: TypeAlias = Kind
+"""Deprecated: a NodeClass kind is a :class:`karpy.runtime.Kind` with
+``namespaced=False`` (NodeClasses are cluster-scoped); write ``Kind(...)``. This name
+stays for providers written before the two descriptors were one."""
 
-    group: str
-    version: str
-    kind: str
-    plural: str
-
-    @property
-    def api_version(self) -> str:
-        """``group/version``, as written in a manifest's ``apiVersion``."""
-        return f"{self.group}/{self.version}"
-
-    def __str__(self) -> str:
-        return f"{self.kind}.{self.group}"
+NODE_POOL: Final = Kind(
+    group="karpenter.sh", version="v1", plural="nodepools", kind="NodePool", namespaced=False
+)
+"""Karpenter's NodePool, for API calls and watches."""
+NODE_CLAIM: Final = Kind(
+    group="karpenter.sh", version="v1", plural="nodeclaims", kind="NodeClaim", namespaced=False
+)
+"""Karpenter's NodeClaim (providers read it too: interruption, garbage collection)."""
+NODE_OVERLAY: Final = Kind(
+    group="karpenter.sh",
+    version="v1alpha1",
+    plural="nodeoverlays",
+    kind="NodeOverlay",
+    namespaced=False,
+)
+"""Karpenter's NodeOverlay (feature gate NodeOverlay)."""

@@ -26,15 +26,17 @@ from datetime import timedelta
 
 from karpy.apis import NodeClaim, NodePool
 from karpy.cloudprovider._launch import choose_launch, launched_nodeclaim
-from karpy.cloudprovider._types import DriftReason, NodeClassKind, OfferingKey, RepairPolicy
+from karpy.cloudprovider._types import DriftReason, OfferingKey, RepairPolicy
 from karpy.cloudprovider.errors import NodeClaimNotFoundError
+from karpy.runtime import Kind
 from karpy.scheduling import InstanceType, Offering, Overhead, Requirement
 from karpy.scheduling import resources as res
 
 __all__ = ["FAKE_NODE_CLASS", "FakeCloudProvider", "default_instance_types"]
 
-FAKE_NODE_CLASS = NodeClassKind(
-    group="karpenter.test.sh", version="v1alpha1", kind="TestNodeClass", plural="testnodeclasses"
+FAKE_NODE_CLASS = Kind(
+    group="karpenter.test.sh", version="v1alpha1", kind="TestNodeClass", plural="testnodeclasses",
+    namespaced=False,
 )
 ZONES = ("test-zone-a", "test-zone-b", "test-zone-c")
 GIB = 2**30
@@ -96,7 +98,7 @@ class FakeCloudProvider:
         *,
         instance_types: Sequence[InstanceType] | None = None,
         name: str = "fake",
-        node_classes: Sequence[NodeClassKind] = (FAKE_NODE_CLASS,),
+        node_classes: Sequence[Kind] = (FAKE_NODE_CLASS,),
         repair_policies: Sequence[RepairPolicy] | None = None,
     ) -> None:
         self._name = name
@@ -205,6 +207,6 @@ class FakeCloudProvider:
         """One policy: condition ``BadNode`` False for 30 minutes (unless given)."""
         return self._repair_policies
 
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
+    def supported_node_classes(self) -> Sequence[Kind]:
         """``node_classes`` as given (default: TestNodeClass)."""
         return self._node_classes

@@ -4,7 +4,7 @@
 kinds a provider serves; :func:`node_class_readiness` turns the NodeClass's own
 ``Ready`` condition into the NodePool's :data:`NODE_CLASS_READY` condition. The
 nodepool controller uses both; a provider only declares its
-:class:`~karpy.cloudprovider.NodeClassKind` values.
+NodeClass kinds (cluster-scoped :class:`~karpy.runtime.Kind` values).
 """
 
 from karpy.cloudprovider._nodeclass import (

@@ -318,6 +318,7 @@ class CloudProviderConformance:
         assert kinds, "supported_node_classes() is empty: NodePools could not refer to it"
         for kind in kinds:
             assert kind.group and kind.version and kind.kind and kind.plural, kind
+            assert not kind.namespaced, f"{kind}: NodeClasses are cluster-scoped (namespaced=False)"
 
     def test_repair_policies_are_well_formed(self, provider: CloudProvider) -> None:
         for policy in provider.repair_policies():

@@ -13,14 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from karpy.cloudprovider import CloudProvider
+from karpy.cloudprovider import CloudProvider, UnavailableOfferings
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, EventRecorder, Manager
 from karpy.state.cluster import Cluster
 from karpy.state.overlays import OverlayStore
 from karpy.state.registration_health import RegistrationHealth
-from karpy.state.unavailable_offerings import UnavailableOfferings
 
 if TYPE_CHECKING:  # the provisioning package imports this module
     from karpy.controllers.provisioning.inputs import SchedulingInputs

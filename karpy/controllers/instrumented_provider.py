@@ -14,8 +14,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from karpy.apis.v1 import NodeClaim, NodePool
-from karpy.cloudprovider import CloudProvider, DriftReason, NodeClassKind, RepairPolicy
+from karpy.cloudprovider import CloudProvider, DriftReason, RepairPolicy
 from karpy.controllers.instruments import KarpenterMetrics
+from karpy.runtime import Kind
 from karpy.scheduling import InstanceType
 
 __all__ = ["InstrumentedCloudProvider"]
@@ -68,5 +69,5 @@ class InstrumentedCloudProvider:
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return self.inner.repair_policies()
 
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
+    def supported_node_classes(self) -> Sequence[Kind]:
         return self.inner.supported_node_classes()

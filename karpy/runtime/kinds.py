@@ -42,6 +42,9 @@ class Kind:
     """Where a resource type lives in the Kubernetes API.
 
     ``group`` is "" for the core group (pods, nodes, ...). ``plural`` is the URL segment.
+    Its text is Karpenter's ``Kind.group`` notation (``NodeClaim.karpenter.sh``,
+    ``EC2NodeClass.karpenter.k8s.aws``; just ``Pod`` for the core group), the form
+    ``karpy convert --default-nodeclass`` takes and NodeClass kinds are named by.
     """
 
     group: str
@@ -82,7 +85,7 @@ class Kind:
         )
 
     def __str__(self) -> str:
-        return f"{self.plural}.{self.group}" if self.group else self.plural
+        return f"{self.kind}.{self.group}" if self.group else self.kind
 
 
 POD = Kind(group="", version="v1", plural="pods", kind="Pod")

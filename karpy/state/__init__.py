@@ -3,9 +3,8 @@ per node, in-flight capacity and nominations.
 
 :class:`Cluster` is the model; :class:`StateNode` one machine in it (a Node and/or its
 NodeClaim); :mod:`karpy.state.pods` the pod predicates the autoscaler sorts pods by;
-:mod:`karpy.state.kinds` the NodePool/NodeClaim kinds; :class:`UnavailableOfferings`
-the offerings that recently ran out of capacity; :class:`OverlayStore` the NodeOverlays
-in force; :class:`VolumeIndex` the claims,
+:mod:`karpy.state.kinds` the NodePool/NodeClaim kinds; :class:`OverlayStore` the
+NodeOverlays in force; :class:`VolumeIndex` the claims,
 volumes and StorageClasses that restrict where pods can run (:class:`VolumeError` when
 they cannot be resolved); :mod:`karpy.state.cost` what the machines cost (their
 offerings priced from the provider's catalogue); :class:`PodSchedulingTimes` when each
@@ -18,7 +17,6 @@ from karpy.state.nodepool import NodePoolEntry
 from karpy.state.overlays import OverlayStore, UnevaluatedNodePoolError
 from karpy.state.pod_scheduling import PodSchedulingTimes
 from karpy.state.statenode import NodePods, StateNode
-from karpy.state.unavailable_offerings import UnavailableOfferings
 from karpy.state.volumes import VolumeError, VolumeIndex
 
 __all__ = [
@@ -31,7 +29,6 @@ __all__ = [
     "PodSchedulingTimes",
     "ReleaseHandler",
     "StateNode",
-    "UnavailableOfferings",
     "UnevaluatedNodePoolError",
     "VolumeError",
     "VolumeIndex",

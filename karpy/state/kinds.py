@@ -1,29 +1,10 @@
-"""The Karpenter custom resources as runtime :class:`~karpy.runtime.Kind` descriptors.
-
-``Kind`` compares by value, so a controller that declares the same descriptor elsewhere
-still shares the one informer per kind.
+"""The Karpenter custom resources as runtime :class:`~karpy.runtime.Kind` descriptors,
+re-exported for the core's convenience: they are declared once, in
+:mod:`karpy.cloudprovider`, where providers import them too.
 """
 
 from __future__ import annotations
 
-from typing import Final
-
-from karpy.runtime import Kind
+from karpy.cloudprovider import NODE_CLAIM, NODE_OVERLAY, NODE_POOL
 
 __all__ = ["NODE_CLAIM", "NODE_OVERLAY", "NODE_POOL"]
-
-NODE_POOL: Final = Kind(
-    group="karpenter.sh", version="v1", plural="nodepools", kind="NodePool", namespaced=False
-)
-"""karpenter.sh/v1 NodePool (cluster-scoped)."""
-NODE_CLAIM: Final = Kind(
-    group="karpenter.sh", version="v1", plural="nodeclaims", kind="NodeClaim", namespaced=False
-)
-"""karpenter.sh/v1 NodeClaim (cluster-scoped)."""
-NODE_OVERLAY: Final = Kind(
-    group="karpenter.sh",
-    version="v1alpha1",
-    plural="nodeoverlays",
-    kind="NodeOverlay",
-    namespaced=False,
-)

@@ -1,8 +1,8 @@
 """End to end: ``karpy run --cloud-provider azure`` against the ARM test server and the
 local cluster (issue 12).
 
-The ARM-shaped HTTPS server (tests/azurearm) runs in this process; karpy runs as a
-subprocess, as a user would, with the real SDK clients pointed at it (static token, the
+The ARM-shaped HTTPS server (tests/providers/azure/azurearm) runs in this process; karpy
+runs as a subprocess, as a user would, with the real SDK clients pointed at it (static token, the
 server's CA, polling interval 0). A helper plays the kubelet: for every VM karpy creates
 it registers the Node AKS would (providerID ``azure:///subscriptions/.../
 virtualMachines/<name>``), and removes it when the VM goes.

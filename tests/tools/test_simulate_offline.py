@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from karpy_aws._staticdata import static_data
-from karpy_azure import fallback_prices
+from karpy_azure._pricing import fallback_prices
 
 from karpy.cli import main
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from karpy.cloudprovider import UnavailableOfferings
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
 from karpy.runtime import errors
 from karpy.runtime.testing import FakeClient, FakeClock
-from karpy.state import Cluster, OverlayStore, UnavailableOfferings
+from karpy.state import Cluster, OverlayStore
 from karpy.state import testing as t
 from karpy.state.cost import MachineOffering, load_price_book
 from karpy.state.kinds import NODE_OVERLAY

@@ -23,19 +23,20 @@ from karpy.cloudprovider import (
     DriftReason,
     InstanceType,
     NodeClaimNotFoundError,
-    NodeClassKind,
     Offering,
     Overhead,
     ProviderContext,
     RepairPolicy,
 )
 from karpy.cloudprovider.launch import choose_launch, launched_nodeclaim
+from karpy.runtime import Kind
 from karpy.scheduling import resources as res
 
 __all__ = ["EXAMPLE_NODE_CLASS", "ExampleCloudProvider", "catalogue"]
 
-EXAMPLE_NODE_CLASS = NodeClassKind(
-    group="example.karpy.dev", version="v1", kind="ExampleNodeClass", plural="examplenodeclasses"
+EXAMPLE_NODE_CLASS = Kind(
+    group="example.karpy.dev", version="v1", kind="ExampleNodeClass", plural="examplenodeclasses",
+    namespaced=False,
 )
 GIB = 2**30
 
@@ -130,5 +131,5 @@ class ExampleCloudProvider:
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return (RepairPolicy("Ready", "False", timedelta(minutes=15)),)
 
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
+    def supported_node_classes(self) -> Sequence[Kind]:
         return (EXAMPLE_NODE_CLASS,)

@@ -59,7 +59,7 @@ from karpy.cloudprovider._launch import (
 from karpy.cloudprovider._launch import launched_labels as resolve_labels
 from karpy.cloudprovider._nodeclass import node_class_readiness
 from karpy.cloudprovider._registry import ProviderContext
-from karpy.cloudprovider._types import DriftReason, NodeClassKind, RepairPolicy
+from karpy.cloudprovider._types import DriftReason, RepairPolicy
 from karpy.cloudprovider.errors import (
     CloudProviderError,
     CreateError,
@@ -98,13 +98,6 @@ __all__ = ["BOOT_PERIOD", "KwokCloudProvider"]
 
 log = logging.getLogger("karpy.cloudprovider.kwok")
 
-_NODE_CLASS_KIND = Kind(
-    group=KWOK_NODE_CLASS.group,
-    version=KWOK_NODE_CLASS.version,
-    plural=KWOK_NODE_CLASS.plural,
-    kind=KWOK_NODE_CLASS.kind,
-    namespaced=False,
-)
 _NODECLASS_LABEL = nodeclass_label_key(KWOK_NODE_CLASS.group, KWOK_NODE_CLASS.kind)
 
 
@@ -317,7 +310,7 @@ class KwokCloudProvider:
                 reason="UnsupportedNodeClass",
             )
         try:
-            found = await self._client.get(_NODE_CLASS_KIND, ref.name)
+            found = await self._client.get(KWOK_NODE_CLASS, ref.name)
         except api_errors.NotFound as exc:
             raise NodeClassNotReadyError(
                 f"{KWOK_NODE_CLASS.kind} {ref.name!r} not found (is the KWOKNodeClass CRD "
@@ -525,7 +518,7 @@ class KwokCloudProvider:
             RepairPolicy("Ready", "Unknown", toleration),
         )
 
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
+    def supported_node_classes(self) -> Sequence[Kind]:
         """KWOKNodeClass (karpenter.kwok.sh/v1alpha1)."""
         return (KWOK_NODE_CLASS,)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from karpy.cloudprovider._types import NodeClassKind
+from karpy.runtime import Kind
 
 GROUP: Final = "karpenter.kwok.sh"
 
@@ -34,6 +34,7 @@ LABEL_INSTANCE_PRICE: Final = "eks-node-viewer/instance-price"
 
 PROVIDER_ID_PREFIX: Final = "kwok://"
 
-KWOK_NODE_CLASS: Final = NodeClassKind(
-    group=GROUP, version="v1alpha1", kind="KWOKNodeClass", plural="kwoknodeclasses"
+KWOK_NODE_CLASS: Final = Kind(
+    group=GROUP, version="v1alpha1", kind="KWOKNodeClass", plural="kwoknodeclasses",
+    namespaced=False,
 )

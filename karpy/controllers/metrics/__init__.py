@@ -106,10 +106,7 @@ def _register_status(deps: Deps) -> None:
     gauges = StatusGauges(deps.clock)
     deps.manager.metrics.registry.register(gauges)
     meter = deps.manager.meter("operatorpkg")
-    node_classes = [
-        Kind(group=k.group, version=k.version, plural=k.plural, kind=k.kind, namespaced=False)
-        for k in deps.cloud_provider.supported_node_classes()
-    ]
+    node_classes = list(deps.cloud_provider.supported_node_classes())
     class_labels = [nodeclass_label_key(k.group, k.kind) for k in node_classes]
     configs: list[tuple[Kind, list[str], tuple[float, ...], bool]] = [
         (NODE_CLAIM, [*class_labels, LABEL_NODEPOOL], EXPONENTIAL_BUCKETS, True),

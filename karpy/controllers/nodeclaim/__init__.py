@@ -120,11 +120,9 @@ def register(deps: Deps) -> None:
                  predicate=NODEPOOL_CHANGED)
     )
     for node_class in deps.cloud_provider.supported_node_classes():
-        kind = Kind(group=node_class.group, version=node_class.version,
-                    plural=node_class.plural, kind=node_class.kind, namespaced=False)
         builder = builder.watches(
-            kind, _nodeclaims_by(cache, INDEX_NODECLASS_REF,
-                                 _ref_of(node_class.group, node_class.kind))
+            node_class, _nodeclaims_by(cache, INDEX_NODECLASS_REF,
+                                       _ref_of(node_class.group, node_class.kind))
         )
     builder.complete(disruption, workers=_DISRUPTION_WORKERS)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from karpy.controllers.deps import Deps
 from karpy.controllers.nodeoverlay._controller import NodeOverlayController, Verdict, judge
-from karpy.controllers.nodepool import kind_of
 from karpy.controllers.provisioning.provisioner import Provisioner
 from karpy.runtime import GENERATION_CHANGED, Object, Request
 from karpy.state.kinds import NODE_OVERLAY, NODE_POOL
@@ -55,6 +54,6 @@ def register(deps: Deps, provisioner: Provisioner) -> NodeOverlayController | No
         .watches(NODE_POOL, _all, predicate=GENERATION_CHANGED))  # fmt: skip
     # A NodeClass turning ready changes what its NodePools' catalogues hold.
     for node_class in deps.cloud_provider.supported_node_classes():
-        builder = builder.watches(kind_of(node_class), _all)
+        builder = builder.watches(node_class, _all)
     builder.complete(controller, workers=1)
     return controller

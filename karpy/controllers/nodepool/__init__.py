@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from karpy.cloudprovider import NodeClassKind
 from karpy.controllers.deps import Deps
 from karpy.controllers.indexes import (
     INDEX_NODECLASS_REF,
@@ -30,11 +29,11 @@ from karpy.controllers.indexes import (
 )
 from karpy.controllers.nodepool._counter import NodePoolCounter, status_resources
 from karpy.controllers.nodepool._hash import NodePoolHash
-from karpy.controllers.nodepool._objects import kind_of, nodepool_of
+from karpy.controllers.nodepool._objects import nodepool_of
 from karpy.controllers.nodepool._readiness import NodePoolReadiness
 from karpy.controllers.nodepool._validation import NodePoolValidation, validation_errors
 from karpy.controllers.nodepool.registrationhealth import NodePoolRegistrationHealth
-from karpy.runtime import GENERATION_CHANGED, Object, Predicate, Request, kinds
+from karpy.runtime import GENERATION_CHANGED, Kind, Object, Predicate, Request, kinds
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
 __all__ = [
@@ -43,7 +42,6 @@ __all__ = [
     "NodePoolReadiness",
     "NodePoolRegistrationHealth",
     "NodePoolValidation",
-    "kind_of",
     "register",
     "status_resources",
     "validation_errors",
@@ -70,7 +68,7 @@ def _counted(obj: Mapping[str, Any]) -> tuple[Any, ...]:
 COUNTED_CHANGED = Predicate(update=lambda old, new: _counted(old) != _counted(new))
 
 
-def _nodepools_using(index: Index, kind: NodeClassKind) -> Callable[[Object], Iterable[Request]]:
+def _nodepools_using(index: Index, kind: Kind) -> Callable[[Object], Iterable[Request]]:
     """Maps a NodeClass of ``kind`` to the NodePools whose nodeClassRef names it."""
 
     def nodepools(node_class: Object) -> Iterable[Request]:
@@ -103,7 +101,7 @@ def register(deps: Deps) -> None:
     )
     builder = manager.controller(readiness.name).for_(NODE_POOL, predicate=GENERATION_CHANGED)
     for node_class in deps.cloud_provider.supported_node_classes():
-        builder = builder.watches(kind_of(node_class), _nodepools_using(cache, node_class))
+        builder = builder.watches(node_class, _nodepools_using(cache, node_class))
     builder.complete(readiness, workers=4)
 
     health = NodePoolRegistrationHealth(
@@ -112,7 +110,7 @@ def register(deps: Deps) -> None:
     )
     builder = manager.controller(health.name).for_(NODE_POOL, predicate=GENERATION_CHANGED)
     for node_class in deps.cloud_provider.supported_node_classes():
-        builder = builder.watches(kind_of(node_class), _nodepools_using(cache, node_class))
+        builder = builder.watches(node_class, _nodepools_using(cache, node_class))
     builder.complete(health, workers=2)
 
     validation = NodePoolValidation(

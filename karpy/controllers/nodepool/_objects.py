@@ -1,6 +1,5 @@
-"""What the NodePool controllers share: which NodePools are this provider's, the
-NodeClass kinds as runtime Kinds, and the optimistic-lock write of a
-NodePool's conditions."""
+"""What the NodePool controllers share: which NodePools are this provider's, and the
+optimistic-lock write of a NodePool's conditions."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from karpy.apis import NodePool
 from karpy.apis.core import ObjectMeta
 from karpy.apis.model import validation_problems
 from karpy.apis.v1.nodepool import NodePoolStatus
-from karpy.cloudprovider import CloudProvider, NodeClassKind
+from karpy.cloudprovider import CloudProvider
 from karpy.cloudprovider.nodeclass import resolve_node_class
 from karpy.controllers.indexes import index_nodepool_label
 from karpy.runtime import Client, Kind, Object, Request, Result, errors
@@ -21,21 +20,12 @@ from karpy.state.kinds import NODE_POOL
 
 __all__ = [
     "get_managed",
-    "kind_of",
     "managed_node_class",
     "nodepool_of",
     "parse_nodepool",
     "patch_conditions",
     "write_conditions",
 ]
-
-def kind_of(node_class: NodeClassKind) -> Kind:
-    """The runtime Kind of a provider's (cluster-scoped) NodeClass."""
-    return Kind(
-        group=node_class.group, version=node_class.version, plural=node_class.plural,
-        kind=node_class.kind, namespaced=False,
-    )
-
 
 def _ref(nodepool: Mapping[str, Any]) -> Mapping[str, Any]:
     spec = ((nodepool.get("spec") or {}).get("template") or {}).get("spec") or {}
@@ -44,7 +34,7 @@ def _ref(nodepool: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def managed_node_class(
     nodepool: Mapping[str, Any], provider: CloudProvider
-) -> tuple[NodeClassKind, str] | None:
+) -> tuple[Kind, str] | None:
     """The provider's NodeClass kind and the object name the NodePool refers to, or
     None when the NodePool is another provider's (then every NodePool controller
     leaves it alone, as Karpenter's IsManaged does)."""
@@ -62,7 +52,7 @@ def nodepool_of(obj: Object) -> Iterable[Request]:
 
 async def get_managed(
     client: Client, provider: CloudProvider, name: str
-) -> tuple[Object, tuple[NodeClassKind, str]] | None:
+) -> tuple[Object, tuple[Kind, str]] | None:
     """The NodePool ``name`` and its NodeClass (kind, object name), or None when the
     NodePool is gone or is another provider's (nothing to do then)."""
     try:

@@ -9,7 +9,6 @@ from karpy.cloudprovider import CloudProvider
 from karpy.cloudprovider.nodeclass import node_class_readiness
 from karpy.controllers.nodepool._objects import (
     get_managed,
-    kind_of,
     parse_nodepool,
     write_conditions,
 )
@@ -36,7 +35,7 @@ class NodePoolReadiness:
         stored, (kind, name) = found
         node_class: Object | None
         try:
-            node_class = await self._client.get(kind_of(kind), name)
+            node_class = await self._client.get(kind, name)
         except errors.NotFound:
             node_class = None
         readiness = node_class_readiness(node_class)

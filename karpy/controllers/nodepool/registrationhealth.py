@@ -29,7 +29,7 @@ from karpy.apis import NodeClaim, NodePool
 from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.apis.v1 import CONDITION_LAUNCHED, CONDITION_NODE_REGISTRATION_HEALTHY
 from karpy.cloudprovider import CloudProvider
-from karpy.controllers.nodepool._objects import get_managed, kind_of, parse_nodepool
+from karpy.controllers.nodepool._objects import get_managed, parse_nodepool
 from karpy.runtime import Client, Clock, Request, Result, errors
 from karpy.state.kinds import NODE_POOL
 from karpy.state.registration_health import HealthStatus, RegistrationHealth
@@ -134,7 +134,7 @@ class NodePoolRegistrationHealth:
             return Result()
         stored, (kind, class_name) = found
         try:
-            node_class = await self._client.get(kind_of(kind), class_name)
+            node_class = await self._client.get(kind, class_name)
         except errors.NotFound:
             return Result()
         class_generation = int((node_class.get("metadata") or {}).get("generation") or 0)

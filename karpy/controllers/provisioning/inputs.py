@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpy.apis.labels import LABEL_NODEPOOL
-from karpy.cloudprovider import CloudProvider
+from karpy.cloudprovider import CloudProvider, UnavailableOfferings
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning.events import NodePoolEvents, PodEvents
 from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
@@ -39,7 +39,7 @@ from karpy.scheduling import NodePoolTemplate, Pod
 from karpy.scheduling.filtering import filtered_out
 from karpy.scheduling.reservations import without_reserved
 from karpy.scheduling.simulator import SchedulerOptions
-from karpy.state import Cluster, NodePoolEntry, OverlayStore, UnavailableOfferings, VolumeError
+from karpy.state import Cluster, NodePoolEntry, OverlayStore, VolumeError
 
 __all__ = ["SchedulingInputs", "has_dra_requirements", "scheduler_options"]
 

@@ -22,10 +22,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from karpy.cloudprovider import CloudProvider, InstanceType, OfferingKey
+from karpy.cloudprovider import CloudProvider, InstanceType, OfferingKey, UnavailableOfferings
 from karpy.runtime import Clock
 from karpy.scheduling.overlay import PoolTypes, apply_overlays
-from karpy.state import NodePoolEntry, OverlayStore, UnavailableOfferings
+from karpy.state import NodePoolEntry, OverlayStore
 
 __all__ = ["InstanceTypeCache"]
 
@@ -88,7 +88,7 @@ class InstanceTypeCache:
         key = (nodepool.uid, nodepool.generation)
         entry = self._entries.get(nodepool.name)
         unavailable = self._unavailable.snapshot()
-        seq = self._unavailable.seq
+        seq = self._unavailable.generation
         overlays_seq = self._overlays.seq
         if (
             entry is None

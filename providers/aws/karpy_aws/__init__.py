@@ -6,13 +6,10 @@ The ``aws`` entry point of ``karpy.cloudproviders`` names :class:`AWSCloudProvid
 its settings are in :mod:`karpy_aws._settings` (and docs/providers/aws.md).
 """
 
-from karpy_aws._provider import (
-    EC2_NODE_CLASS,
-    EC2_NODE_CLASS_KIND,
-    AWSCloudProvider,
-    NodeClassGetter,
-    node_class_hash,
-)
+from karpy_aws._hash import node_class_hash
+from karpy_aws._kinds import EC2_NODE_CLASS, EC2_NODE_CLASS_KIND
+from karpy_aws._nodeclasses import NodeClassGetter
+from karpy_aws._provider import AWSCloudProvider
 from karpy_aws._settings import SETTINGS, AWSSettings, AWSSettingsError
 
 __all__ = [

@@ -17,13 +17,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from karpy.cloudprovider import InstanceType, OfferingKey
+from karpy.cloudprovider import InstanceType, OfferingKey, UnavailableOfferings
 from karpy_aws._clients import AWSClients
 from karpy_aws._instancetypes import NodeClassShape, build_instance_type
 from karpy_aws._pricing import PricingProvider
 from karpy_aws._settings import AWSSettings
 from karpy_aws._staticdata import static_data
-from karpy_aws._unavailable import UnavailableOfferings
 
 __all__ = ["Catalog", "CatalogTTLs"]
 
@@ -116,13 +115,13 @@ class Catalog:
         """Every instance type for ``shape``, with offerings marked unavailable where EC2
         does not offer them, no price is known, or the unavailable cache says so."""
         await self.refresh()
-        self._unavailable.marked()  # expires what is due, which bumps the generation
+        # a snapshot, so the build can run off the event loop without racing the cache;
+        # taking it expires what is due, which bumps the generation
+        marked = self._unavailable.snapshot()
         stamp = (self._version, self._unavailable.generation)
         cached = self._built.get(shape)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        # a snapshot, so the build can run off the event loop without racing the cache
-        marked = frozenset(self._unavailable.marked())
         built = await asyncio.to_thread(self._build, shape, marked)
         self._built[shape] = (stamp, built)
         return built

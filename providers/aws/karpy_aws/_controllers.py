@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Final
 from karpy.runtime import Manager, Result
 from karpy_aws._instancestatus import INSTANCE_STATUS_INTERVAL, InstanceStatusController
 from karpy_aws._interruption import InterruptionController
-from karpy_aws._kinds import EC2_NODE_CLASS_KIND
+from karpy_aws._kinds import EC2_NODE_CLASS
 from karpy_aws._launchtemplates import LaunchTemplates
 from karpy_aws._nodeclass_status import NodeClassStatusController
 
@@ -48,7 +48,7 @@ def register_controllers(provider: AWSCloudProvider, manager: Manager) -> None:
     status = NodeClassStatusController(
         provider, manager.client, manager.event_recorder("karpenter")
     )
-    manager.controller(status.name).for_(EC2_NODE_CLASS_KIND).complete(status)
+    manager.controller(status.name).for_(EC2_NODE_CLASS).complete(status)
     manager.singleton(
         "launchtemplate.garbagecollection",
         LaunchTemplateGC(provider.launch_templates),

@@ -48,6 +48,7 @@ from karpy.cloudprovider import (
     InsufficientCapacityError,
     Offering,
     OfferingKey,
+    UnavailableOfferings,
 )
 from karpy.cloudprovider.launch import (
     nodeclaim_requests,
@@ -62,7 +63,6 @@ from karpy_aws._errors import (
     is_unfulfillable_capacity,
 )
 from karpy_aws._launchfilters import exotic_filter, spot_price_cap
-from karpy_aws._unavailable import UnavailableOfferings
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import AMI, EC2NodeClass
 

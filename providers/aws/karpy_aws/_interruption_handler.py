@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from karpy.apis import labels as wk
 from karpy.apis.annotations import ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
-from karpy.cloudprovider import OfferingKey
+from karpy.cloudprovider import NODE_CLAIM, OfferingKey
 from karpy.runtime import Client, EventRecorder, format_time
 from karpy.runtime import errors as kerrors
+from karpy.runtime.kinds import NODE
 from karpy_aws._interruption_messages import (
     EVENT_STATUS,
     INSTANCE_STATUS,
@@ -34,7 +35,6 @@ from karpy_aws._interruption_messages import (
     SPOT_INTERRUPTED,
     SYSTEM_STATUS,
 )
-from karpy_aws._kinds import NODE_CLAIM_KIND, NODE_KIND
 
 if TYPE_CHECKING:
     from karpy_aws._provider import AWSCloudProvider
@@ -79,7 +79,7 @@ class InterruptionHandler:
         wanted = set(instance_ids)
         claims = [
             c
-            for c in await self._client.list(NODE_CLAIM_KIND)
+            for c in await self._client.list(NODE_CLAIM)
             if str((c.get("status") or {}).get("providerID", "")).rsplit("/", 1)[-1] in wanted
         ]
         reason, text = _EVENTS[kind]
@@ -107,7 +107,7 @@ class InterruptionHandler:
             try:
                 if kind in FORCEFUL:
                     await self._skip_graceful_drain(claim)
-                await self._client.delete(NODE_CLAIM_KIND, name)
+                await self._client.delete(NODE_CLAIM, name)
             except kerrors.NotFound:
                 continue
             log.info(
@@ -136,7 +136,7 @@ class InterruptionHandler:
             return
         now = format_time(datetime.now(UTC))
         await self._client.patch(
-            NODE_CLAIM_KIND,
+            NODE_CLAIM,
             claim["metadata"]["name"],
             {"metadata": {"annotations": {ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: now}}},
         )
@@ -146,7 +146,7 @@ class InterruptionHandler:
         if not node_name:
             return None
         try:
-            return await self._client.get(NODE_KIND, node_name)
+            return await self._client.get(NODE, node_name)
         except kerrors.NotFound:
             return None
 

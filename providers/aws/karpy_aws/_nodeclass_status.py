@@ -18,9 +18,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
+from karpy.cloudprovider import NODE_CLAIM
 from karpy.runtime import Client, EventRecorder, KubeClient, Request, Result, thaw
 from karpy.runtime import errors as kerrors
-from karpy_aws._kinds import EC2_NODE_CLASS_KIND, NODE_CLAIM_KIND
+from karpy_aws._kinds import EC2_NODE_CLASS
 from karpy_aws._resolve import delete_instance_profile, resolve_status
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import EC2NodeClass
@@ -96,7 +97,7 @@ class NodeClassStatusController:
 
     async def reconcile(self, request: Request) -> Result:
         try:
-            found = await self._client.get(EC2_NODE_CLASS_KIND, request.name)
+            found = await self._client.get(EC2_NODE_CLASS, request.name)
         except kerrors.NotFound:
             return Result()
         raw: dict[str, Any] = thaw(found)
@@ -106,7 +107,7 @@ class NodeClassStatusController:
             return await self._finalize(node_class, finalizers)
         if aws.TERMINATION_FINALIZER not in finalizers:
             await self._client.patch(
-                EC2_NODE_CLASS_KIND,
+                EC2_NODE_CLASS,
                 request.name,
                 {
                     "metadata": {
@@ -140,7 +141,7 @@ class NodeClassStatusController:
         node_class.status.conditions = list(conditions.list())
         after = node_class.status.to_dict()
         if after != before:
-            await self._client.patch_status(EC2_NODE_CLASS_KIND, request.name, {"status": after})
+            await self._client.patch_status(EC2_NODE_CLASS, request.name, {"status": after})
             if not resolution.ready and self._recorder is not None:
                 failed = [
                     f"{kind}: {message}"
@@ -154,7 +155,7 @@ class NodeClassStatusController:
         if aws.TERMINATION_FINALIZER not in finalizers:
             return Result()
         name = node_class.metadata.name or ""
-        claims = await self._client.list(NODE_CLAIM_KIND)
+        claims = await self._client.list(NODE_CLAIM)
         waiting = [
             c["metadata"]["name"]
             for c in claims
@@ -176,7 +177,7 @@ class NodeClassStatusController:
         )
         await self._provider.launch_templates.delete_for_node_class(name)
         await self._client.patch(
-            EC2_NODE_CLASS_KIND,
+            EC2_NODE_CLASS,
             name,
             {"metadata": {"finalizers": [f for f in finalizers if f != aws.TERMINATION_FINALIZER]}},
         )

@@ -35,19 +35,16 @@ from karpy.apis import NodeClaim, NodePool
 from karpy.cloudprovider import (
     DriftReason,
     InstanceType,
-    NodeClassKind,
     NodeClassNotReadyError,
     RepairPolicy,
 )
 from karpy.cloudprovider.errors import OfflineError
-from karpy.runtime import Manager
+from karpy.runtime import Kind, Manager
+from karpy_aws._hash import hash_drifted
 from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_type
-from karpy_aws._provider import (
-    _REPAIR_POLICIES,
-    EC2_NODE_CLASS,
-    NodeClassGetter,
-    hash_drifted,
-)
+from karpy_aws._kinds import EC2_NODE_CLASS
+from karpy_aws._nodeclasses import NodeClassGetter
+from karpy_aws._repair import REPAIR_POLICIES
 from karpy_aws._settings import AWSSettings, AWSSettingsError
 from karpy_aws._shippedtypes import offline_instance_types, offline_zone_offerings
 from karpy_aws._staticdata import static_data
@@ -184,9 +181,9 @@ class OfflineAWSCloudProvider:
         return None
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
-        return _REPAIR_POLICIES
+        return REPAIR_POLICIES
 
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
+    def supported_node_classes(self) -> Sequence[Kind]:
         return (EC2_NODE_CLASS,)
 
     def register_controllers(self, manager: Manager) -> None:

@@ -11,16 +11,11 @@ the instance ``terminated``.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import timedelta
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-import aioboto3
 from botocore.exceptions import ClientError
 from opentelemetry.metrics import Meter
 
@@ -31,20 +26,18 @@ from karpy.cloudprovider import (
     DriftReason,
     InstanceType,
     NodeClaimNotFoundError,
-    NodeClassKind,
     NodeClassNotReadyError,
     ProviderContext,
     RepairPolicy,
+    UnavailableOfferings,
 )
 from karpy.cloudprovider.launch import LaunchChoice, launched_nodeclaim
-from karpy.runtime import Client, Manager, thaw
-from karpy.runtime import errors as kerrors
-from karpy.runtime.kinds import SERVICE
+from karpy.runtime import Client, Kind, Manager
 from karpy.scheduling import resources as res
 from karpy_aws._batcher import CreateFleetBatcher
 from karpy_aws._catalog import Catalog
 from karpy_aws._clients import AWSClients
-from karpy_aws._cluster import ClusterDiscovery, KubeDNSLookup, kube_client_ca_bundle
+from karpy_aws._cluster import ClusterDiscovery
 from karpy_aws._controllers import register_controllers
 from karpy_aws._errors import is_launch_template_not_found, is_not_found, reason_message
 from karpy_aws._fleet import (
@@ -56,6 +49,7 @@ from karpy_aws._fleet import (
     fleet_outcome,
     fleet_request,
 )
+from karpy_aws._hash import HASH_VERSION, hash_drifted, node_class_hash
 from karpy_aws._instances import (
     LIVE_STATES,
     instance_id,
@@ -65,16 +59,17 @@ from karpy_aws._instances import (
     provider_id,
 )
 from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_type
-from karpy_aws._kinds import EC2_NODE_CLASS, EC2_NODE_CLASS_KIND
+from karpy_aws._kinds import EC2_NODE_CLASS
 from karpy_aws._launchtemplates import LaunchTemplates
 from karpy_aws._metrics import AWSMetrics, launch_failure_reason
 from karpy_aws._network import network_interfaces
+from karpy_aws._nodeclasses import NodeClassGetter
 from karpy_aws._placement import PlacementGroup, PlacementGroups
 from karpy_aws._pricing import PricingProvider
 from karpy_aws._refresh import ResolutionCaches
+from karpy_aws._repair import REPAIR_POLICIES
 from karpy_aws._sdk_metrics import SdkMetrics
 from karpy_aws._settings import PROVIDER_SETTINGS, AWSSettings, check_settings
-from karpy_aws._unavailable import UnavailableOfferings
 from karpy_aws._userdata import BootstrapOptions, UserDataError, user_data
 from karpy_aws._validation import NodeClassValidation
 from karpy_aws.apis import labels as aws
@@ -83,31 +78,10 @@ from karpy_aws.apis.ec2nodeclass import EC2NodeClass
 if TYPE_CHECKING:
     from karpy_aws._offline import OfflineAWSCloudProvider
 
-__all__ = [
-    "EC2_NODE_CLASS",
-    "EC2_NODE_CLASS_KIND",
-    "AWSCloudProvider",
-    "NodeClassGetter",
-    "node_class_hash",
-]
+__all__ = ["AWSCloudProvider"]
 
 log = logging.getLogger("karpy.aws")
 
-#: bumped when _HASHED_FIELDS changes, so nodes stamped with the old hash do not all drift
-HASH_VERSION: Final = "karpy-v2"
-
-NodeClassGetter = Callable[[str], Awaitable[EC2NodeClass | None]]
-"""``get(name)`` -> the EC2NodeClass of that name, or None if there is none."""
-
-_REPAIR_POLICIES: Final = (
-    RepairPolicy("Ready", "False", timedelta(minutes=30)),
-    RepairPolicy("Ready", "Unknown", timedelta(minutes=30)),
-    RepairPolicy("AcceleratedHardwareReady", "False", timedelta(minutes=10)),
-    RepairPolicy("StorageReady", "False", timedelta(minutes=30)),
-    RepairPolicy("NetworkingReady", "False", timedelta(minutes=30)),
-    RepairPolicy("KernelReady", "False", timedelta(minutes=30)),
-    RepairPolicy("ContainerRuntimeReady", "False", timedelta(minutes=30)),
-)
 _DEFAULT_BLOCK_DEVICES: Final[Mapping[str, list[dict[str, Any]]]] = {
     aws.AMI_FAMILY_BOTTLEROCKET: [
         {
@@ -123,45 +97,6 @@ _DEFAULT_BLOCK_DEVICES: Final[Mapping[str, list[dict[str, Any]]]] = {
 _DEFAULT_ROOT: Final = [
     {"DeviceName": "/dev/xvda", "Ebs": {"VolumeSize": 20, "VolumeType": "gp3", "Encrypted": True}}
 ]
-#: spec fields whose change means instances must be replaced (Karpenter's hashed fields)
-_HASHED_FIELDS: Final = (
-    "userData",
-    "tags",
-    "blockDeviceMappings",
-    "detailedMonitoring",
-    "metadataOptions",
-    "associatePublicIPAddress",
-    "instanceStorePolicy",
-    "kubelet",
-    "amiFamily",
-    "networkInterfaces",
-    "placementGroupSelector",
-    "context",
-)
-
-
-def node_class_hash(node_class: EC2NodeClass) -> str:
-    """A hash of the EC2NodeClass fields whose change drifts its nodes (not the
-    selectors: their drift is detected against the resolved status)."""
-    spec = node_class.spec.to_dict()
-    static = {k: spec.get(k) for k in _HASHED_FIELDS}
-    return str(
-        int(hashlib.sha256(json.dumps(static, sort_keys=True).encode()).hexdigest()[:15], 16)
-    )
-
-
-def hash_drifted(nodeclaim: NodeClaim, node_class: EC2NodeClass) -> bool:
-    """Whether the class's hashed fields changed since ``nodeclaim`` was launched from it
-    (hash annotations of the same version that differ)."""
-    annotations = nodeclaim.metadata.annotations
-    stored = annotations.get(aws.ANNOTATION_EC2NODECLASS_HASH)
-    return (
-        stored is not None
-        and annotations.get(aws.ANNOTATION_EC2NODECLASS_HASH_VERSION) == HASH_VERSION
-        and stored != node_class_hash(node_class)
-    )
-
-
 def _ready(node_class: EC2NodeClass) -> tuple[bool, str]:
     ready = next((c for c in node_class.status.conditions if c.type == "Ready"), None)
     if ready is None:
@@ -290,38 +225,11 @@ class AWSCloudProvider:
     async def from_context(
         cls, context: ProviderContext
     ) -> AWSCloudProvider | OfflineAWSCloudProvider:
-        """The factory the ``aws`` entry point names: parse the settings (see
-        :mod:`karpy_aws._settings`), open the AWS clients, read EC2NodeClasses through
-        the operator's client. With ``offline=true``, the offline provider instead (no
-        client at all; see :mod:`karpy_aws._offline`)."""
-        session = aioboto3.Session()  # reads the config files only; no call is made
-        settings = AWSSettings.from_settings(
-            context.settings,
-            cluster_name=context.cluster_name,
-            environ=os.environ,
-            default_region=session.region_name,
-        )
-        if settings.offline:
-            from karpy_aws._offline import OfflineAWSCloudProvider
+        """The ``karpy.cloudproviders`` factory (the ``aws`` entry point names this
+        class): see :func:`karpy_aws._factory.from_context`."""
+        from karpy_aws._factory import from_context
 
-            return OfflineAWSCloudProvider(
-                settings=settings, node_classes=node_classes_from(context.client)
-            )
-        clients = await AWSClients.open(settings, session=session)
-        return cls(
-            settings=settings,
-            clients=clients,
-            node_classes=node_classes_from(context.client),
-            client=context.client,
-            cluster=ClusterDiscovery(
-                clients,
-                settings,
-                kube_ca_bundle=kube_client_ca_bundle(
-                    getattr(context.client, "api_client", None)
-                ),
-                kube_dns=kube_dns_from(context.client),
-            ),
-        )
+        return await from_context(context)
 
     @property
     def name(self) -> str:
@@ -491,7 +399,7 @@ class AWSCloudProvider:
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         node_class = await self._ready_node_class(nodeclaim)
         instance_types = await self.catalog.instance_types(NodeClassShape.of(node_class))
-        self.unavailable.marked()  # expire what is due before the plan reads the cache
+        self.unavailable.snapshot()  # expire what is due before the plan reads the cache
         plan = self._plans.plan(
             nodeclaim, node_class, instance_types, self.unavailable, now=time.monotonic()
         )
@@ -720,9 +628,9 @@ class AWSCloudProvider:
         return None
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
-        return _REPAIR_POLICIES
+        return REPAIR_POLICIES
 
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
+    def supported_node_classes(self) -> Sequence[Kind]:
         return (EC2_NODE_CLASS,)
 
     # -- controllers -------------------------------------------------------------------
@@ -745,30 +653,3 @@ def _is_client_error(exc: BaseException) -> bool:
         "Throttling",
         "ThrottlingException",
     )
-
-
-def kube_dns_from(client: Client) -> KubeDNSLookup:
-    """A lookup of the ``kube-system/kube-dns`` Service's ClusterIP through ``client``."""
-
-    async def lookup() -> str | None:
-        try:
-            service = await client.get(SERVICE, "kube-dns", namespace="kube-system")
-        except kerrors.NotFound:
-            return None
-        ip = str((service.get("spec") or {}).get("clusterIP") or "")
-        return ip if ip and ip != "None" else None
-
-    return lookup
-
-
-def node_classes_from(client: Client) -> NodeClassGetter:
-    """A NodeClassGetter reading EC2NodeClasses through ``client``."""
-
-    async def get(name: str) -> EC2NodeClass | None:
-        try:
-            found = await client.get(EC2_NODE_CLASS_KIND, name)
-        except kerrors.NotFound:
-            return None
-        return EC2NodeClass.model_validate(thaw(found))
-
-    return get

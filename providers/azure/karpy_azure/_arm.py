@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from azure.core.credentials import AccessToken
 from azure.core.credentials_async import AsyncTokenCredential
@@ -29,6 +29,7 @@ from azure.mgmt.network.aio import NetworkManagementClient
 from karpy_azure._settings import AzureSettings
 
 __all__ = [
+    "ArmAccess",
     "ArmClients",
     "CapacityError",
     "CappedRetryPolicy",
@@ -136,6 +137,21 @@ class ArmClients:
         """Close both clients' sessions."""
         await self.compute.close()
         await self.network.close()
+
+
+class ArmAccess(Protocol):
+    """What the provider's controllers need of it to call ARM: its settings and clients
+    (the provider is one; they take this, not the provider class)."""
+
+    @property
+    def settings(self) -> AzureSettings:
+        """The provider's settings (resource group, location, cluster name ...)."""
+        ...
+
+    @property
+    def arm(self) -> ArmClients:
+        """The ARM clients."""
+        ...
 
 
 def error_code(exc: HttpResponseError) -> str:

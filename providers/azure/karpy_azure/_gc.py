@@ -17,24 +17,34 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
-from karpy.runtime import Kind, Manager, Result
+from azure.mgmt.compute import models as cm
+
+from karpy.cloudprovider import NODE_CLAIM
+from karpy.runtime import Manager, Result
+from karpy_azure._arm import ArmAccess
 from karpy_azure._resources import TAG_CLUSTER
 
-if TYPE_CHECKING:
-    from karpy_azure._provider import AzureCloudProvider
-
-__all__ = ["NODE_CLAIM_KIND", "NicGarbageCollector", "register_garbage_collection"]
+__all__ = ["NicGarbageCollector", "VmOwner", "register_garbage_collection"]
 
 log = logging.getLogger("karpy.cloudprovider.azure.gc")
 
-#: Karpenter's NodeClaim, read to tell a NIC whose launch is in flight.
-NODE_CLAIM_KIND: Final = Kind(
-    group="karpenter.sh", version="v1", plural="nodeclaims", kind="NodeClaim", namespaced=False
-)
 PERIOD: Final = 120.0
 GRACE: Final = 300.0
+
+
+class VmOwner(ArmAccess, Protocol):
+    """What NIC garbage collection needs of the provider: ARM, the cluster's VMs, and
+    deleting a NIC."""
+
+    async def list_vms(self) -> list[cm.VirtualMachine]:
+        """The cluster's VMs."""
+        ...
+
+    async def delete_nic(self, name: str) -> bool:
+        """Delete NIC ``name``; whether it is gone."""
+        ...
 
 
 class NicGarbageCollector:
@@ -44,7 +54,7 @@ class NicGarbageCollector:
 
     def __init__(
         self,
-        provider: AzureCloudProvider,
+        provider: VmOwner,
         nodeclaim_names: Callable[[], Awaitable[set[str]]],
         *,
         grace: float = GRACE,
@@ -83,12 +93,12 @@ class NicGarbageCollector:
         return Result(requeue_after=max(next_round, 1.0))
 
 
-def register_garbage_collection(provider: AzureCloudProvider, manager: Manager) -> None:
+def register_garbage_collection(provider: VmOwner, manager: Manager) -> None:
     """Add the NIC garbage collector to ``manager`` (VMs are the core's; module doc)."""
     client = manager.client
 
     async def nodeclaim_names() -> set[str]:
-        return {str(o["metadata"]["name"]) for o in await client.list(NODE_CLAIM_KIND, live=True)}
+        return {str(o["metadata"]["name"]) for o in await client.list(NODE_CLAIM, live=True)}
 
     collector = NicGarbageCollector(provider, nodeclaim_names)
     manager.singleton(collector.name, collector, period=PERIOD)

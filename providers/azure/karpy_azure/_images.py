@@ -19,6 +19,7 @@ from typing import Final
 from karpy.apis.labels import LABEL_ARCH
 from karpy.scheduling import Requirement, Requirements
 from karpy.scheduling.requirements import IN
+from karpy_azure.apis import AKSNodeClass
 from karpy_azure.apis import labels as az
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "community_image_id",
     "image_definitions",
     "image_for",
+    "image_requirements",
     "newest_version",
     "parse_community_image_id",
     "resolve_family",
@@ -176,3 +178,15 @@ def image_for(
         if instance_type.intersects(reqs) is None:
             return image_id
     return None
+
+
+def image_requirements(node_class: AKSNodeClass) -> list[tuple[str, Requirements]]:
+    """The images ``node_class`` resolved (its status), each with its requirements, as
+    :func:`image_for` takes them."""
+    return [
+        (
+            image.id,
+            Requirements(Requirement.new(r.key, r.operator, r.values) for r in image.requirements),
+        )
+        for image in node_class.status.images
+    ]

@@ -20,7 +20,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.compute import models as cm
@@ -28,18 +28,22 @@ from azure.mgmt.network import models as nm
 
 from karpy.apis import NodeClaim
 from karpy.apis.v1.nodeclaim import CONDITION_REGISTERED
+from karpy.cloudprovider import NODE_CLAIM
 from karpy.runtime import Client, Manager, Object, Request, Result
 from karpy.runtime import errors as api_errors
-from karpy_azure._arm import is_not_found
-from karpy_azure._gc import NODE_CLAIM_KIND
-from karpy_azure._nodeclasses import AKS_NODE_CLASS_KIND
+from karpy_azure._arm import ArmAccess, is_not_found
+from karpy_azure._nodeclasses import AKS_NODE_CLASS, NodeClassSource
 from karpy_azure._resources import tags_for, vm_name_from_provider_id
+from karpy_azure._settings import AzureSettings
 from karpy_azure.apis import labels as az
 
-if TYPE_CHECKING:
-    from karpy_azure._provider import AzureCloudProvider
-
-__all__ = ["InPlaceUpdateReconciler", "register_in_place_update", "tags_hash"]
+__all__ = [
+    "InPlaceUpdateReconciler",
+    "TagUpdater",
+    "register_in_place_update",
+    "tags_hash",
+    "update_tags",
+]
 
 log = logging.getLogger("karpy.cloudprovider.azure.inplaceupdate")
 
@@ -53,17 +57,36 @@ def tags_hash(tags: Mapping[str, str]) -> str:
     return str(int(digest[:16], 16))
 
 
+class TagUpdater(Protocol):
+    """What in-place update needs of the provider: its settings and NodeClasses, and
+    setting a node's tags (NIC, extensions, VM)."""
+
+    @property
+    def settings(self) -> AzureSettings:
+        """The provider's settings."""
+        ...
+
+    @property
+    def node_classes(self) -> NodeClassSource:
+        """Where AKSNodeClasses are read."""
+        ...
+
+    async def update_tags(self, name: str, tags: Mapping[str, str]) -> None:
+        """Set ``tags`` on the NIC, extensions and VM ``name``."""
+        ...
+
+
 class InPlaceUpdateReconciler:
     """Bring one NodeClaim's VM, NIC and extensions to its class's tags (see the module
     docstring)."""
 
-    def __init__(self, provider: AzureCloudProvider, client: Client) -> None:
+    def __init__(self, provider: TagUpdater, client: Client) -> None:
         self._provider = provider
         self._client = client
 
     async def reconcile(self, request: Request) -> Result:
         try:
-            obj = await self._client.get(NODE_CLAIM_KIND, request.name)
+            obj = await self._client.get(NODE_CLAIM, request.name)
         except api_errors.NotFound:
             return Result()
         nodeclaim = NodeClaim.model_validate(obj)
@@ -85,13 +108,13 @@ class InPlaceUpdateReconciler:
                                                   "vmName": name})
         with contextlib.suppress(api_errors.NotFound):  # deleted meanwhile
             await self._client.patch(
-                NODE_CLAIM_KIND, request.name,
+                NODE_CLAIM, request.name,
                 {"metadata": {"annotations": {az.ANNOTATION_IN_PLACE_UPDATE_HASH: goal}}},
             )
         return Result()
 
 
-async def update_tags(provider: AzureCloudProvider, name: str, tags: Mapping[str, str],
+async def update_tags(provider: ArmAccess, name: str, tags: Mapping[str, str],
                       extensions: Iterable[str]) -> None:
     """Set ``tags`` on NIC ``name``, on VM ``name``'s ``extensions`` (one it lacks is
     skipped) and on the VM, in that order."""
@@ -114,7 +137,7 @@ async def update_tags(provider: AzureCloudProvider, name: str, tags: Mapping[str
     await poller_vm.result()
 
 
-def register_in_place_update(provider: AzureCloudProvider, manager: Manager) -> None:
+def register_in_place_update(provider: TagUpdater, manager: Manager) -> None:
     """Add ``nodeclaim.inplaceupdate`` to ``manager``: NodeClaims, woken also by a change
     of their AKSNodeClass."""
     cache = manager.cache
@@ -123,14 +146,14 @@ def register_in_place_update(provider: AzureCloudProvider, manager: Manager) -> 
         name = (obj.get("metadata") or {}).get("name")
         return [
             Request(namespace="", name=str(nc["metadata"]["name"]))
-            for nc in cache.informer(NODE_CLAIM_KIND).store.list()
+            for nc in cache.informer(NODE_CLAIM).store.list()
             if ((nc.get("spec") or {}).get("nodeClassRef") or {}).get("name") == name
         ]
 
     (
         manager.controller("nodeclaim.inplaceupdate")
-        .for_(NODE_CLAIM_KIND)
-        .watches(AKS_NODE_CLASS_KIND, of_class)
+        .for_(NODE_CLAIM)
+        .watches(AKS_NODE_CLASS, of_class)
         .complete(InPlaceUpdateReconciler(provider, manager.client))
     )
 

@@ -15,14 +15,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from karpy.apis.labels import LABEL_REGION
-from karpy.cloudprovider import InstanceType, Offering, OfferingKey
+from karpy.cloudprovider import InstanceType, Offering, OfferingKey, UnavailableOfferings
 from karpy.scheduling import Requirement, Requirements
 from karpy.scheduling import resources as res
 from karpy.scheduling.requirements import DOES_NOT_EXIST, IN
-from karpy_azure._overhead import aks_overhead, memory_capacity_bytes
+from karpy_azure._overhead import aks_overhead, max_pods, memory_capacity_bytes
 from karpy_azure._pricing import PriceTable
+from karpy_azure._settings import AzureSettings
 from karpy_azure._skus import Sku
-from karpy_azure._unavailable import UnavailableOfferings
+from karpy_azure.apis import AKSNodeClass
 from karpy_azure.apis import labels as az
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "arm_zone",
     "build_instance_types",
     "cluster_label",
+    "instance_type_params",
     "os_sku",
     "zone_label",
 ]
@@ -224,3 +226,19 @@ def build_instance_types(
         )
     found.sort(key=lambda it: it.name)
     return found
+
+
+def instance_type_params(settings: AzureSettings, node_class: AKSNodeClass) -> InstanceTypeParams:
+    """What of ``node_class`` and ``settings`` shapes the class's instance types."""
+    spec = node_class.spec
+    return InstanceTypeParams(
+        location=settings.location,
+        node_resource_group=settings.node_resource_group,
+        image_family=spec.image_family,
+        os_disk_size_gb=spec.os_disk_size_gb,
+        max_pods=max_pods(spec.max_pods, settings.network_plugin, settings.network_plugin_mode),
+        fips=spec.fips_mode == "FIPS",
+        encryption_at_host=bool(spec.security and spec.security.encryption_at_host),
+        memory_overhead_percent=settings.vm_memory_overhead_percent,
+        artifact_streaming=bool(spec.artifact_streaming and spec.artifact_streaming.enabled),
+    )

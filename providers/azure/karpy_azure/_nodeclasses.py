@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, Protocol
 
-from karpy.cloudprovider import NodeClassKind
 from karpy.runtime import Client, Kind, thaw
 from karpy.runtime import errors as api_errors
 from karpy_azure.apis import AKSNodeClass
@@ -14,18 +13,13 @@ from karpy_azure.apis.labels import GROUP
 
 __all__ = [
     "AKS_NODE_CLASS",
-    "AKS_NODE_CLASS_KIND",
     "ClusterNodeClasses",
     "NodeClassSource",
     "StaticNodeClasses",
 ]
 
-#: The NodeClass kind the provider serves.
-AKS_NODE_CLASS: Final = NodeClassKind(
-    group=GROUP, version="v1beta1", kind="AKSNodeClass", plural="aksnodeclasses"
-)
-#: The same, as a runtime Kind for API calls.
-AKS_NODE_CLASS_KIND: Final = Kind(
+#: The NodeClass kind the provider serves (and reads and writes).
+AKS_NODE_CLASS: Final = Kind(
     group=GROUP, version="v1beta1", plural="aksnodeclasses", kind="AKSNodeClass",
     namespaced=False,
 )
@@ -48,7 +42,7 @@ class ClusterNodeClasses:
 
     async def get(self, name: str) -> AKSNodeClass | None:
         try:
-            obj = await self._client.get(AKS_NODE_CLASS_KIND, name)
+            obj = await self._client.get(AKS_NODE_CLASS, name)
         except api_errors.NotFound:
             return None
         return AKSNodeClass.model_validate(thaw(obj))

@@ -12,8 +12,9 @@ package, so those tools run with no network and no credentials:
   (spot priced as on-demand, as it has no spot prices; see :mod:`karpy_azure._pricing`);
 * zones: each SKU's zones in the location, as Resource SKUs list them.
 
-Instance types are built by the same :func:`~karpy_azure.build_instance_types` as
-online. Nothing is ever launched: ``create``, ``delete``, ``get`` and ``list`` raise
+Instance types are built by the same
+:func:`~karpy_azure._instancetypes.build_instance_types` as online. Nothing is ever
+launched: ``create``, ``delete``, ``get`` and ``list`` raise
 :class:`~karpy.cloudprovider.errors.OfflineError`, and ``karpy run`` refuses the setting.
 """
 
@@ -29,19 +30,18 @@ from karpy.apis import NodeClaim, NodePool
 from karpy.cloudprovider import (
     DriftReason,
     InstanceType,
-    NodeClassKind,
     RepairPolicy,
+    UnavailableOfferings,
 )
 from karpy.cloudprovider.errors import OfflineError
-from karpy.runtime import Manager
+from karpy.runtime import Kind, Manager
 from karpy_azure._hash import hash_drifted
-from karpy_azure._instancetypes import build_instance_types
+from karpy_azure._instancetypes import build_instance_types, instance_type_params
 from karpy_azure._nodeclasses import AKS_NODE_CLASS, NodeClassSource
 from karpy_azure._pricing import fallback_prices
-from karpy_azure._provider import REPAIR_POLICIES, instance_type_params
+from karpy_azure._repair import REPAIR_POLICIES
 from karpy_azure._settings import AzureSettings, AzureSettingsError
 from karpy_azure._skus import Sku, parse_skus
-from karpy_azure._unavailable import UnavailableOfferings
 
 __all__ = ["OfflineAzureCloudProvider", "offline_skus"]
 
@@ -123,7 +123,7 @@ class OfflineAzureCloudProvider:
         """The online provider's: Ready False or Unknown for 10 minutes."""
         return REPAIR_POLICIES
 
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
+    def supported_node_classes(self) -> Sequence[Kind]:
         """AKSNodeClass (karpenter.azure.com/v1beta1)."""
         return (AKS_NODE_CLASS,)
 

@@ -29,13 +29,9 @@ them.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from azure.core.credentials_async import AsyncTokenCredential
@@ -43,18 +39,18 @@ from azure.core.exceptions import HttpResponseError
 from azure.mgmt.compute import models as cm
 
 from karpy.apis import NodeClaim, NodePool
-from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
+from karpy.apis.labels import LABEL_INSTANCE_TYPE
 from karpy.cloudprovider import (
+    NODE_CLAIM,
     CreateError,
     DriftReason,
     InstanceType,
     InsufficientCapacityError,
     NodeClaimNotFoundError,
-    NodeClassKind,
     NodeClassNotReadyError,
-    OfferingKey,
     ProviderContext,
     RepairPolicy,
+    UnavailableOfferings,
 )
 from karpy.cloudprovider.launch import (
     LaunchChoice,
@@ -63,19 +59,16 @@ from karpy.cloudprovider.launch import (
     launched_nodeclaim,
     nodeclaim_requirements,
 )
-from karpy.runtime import Client, Manager, format_time
+from karpy.runtime import Client, Clock, Kind, Manager, SystemClock
 from karpy.runtime.errors import Conflict, NotFound
 from karpy.runtime.kinds import NODE
-from karpy.scheduling import Requirement, Requirements
-from karpy.scheduling import resources as res
 from karpy_azure._arm import (
     ArmClients,
-    CapacityError,
     classify_capacity_error,
     error_code,
     is_not_found,
-    make_credential,
 )
+from karpy_azure._capacity import capacity_keys, capacity_ttl
 from karpy_azure._catalog import Catalog
 from karpy_azure._extensions import (
     BILLING_EXTENSION,
@@ -84,9 +77,9 @@ from karpy_azure._extensions import (
     billing_extension,
     cse_extension,
 )
-from karpy_azure._gc import NODE_CLAIM_KIND, register_garbage_collection
+from karpy_azure._gc import register_garbage_collection
 from karpy_azure._hash import NODECLASS_HASH_VERSION, hash_drifted, node_class_hash
-from karpy_azure._images import image_for, parse_community_image_id
+from karpy_azure._images import image_for, image_requirements, parse_community_image_id
 from karpy_azure._inplaceupdate import register_in_place_update, tags_hash, update_tags
 from karpy_azure._instancetypes import (
     ON_DEMAND,
@@ -95,6 +88,7 @@ from karpy_azure._instancetypes import (
     InstanceTypeParams,
     arm_zone,
     build_instance_types,
+    instance_type_params,
     zone_label,
 )
 from karpy_azure._launches import Launch, Launches
@@ -108,15 +102,12 @@ from karpy_azure._network import (
 from karpy_azure._nodebootstrap import node_bootstrap, startup_taints
 from karpy_azure._nodeclasses import (
     AKS_NODE_CLASS,
-    ClusterNodeClasses,
     NodeClassSource,
 )
 from karpy_azure._nodedrift import k8s_version_drifted, kubelet_identity_drifted
-from karpy_azure._overhead import max_pods
+from karpy_azure._repair import REPAIR_POLICIES
 from karpy_azure._resources import (
     TAG_CLUSTER,
-    TAG_NODECLASS,
-    TAG_NODEPOOL,
     network_interface,
     provider_id,
     resource_name,
@@ -127,48 +118,21 @@ from karpy_azure._resources import (
 from karpy_azure._settings import (
     PROVIDER_SETTINGS,
     AzureSettings,
-    AzureSettingsError,
     check_settings,
+    required_ca_bundle,
 )
 from karpy_azure._skus import Sku
 from karpy_azure._status import register_status_controller
-from karpy_azure._unavailable import (
-    ALLOCATION_FAILURE_TTL,
-    LOW_QUOTA_TTL,
-    QUOTA_REACHED_TTL,
-    SKU_NOT_AVAILABLE_ON_DEMAND_TTL,
-    SKU_NOT_AVAILABLE_SPOT_TTL,
-    UnavailableOfferings,
-)
+from karpy_azure._vms import arm_text, nodeclaim_from_vm
 from karpy_azure.apis import AKSNodeClass
 from karpy_azure.apis import labels as az
 
 if TYPE_CHECKING:
     from karpy_azure._offline import OfflineAzureCloudProvider
 
-__all__ = [
-    "NODECLASS_HASH_VERSION",
-    "REPAIR_POLICIES",
-    "AzureCloudProvider",
-    "instance_type_params",
-    "node_class_hash",
-]
+__all__ = ["AzureCloudProvider"]
 
 log = logging.getLogger("karpy.cloudprovider.azure")
-
-#: Replace a node whose Ready condition is False or Unknown for 10 minutes (online and
-#: offline providers alike), and at once a Spot node whose eviction Azure announced: AKS's
-#: node-problem-detector turns the VM's ``Preempt`` Scheduled Event (IMDS, at most 30 s
-#: ahead) into the Node condition ``PreemptionScheduled=True`` (reason
-#: ``SpotEvictionIncoming``); Karpenter-Azure registers that condition as a repair policy
-#: too (its PR #1695), so the node is drained and replaced before it vanishes (one
-#: second's toleration: the eviction is at most 30 s away, and karpy's conformance kit
-#: wants every toleration positive).
-REPAIR_POLICIES: Final = (
-    RepairPolicy("Ready", "False", timedelta(minutes=10)),
-    RepairPolicy("Ready", "Unknown", timedelta(minutes=10)),
-    RepairPolicy("PreemptionScheduled", "True", timedelta(seconds=1)),
-)
 
 _INSTANCE_TYPE_CACHE_SECONDS = 60.0
 #: how often an adopted VM (no LRO to poll: its creator's answer is lost) is re-read (at
@@ -179,22 +143,6 @@ _ADOPT_TIMEOUT_SECONDS = 20 * 60.0
 
 # (catalog version, unavailable generation), built at, instance types
 _CachedTypes = tuple[tuple[int, int], float, list[InstanceType]]
-
-
-def instance_type_params(settings: AzureSettings, node_class: AKSNodeClass) -> InstanceTypeParams:
-    """What of ``node_class`` and ``settings`` shapes the class's instance types."""
-    spec = node_class.spec
-    return InstanceTypeParams(
-        location=settings.location,
-        node_resource_group=settings.node_resource_group,
-        image_family=spec.image_family,
-        os_disk_size_gb=spec.os_disk_size_gb,
-        max_pods=max_pods(spec.max_pods, settings.network_plugin, settings.network_plugin_mode),
-        fips=spec.fips_mode == "FIPS",
-        encryption_at_host=bool(spec.security and spec.security.encryption_at_host),
-        memory_overhead_percent=settings.vm_memory_overhead_percent,
-        artifact_streaming=bool(spec.artifact_streaming and spec.artifact_streaming.enabled),
-    )
 
 
 @dataclass(slots=True)
@@ -212,16 +160,6 @@ class _Plan:
     cse_command: str | None
     ultra_ssd: bool
     launched: NodeClaim
-
-
-def _image_requirements(node_class: AKSNodeClass) -> list[tuple[str, Requirements]]:
-    return [
-        (
-            image.id,
-            Requirements(Requirement.new(r.key, r.operator, r.values) for r in image.requirements),
-        )
-        for image in node_class.status.images
-    ]
 
 
 class AzureCloudProvider:
@@ -250,15 +188,17 @@ class AzureCloudProvider:
         node_classes: NodeClassSource,
         client: Client | None = None,
         credential: AsyncTokenCredential | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
         ca_bundle: str = "",
     ) -> None:
         self.settings = settings
         self.arm = arm
         self.node_classes = node_classes
         self.client = client
+        clock = clock or SystemClock()
+        monotonic = clock.monotonic
         self.catalog = Catalog(settings, arm, monotonic=monotonic)
-        self.unavailable = UnavailableOfferings(monotonic=monotonic)
+        self.unavailable = UnavailableOfferings(clock=clock)
         self._credential = credential
         self._monotonic = monotonic
         self._types: dict[InstanceTypeParams, _CachedTypes] = {}
@@ -271,34 +211,17 @@ class AzureCloudProvider:
         #: launches in flight, by VM name (:mod:`karpy_azure._launches`)
         self.launches = Launches(self._launch_failed)
         #: base64 PEM of the API server's CA, for the nodes' bootstrap
-        self.ca_bundle = _required_ca_bundle(settings, ca_bundle)
+        self.ca_bundle = required_ca_bundle(settings, ca_bundle)
 
     @classmethod
     def from_context(
         cls, context: ProviderContext
     ) -> AzureCloudProvider | OfflineAzureCloudProvider:
-        """The ``karpy.cloudproviders`` factory: settings from ``context.settings`` and the
-        environment; DefaultAzureCredential (workload identity in a cluster). With
-        ``offline=true``, the offline provider instead (no credential, no client; see
-        :mod:`karpy_azure._offline`)."""
-        settings = AzureSettings.from_settings(context.settings, cluster_name=context.cluster_name)
-        if settings.offline:
-            from karpy_azure._offline import OfflineAzureCloudProvider
+        """The ``karpy.cloudproviders`` factory (the ``azure`` entry point names this
+        class): see :func:`karpy_azure._factory.from_context`."""
+        from karpy_azure._factory import from_context
 
-            return OfflineAzureCloudProvider(
-                settings, node_classes=ClusterNodeClasses(context.client)
-            )
-        # refuse before making any Azure client
-        ca_bundle = _required_ca_bundle(settings, client_ca_bundle(context.client))
-        credential = make_credential(settings)
-        return cls(
-            settings,
-            arm=ArmClients.create(settings, credential),
-            node_classes=ClusterNodeClasses(context.client),
-            client=context.client,
-            credential=credential,
-            ca_bundle=ca_bundle,
-        )
+        return from_context(context)
 
     @property
     def name(self) -> str:
@@ -405,7 +328,7 @@ class AzureCloudProvider:
     ) -> _Plan:
         """Everything the NIC, VM and extensions of ``choice`` are made from."""
         it = choice.instance_type
-        image_id = image_for(_image_requirements(node_class), it.requirements)
+        image_id = image_for(image_requirements(node_class), it.requirements)
         if image_id is None:
             raise CreateError(
                 f"no image of AKSNodeClass {node_class.metadata.name} suits {it.name} "
@@ -535,10 +458,10 @@ class AzureCloudProvider:
         that attempt may not have: wait for its provisioning, create missing extensions."""
         name = str(vm.name)
         props = vm.properties
-        size = _text(props.hardware_profile.vm_size) if props and props.hardware_profile else ""
+        size = arm_text(props.hardware_profile.vm_size) if props and props.hardware_profile else ""
         zones = list(vm.zones or [])
         zone = zone_label(self.settings.location, zones[0]) if zones else REGIONAL_ZONE
-        capacity_type = SPOT if props and _text(props.priority).lower() == "spot" else ON_DEMAND
+        capacity_type = SPOT if props and arm_text(props.priority).lower() == "spot" else ON_DEMAND
         found = [it for it in await self.instance_types_for(node_class) if it.name == size]
         offerings = [
             o for it in found for o in it.offerings
@@ -586,7 +509,7 @@ class AzureCloudProvider:
             if vm is None:
                 raise CreateError(f"virtual machine {name} disappeared while launching",
                                   reason="VirtualMachineCreationFailed")
-            state = _text(vm.properties.provisioning_state) if vm.properties else ""
+            state = arm_text(vm.properties.provisioning_state) if vm.properties else ""
             if state in ("Succeeded", "Failed", "Canceled"):
                 break
             await asyncio.sleep(interval)
@@ -617,7 +540,7 @@ class AzureCloudProvider:
         if self.client is None:
             return
         try:
-            await self.client.delete(NODE_CLAIM_KIND, launch.nodeclaim_name,
+            await self.client.delete(NODE_CLAIM, launch.nodeclaim_name,
                                      uid=launch.nodeclaim_uid or None)
         except (NotFound, Conflict):
             return  # gone already, or a newer NodeClaim of that name
@@ -724,23 +647,6 @@ class AzureCloudProvider:
                     reason="VirtualMachineExtensionFailed",
                 ) from exc
 
-    def _capacity_keys(self, cap: CapacityError, choice: LaunchChoice) -> list[OfferingKey]:
-        it, offering = choice.instance_type, choice.offering
-        scope_of = "regional" if offering.zone == REGIONAL_ZONE else "zonal"
-        keys: list[OfferingKey] = []
-        for o in it.offerings:
-            same_scope = ("regional" if o.zone == REGIONAL_ZONE else "zonal") == scope_of
-            if (
-                (cap.scope == "offering" and o.zone == offering.zone and
-                 o.capacity_type == offering.capacity_type)
-                or (cap.scope == "zone" and o.zone == offering.zone)
-                or (cap.scope == "placement" and same_scope)
-                or (cap.scope == "capacity-type" and o.capacity_type == offering.capacity_type)
-                or (cap.scope == "spot" and o.capacity_type == SPOT)
-            ):
-                keys.append(OfferingKey(it.name, o.zone, o.capacity_type))
-        return keys
-
     def _launch_error(self, exc: HttpResponseError, choice: LaunchChoice, name: str) -> Exception:
         code = error_code(exc)
         message = str(exc.message or exc)
@@ -758,8 +664,8 @@ class AzureCloudProvider:
                 f"{code or exc.status_code}: {message}",
                 reason="VirtualMachineCreationFailed",
             )
-        keys = self._capacity_keys(cap, choice)
-        self.unavailable.mark(keys, reason=cap.reason, ttl=_ttl(cap, offering.capacity_type,
+        keys = capacity_keys(cap, choice)
+        self.unavailable.mark(keys, reason=cap.reason, ttl=capacity_ttl(cap, offering.capacity_type,
                                                                   message))
         log.warning(
             "marked offerings unavailable",
@@ -798,51 +704,7 @@ class AzureCloudProvider:
     # -- get / list --------------------------------------------------------------------
 
     def _nodeclaim_from_vm(self, vm: cm.VirtualMachine) -> NodeClaim:
-        name = str(vm.name)
-        tags = dict(vm.tags or {})
-        props = vm.properties
-        size = _text(props.hardware_profile.vm_size) if props and props.hardware_profile else ""
-        zones = list(vm.zones or [])
-        zone = zone_label(self.settings.location, zones[0]) if zones else REGIONAL_ZONE
-        spot = bool(props and _text(props.priority).lower() == "spot")
-        labels: dict[str, str] = {}
-        it = self._by_name.get(size)
-        if it is not None:
-            labels.update(it.requirements.labels())
-        labels.update({LABEL_INSTANCE_TYPE: size, LABEL_ZONE: zone,
-                       LABEL_CAPACITY_TYPE: SPOT if spot else ON_DEMAND})
-        if TAG_NODEPOOL in tags:
-            labels[LABEL_NODEPOOL] = tags[TAG_NODEPOOL]
-        image = ""
-        if props and props.storage_profile and props.storage_profile.image_reference:
-            image = str(props.storage_profile.image_reference.community_gallery_image_id or "")
-        created = props.time_created if props and props.time_created else None
-        status: dict[str, Any] = {
-            "providerID": provider_id(
-                self.settings.subscription_id, self.settings.node_resource_group, name
-            ),
-            "imageID": image or None,
-        }
-        if it is not None:
-            status["capacity"] = res.format_resource_list(it.capacity)
-            status["allocatable"] = res.format_resource_list(it.allocatable)
-        metadata: dict[str, Any] = {"name": name.removeprefix("aks-"), "labels": labels}
-        if isinstance(created, datetime):
-            metadata["creationTimestamp"] = format_time(created)
-        return NodeClaim.model_validate(
-            {
-                "metadata": metadata,
-                "spec": {
-                    "nodeClassRef": {
-                        "group": AKS_NODE_CLASS.group,
-                        "kind": AKS_NODE_CLASS.kind,
-                        "name": tags.get(TAG_NODECLASS, "default"),
-                    },
-                    "requirements": [],
-                },
-                "status": status,
-            }
-        )
+        return nodeclaim_from_vm(vm, self.settings, self._by_name)
 
     async def get(self, provider_id: str) -> NodeClaim:
         """The VM as a NodeClaim; NodeClaimNotFoundError when it does not exist."""
@@ -877,7 +739,7 @@ class AzureCloudProvider:
         return [
             self._nodeclaim_from_vm(vm)
             for vm in await self.list_vms()
-            if not (vm.properties and _text(vm.properties.provisioning_state) == "Deleting")
+            if not (vm.properties and arm_text(vm.properties.provisioning_state) == "Deleting")
         ]
 
     # -- delete ------------------------------------------------------------------------
@@ -948,7 +810,7 @@ class AzureCloudProvider:
                 await self.instance_types_for(node_class)
                 it = self._by_name.get(size)
             if it is not None:
-                want = image_for(_image_requirements(node_class), it.requirements)
+                want = image_for(image_requirements(node_class), it.requirements)
                 if want is not None and parse_community_image_id(want) != (
                     parse_community_image_id(current)
                 ):
@@ -974,7 +836,7 @@ class AzureCloudProvider:
         Spot node whose eviction is scheduled (``PreemptionScheduled=True``) at once."""
         return REPAIR_POLICIES
 
-    def supported_node_classes(self) -> Sequence[NodeClassKind]:
+    def supported_node_classes(self) -> Sequence[Kind]:
         """AKSNodeClass (karpenter.azure.com/v1beta1)."""
         return (AKS_NODE_CLASS,)
 
@@ -1005,55 +867,9 @@ def ultra_ssd_requested(nodeclaim: NodeClaim) -> bool:
     return bool(found.has("true") and not found.has("false"))
 
 
-def _required_ca_bundle(settings: AzureSettings, trusted: str) -> str:
-    """The nodes' CA: the ``clusterCABundle`` setting, else ``trusted`` (the CA karpy's
-    own client verifies the API server with); AzureSettingsError when neither is there."""
-    found = settings.cluster_ca_bundle or trusted
-    if not found:
-        raise AzureSettingsError(
-            "clusterCABundle is required: karpy's client trusts no CA file to take it "
-            "from; pass --provider-setting clusterCABundle=<base64 PEM> or set "
-            "CLUSTER_CA_BUNDLE"
-        )
-    return found
-
-
-def client_ca_bundle(client: Client) -> str:
-    """Base64 PEM of the CA karpy's Kubernetes client verifies the API server with (the
-    service account's ``ca.crt`` in a pod, the kubeconfig's CA otherwise), as Karpenter's
-    Azure provider takes the nodes' CA from its REST config; empty when there is none."""
-    api_client = getattr(client, "api_client", None)
-    path = getattr(getattr(api_client, "configuration", None), "ssl_ca_cert", None)
-    if not path:
-        return ""
-    try:
-        return base64.b64encode(Path(path).read_bytes()).decode()
-    except OSError:
-        return ""
-
-
 def _nic_error(name: str, exc: HttpResponseError) -> CreateError:
     return CreateError(
         f"creating network interface {name} failed: {error_code(exc) or exc.status_code}: "
         f"{exc.message}",
         reason="NetworkInterfaceCreationFailed",
     )
-
-
-def _text(value: object) -> str:
-    """An SDK enum's wire value (their str() is the Python name), or the string itself."""
-    if value is None:
-        return ""
-    return str(getattr(value, "value", value))
-
-
-def _ttl(cap: CapacityError, capacity_type: str, message: str) -> timedelta:
-    if cap.reason == "SKUNotAvailable":
-        return SKU_NOT_AVAILABLE_ON_DEMAND_TTL if capacity_type == ON_DEMAND else (
-            SKU_NOT_AVAILABLE_SPOT_TTL
-        )
-    if cap.reason == "SubscriptionQuotaReached":
-        return QUOTA_REACHED_TTL if "Current Limit: 0" in message or cap.scope == "spot" else (
-            LOW_QUOTA_TTL
-        )
-    return ALLOCATION_FAILURE_TTL

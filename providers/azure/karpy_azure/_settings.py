@@ -97,6 +97,7 @@ __all__ = [
     "AzureSettings",
     "AzureSettingsError",
     "check_settings",
+    "required_ca_bundle",
 ]
 
 PUBLIC_ARM_ENDPOINT: Final = "https://management.azure.com"
@@ -528,3 +529,16 @@ def check_settings(
             "offline=true (env KARPY_OFFLINE) is for karpy simulate, explain and top: an "
             "offline provider cannot launch nodes; unset it for karpy run"
         )
+
+
+def required_ca_bundle(settings: AzureSettings, trusted: str) -> str:
+    """The nodes' CA: the ``clusterCABundle`` setting, else ``trusted`` (the CA karpy's
+    own client verifies the API server with); AzureSettingsError when neither is there."""
+    found = settings.cluster_ca_bundle or trusted
+    if not found:
+        raise AzureSettingsError(
+            "clusterCABundle is required: karpy's client trusts no CA file to take it "
+            "from; pass --provider-setting clusterCABundle=<base64 PEM> or set "
+            "CLUSTER_CA_BUNDLE"
+        )
+    return found

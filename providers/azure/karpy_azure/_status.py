@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from azure.core.exceptions import HttpResponseError
 
@@ -31,7 +30,7 @@ from karpy.apis.core import NodeSelectorRequirement
 from karpy.apis.labels import LABEL_ARCH
 from karpy.runtime import GENERATION_CHANGED, Client, KubeClient, Manager, Request, Result, thaw
 from karpy.runtime import errors as api_errors
-from karpy_azure._arm import error_code, is_not_found
+from karpy_azure._arm import ArmAccess, error_code, is_not_found
 from karpy_azure._hash import NODECLASS_HASH_VERSION, node_class_hash
 from karpy_azure._images import (
     community_image_id,
@@ -39,7 +38,7 @@ from karpy_azure._images import (
     newest_version,
     resolve_family,
 )
-from karpy_azure._nodeclasses import AKS_NODE_CLASS_KIND
+from karpy_azure._nodeclasses import AKS_NODE_CLASS
 from karpy_azure._osconfig import swap_conflict
 from karpy_azure.apis import AKSNodeClass
 from karpy_azure.apis import labels as az
@@ -50,9 +49,6 @@ from karpy_azure.apis.aksnodeclass import (
     CONDITION_VALIDATION_SUCCEEDED,
     NodeImage,
 )
-
-if TYPE_CHECKING:
-    from karpy_azure._provider import AzureCloudProvider
 
 __all__ = [
     "NodeClassStatusReconciler",
@@ -74,7 +70,7 @@ def _subnet_parts(subnet_id: str) -> tuple[str, str, str] | None:
 
 
 async def _resolve_images(
-    provider: AzureCloudProvider, node_class: AKSNodeClass, kubernetes_version: str
+    provider: ArmAccess, node_class: AKSNodeClass, kubernetes_version: str
 ) -> list[NodeImage]:
     settings = provider.settings
     images: list[NodeImage] = []
@@ -117,7 +113,7 @@ async def _resolve_images(
 
 
 async def _set_images(
-    provider: AzureCloudProvider, node_class: AKSNodeClass, kubernetes_version: str
+    provider: ArmAccess, node_class: AKSNodeClass, kubernetes_version: str
 ) -> None:
     conditions = node_class.status_conditions()
     family = node_class.spec.image_family
@@ -151,11 +147,11 @@ async def _set_images(
 
 
 async def resolve_status(
-    provider: AzureCloudProvider, node_class: AKSNodeClass, kubernetes_version: KubernetesVersion
+    provider: ArmAccess, node_class: AKSNodeClass, kubernetes_version: KubernetesVersion
 ) -> None:
     """Fill ``node_class.status`` (images, Kubernetes version, conditions) in place.
 
-    ``provider`` is the AzureCloudProvider (its settings and ARM clients).
+    ``provider`` gives the settings and ARM clients (the AzureCloudProvider does).
     """
     conditions = node_class.status_conditions()
     family = node_class.spec.image_family
@@ -245,14 +241,14 @@ class NodeClassStatusReconciler:
 
     def __init__(
         self,
-        provider: AzureCloudProvider,
+        provider: ArmAccess,
         client: Client,
         kubernetes_version: KubernetesVersion,
     ) -> None:
         self.provider = provider
         self.client = client
         self.kubernetes_version = kubernetes_version
-        self.kind = AKS_NODE_CLASS_KIND
+        self.kind = AKS_NODE_CLASS
 
     async def reconcile(self, request: Request) -> Result:
         try:
@@ -289,13 +285,13 @@ class NodeClassStatusReconciler:
         return Result(requeue_after=300.0 if ready else 30.0)
 
 
-def register_status_controller(provider: AzureCloudProvider, manager: Manager) -> None:
+def register_status_controller(provider: ArmAccess, manager: Manager) -> None:
     """Add the ``nodeclass.status`` controller for AKSNodeClasses to ``manager``."""
     reconciler = NodeClassStatusReconciler(
         provider, manager.client, api_server_version(manager.client)
     )
     (
         manager.controller("nodeclass.status")
-        .for_(AKS_NODE_CLASS_KIND, predicate=GENERATION_CHANGED)
+        .for_(AKS_NODE_CLASS, predicate=GENERATION_CHANGED)
         .complete(reconciler)
     )

@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from controllers.disruption.disruption_support import Scene
 
+from karpy.cloudprovider import UnavailableOfferings
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.capacitybuffer import VirtualPods, build_virtual_pods
 from karpy.controllers.disruption import Candidate, Decision, build_candidate
@@ -21,7 +22,7 @@ from karpy.controllers.settings import Settings
 from karpy.runtime import freeze
 from karpy.runtime.telemetry import Metrics
 from karpy.runtime.testing import FakeClient, FakeClock, FakeEventRecorder
-from karpy.state import NODE_CLAIM, Cluster, UnavailableOfferings
+from karpy.state import NODE_CLAIM, Cluster
 from karpy.state import testing as t
 
 CHUNK = {"metadata": {"labels": {"app": "web"}},

@@ -21,17 +21,17 @@ from typing import Any, cast
 import pytest
 from opentelemetry.sdk.metrics import Meter as SdkMeter
 
-from karpy.cloudprovider import NodeClassKind
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers import disruption, provisioning
 from karpy.controllers.settings import Settings
 from karpy.operator import CONTROLLER_PACKAGES, build_deps
-from karpy.runtime import KubeClient, Manager
+from karpy.runtime import Kind, KubeClient, Manager
 from karpy.runtime.testing import FakeClient, FakeClock
 
 REFERENCE = Path(__file__).parent / "data" / "karpenter_v1_14_metrics.json"
-EC2_NODE_CLASS = NodeClassKind(
-    group="karpenter.k8s.aws", version="v1", kind="EC2NodeClass", plural="ec2nodeclasses"
+EC2_NODE_CLASS = Kind(
+    group="karpenter.k8s.aws", version="v1", kind="EC2NodeClass", plural="ec2nodeclasses",
+    namespaced=False,
 )
 
 #: Reference metrics karpy's core does not emit, and why. The test fails when one of

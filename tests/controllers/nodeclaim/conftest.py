@@ -14,6 +14,7 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+from karpy.cloudprovider import UnavailableOfferings
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.indexes import (
     INDEX_PROVIDER_ID,
@@ -28,7 +29,6 @@ from karpy.runtime.kinds import EVENT, NODE
 from karpy.runtime.telemetry import JsonFormatter
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.kinds import NODE_CLAIM
-from karpy.state.unavailable_offerings import UnavailableOfferings
 
 
 class Metrics:

@@ -11,13 +11,13 @@ from karpy.cloudprovider import (
     InsufficientCapacityError,
     NodeClassNotReadyError,
     OfferingKey,
+    UnavailableOfferings,
 )
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.nodeclaim import LifecycleController
 from karpy.runtime import Request
 from karpy.runtime.testing import FakeClient, FakeClock, ReconcileDriver
 from karpy.state.kinds import NODE_CLAIM
-from karpy.state.unavailable_offerings import UnavailableOfferings
 
 NAME = "default-abcde"
 REQUEST = Request("", NAME)

@@ -8,13 +8,14 @@ from typing import Any, cast
 
 import pytest
 
+from karpy.cloudprovider import UnavailableOfferings
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.nodeoverlay import NodeOverlayController
 from karpy.controllers.nodeoverlay._controller import RESYNC
 from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
 from karpy.runtime import Cache, Request, Result
 from karpy.runtime.testing import FakeClient, FakeClock
-from karpy.state import Cluster, OverlayStore, UnavailableOfferings, UnevaluatedNodePoolError
+from karpy.state import Cluster, OverlayStore, UnevaluatedNodePoolError
 from karpy.state import testing as t
 from karpy.state.kinds import NODE_OVERLAY
 

@@ -23,13 +23,12 @@ from karpy.controllers.nodepool import (
     NodePoolReadiness,
     NodePoolValidation,
 )
-from karpy.controllers.nodepool._objects import kind_of
 from karpy.runtime import Request, Result, kinds
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.cluster import Cluster
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 
-NODE_CLASS = kind_of(FAKE_NODE_CLASS)
+NODE_CLASS = FAKE_NODE_CLASS
 
 
 def nodepool(name: str = "default", *, group: str = FAKE_NODE_CLASS.group,

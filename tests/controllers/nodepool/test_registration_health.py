@@ -12,14 +12,13 @@ import pytest
 from karpy.apis import NodeClaim
 from karpy.cloudprovider.fake import FAKE_NODE_CLASS, FakeCloudProvider
 from karpy.controllers.nodepool import NodePoolRegistrationHealth
-from karpy.controllers.nodepool._objects import kind_of
 from karpy.controllers.nodepool.registrationhealth import record_registration
 from karpy.runtime import Request
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state.kinds import NODE_POOL
 from karpy.state.registration_health import HealthStatus, RegistrationHealth
 
-NODE_CLASS = kind_of(FAKE_NODE_CLASS)
+NODE_CLASS = FAKE_NODE_CLASS
 
 
 def nodepool(generation: int = 1) -> dict[str, Any]:

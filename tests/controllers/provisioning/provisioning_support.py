@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from karpy.cloudprovider import UnavailableOfferings
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning import Provisioner, SchedulingInputs
@@ -21,7 +22,7 @@ from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Kind, errors
 from karpy.runtime.telemetry import Metrics
 from karpy.runtime.testing import FakeClock, FakeEventRecorder, RecordedEvent
-from karpy.state import Cluster, UnavailableOfferings
+from karpy.state import Cluster
 
 
 class RecordingClient:

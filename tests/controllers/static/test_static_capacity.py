@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from karpy.cloudprovider import UnavailableOfferings
 from karpy.cloudprovider.fake import FakeCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning import Provisioner, SchedulingInputs
@@ -16,7 +17,7 @@ from karpy.controllers.static import StaticDeprovisioning, StaticProvisioning
 from karpy.runtime import Request, freeze
 from karpy.runtime.telemetry import Metrics
 from karpy.runtime.testing import FakeClient, FakeClock, FakeEventRecorder
-from karpy.state import NODE_CLAIM, Cluster, UnavailableOfferings
+from karpy.state import NODE_CLAIM, Cluster
 from karpy.state import testing as t
 
 

@@ -3,6 +3,9 @@ abilities it claims (controllers, aclose)."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import karpy_aws
 from karpy_aws import AWSCloudProvider
 
@@ -31,3 +34,26 @@ def test_the_provider_contributes_controllers(aws_provider: AWSCloudProvider) ->
     assert [str(k) for k in aws_provider.supported_node_classes()] == [
         "EC2NodeClass.karpenter.k8s.aws"
     ]
+
+
+def test_only_the_package_and_its_factory_import_the_provider_module_at_run_time() -> None:
+    """The factory has its own module and the offline provider takes the parts it uses,
+    so no module imports the provider back while loading (no import circle)."""
+    package = Path(karpy_aws.__file__).parent
+    importers: list[str] = []
+    for path in sorted(package.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        typing_only = {
+            id(node)
+            for block in tree.body
+            if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+            for node in ast.walk(block)
+        }
+        importers += [
+            path.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            and node.module == "karpy_aws._provider"
+            and id(node) not in typing_only
+        ]
+    assert importers == ["__init__.py", "_factory.py"]

@@ -17,10 +17,11 @@ import pytest_asyncio
 from conftest import CLUSTER, K8S_VERSION, Account, node_class_manifest
 from karpy_aws import AWSCloudProvider
 from karpy_aws._interruption import InterruptionController
-from karpy_aws._kinds import EC2_NODE_CLASS_KIND, NODE_CLAIM_KIND
+from karpy_aws._kinds import EC2_NODE_CLASS_KIND
 from karpy_aws._nodeclass_status import NodeClassStatusController, kubernetes_minor_version
 from karpy_aws._resolve import instance_profile_name
 
+from karpy.cloudprovider import NODE_CLAIM as NODE_CLAIM_KIND
 from karpy.cloudprovider import OfferingKey
 from karpy.cloudprovider.testing import eventually
 from karpy.runtime import KubeClient, Request

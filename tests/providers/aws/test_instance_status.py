@@ -14,7 +14,6 @@ from botocore.exceptions import ClientError
 from karpy_aws import AWSCloudProvider
 from karpy_aws._instances import instance_id
 from karpy_aws._instancestatus import InstanceStatusController, health_status
-from karpy_aws._kinds import NODE_CLAIM_KIND
 from moto_harness import InstanceHealth
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -24,6 +23,7 @@ from karpy.apis import NodeClaim
 from karpy.apis import labels as wk
 from karpy.apis.annotations import ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
 from karpy.apis.v1 import NodeClassReference
+from karpy.cloudprovider import NODE_CLAIM as NODE_CLAIM_KIND
 from karpy.cloudprovider.testing import make_nodeclaim, make_nodepool
 from karpy.runtime import EventRecorder
 from karpy.runtime.kinds import EVENT

@@ -30,11 +30,12 @@ from iam_check import IAMCheck
 from karpy_aws import AWSCloudProvider, AWSSettings
 from karpy_aws._clients import AWSClients
 from karpy_aws._cluster import ClusterDiscovery, ClusterFacts, kube_client_ca_bundle
+from karpy_aws._factory import kube_dns_from
 from karpy_aws._fleet import TemplateKey
 from karpy_aws._instancetypes import eni_limited_pods
 from karpy_aws._kinds import EC2_NODE_CLASS_KIND
 from karpy_aws._nodeclass_status import NodeClassStatusController
-from karpy_aws._provider import kube_dns_from, node_classes_from
+from karpy_aws._nodeclasses import node_classes_from
 from karpy_aws._resolve import alias_parameters, resolve_amis, resolve_status
 from karpy_aws._settings import AWSSettingsError
 from karpy_aws._userdata import BootstrapOptions, nodeadm_user_data

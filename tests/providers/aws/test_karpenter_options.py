@@ -15,7 +15,7 @@ from karpy_aws import AWSCloudProvider, AWSSettings
 from karpy_aws._clients import AWSClients
 from karpy_aws._kinds import EC2_NODE_CLASS_KIND
 from karpy_aws._nodeclass_status import NodeClassStatusController
-from karpy_aws._provider import node_classes_from
+from karpy_aws._nodeclasses import node_classes_from
 from karpy_aws._refresh import ResolutionCaches
 from karpy_aws._resolve import resolve_status
 from karpy_aws.apis import EC2NodeClass

@@ -12,13 +12,17 @@ from conftest import DISCOVERY, node_class_manifest, resolved
 from karpy_aws import AWSCloudProvider, AWSSettings
 from karpy_aws._clients import AWSClients
 from karpy_aws._fleet import PlanCache, plan_fleet
-from karpy_aws._unavailable import UnavailableOfferings
 from karpy_aws.apis import EC2NodeClass
 from moto_harness import Account, FleetFaults
 
 from karpy.apis import labels as wk
 from karpy.apis.v1 import NodeClassReference
-from karpy.cloudprovider import InstanceType, InsufficientCapacityError, Offering
+from karpy.cloudprovider import (
+    InstanceType,
+    InsufficientCapacityError,
+    Offering,
+    UnavailableOfferings,
+)
 from karpy.cloudprovider.testing import make_nodeclaim, make_nodepool
 
 REF = NodeClassReference(group="karpenter.k8s.aws", kind="EC2NodeClass", name="default")

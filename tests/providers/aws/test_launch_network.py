@@ -15,7 +15,7 @@ import pytest_asyncio
 from conftest import node_class_manifest, resolved
 from karpy_aws import AWSCloudProvider, AWSSettings
 from karpy_aws._clients import AWSClients
-from karpy_aws._provider import HASH_VERSION, hash_drifted, node_class_hash
+from karpy_aws._hash import HASH_VERSION, hash_drifted, node_class_hash
 from karpy_aws.apis import EC2NodeClass
 from moto_harness import Account
 

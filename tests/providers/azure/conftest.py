@@ -1,5 +1,5 @@
-"""Fixtures for karpy-azure's tests: the ARM-shaped HTTPS test server (tests/azurearm)
-and an AzureCloudProvider pointed at it with the real SDK clients, a static token and
+"""Fixtures for karpy-azure's tests: the ARM-shaped HTTPS test server (``azurearm``,
+beside them) and an AzureCloudProvider pointed at it with the real SDK clients, a static token and
 polling interval 0.
 
 The provider reads its AKSNodeClass from a StaticNodeClasses; the class's status is

@@ -11,7 +11,7 @@ from typing import Any, cast
 import pytest
 from azurearm.tls import self_signed
 from karpy_azure import AzureCloudProvider
-from karpy_azure._provider import client_ca_bundle
+from karpy_azure._factory import client_ca_bundle
 
 from karpy.cloudprovider import CloudProvider, ContributesControllers, ProviderContext
 from karpy.cloudprovider.errors import ProviderLoadError

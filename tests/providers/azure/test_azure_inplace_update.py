@@ -8,11 +8,11 @@ from typing import Any
 
 from azurearm.server import ArmServer
 from karpy_azure import AzureCloudProvider, StaticNodeClasses
-from karpy_azure._gc import NODE_CLAIM_KIND
 from karpy_azure._inplaceupdate import NOT_REGISTERED_RETRY, InPlaceUpdateReconciler, tags_hash
 
 from karpy.apis import NodeClaim, NodePool
 from karpy.apis.v1 import NodeClassReference
+from karpy.cloudprovider import NODE_CLAIM as NODE_CLAIM_KIND
 from karpy.cloudprovider.testing import make_nodeclaim, make_nodepool
 from karpy.runtime import Request
 from karpy.runtime.testing import FakeClient

@@ -8,19 +8,14 @@ from datetime import timedelta
 
 import azurearm
 import pytest
-from karpy_azure import (
-    InstanceTypeParams,
-    PriceTable,
-    UnavailableOfferings,
-    build_instance_types,
-    fallback_prices,
-    parse_skus,
-    parse_vm_size,
-)
+from karpy_azure._instancetypes import InstanceTypeParams, build_instance_types
+from karpy_azure._pricing import PriceTable, fallback_prices
+from karpy_azure._skus import parse_skus, parse_vm_size
 from karpy_azure.apis import labels as az
 
 from karpy.apis.labels import LABEL_ARCH, LABEL_REGION, LABEL_ZONE
-from karpy.cloudprovider import InstanceType, OfferingKey
+from karpy.cloudprovider import InstanceType, OfferingKey, UnavailableOfferings
+from karpy.runtime.testing import FakeClock
 from karpy.scheduling import resources as res
 
 SCUS = "southcentralus"
@@ -134,8 +129,8 @@ def test_retail_prices_win_and_unpriced_skus_sort_last() -> None:
 
 
 def test_unavailable_offerings_show_as_unavailable_until_the_ttl() -> None:
-    now = [0.0]
-    cache = UnavailableOfferings(monotonic=lambda: now[0])
+    clock = FakeClock()
+    cache = UnavailableOfferings(clock=clock)
     key = OfferingKey("Standard_D2s_v3", "southcentralus-1", "on-demand")
     cache.mark([key], reason="ZonalAllocationFailure", ttl=timedelta(hours=1))
     d2 = build(unavailable=cache)["Standard_D2s_v3"]
@@ -143,7 +138,7 @@ def test_unavailable_offerings_show_as_unavailable_until_the_ttl() -> None:
     assert state[("southcentralus-1", "on-demand")] is False
     assert state[("southcentralus-1", "spot")] is True
     assert cache.reason(key) == "ZonalAllocationFailure"
-    now[0] = 3601.0
+    clock.advance(3601.0)
     d2 = build(unavailable=cache)["Standard_D2s_v3"]
     assert all(o.available for o in d2.offerings)
 

@@ -15,11 +15,11 @@ import aiohttp
 import pytest
 from azurearm.server import ArmServer
 from karpy_azure import AzureCloudProvider
-from karpy_azure._gc import NODE_CLAIM_KIND
 
 from karpy.apis import NodeClaim, NodePool
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from karpy.apis.v1 import NodeClassReference
+from karpy.cloudprovider import NODE_CLAIM as NODE_CLAIM_KIND
 from karpy.cloudprovider import CreateError, NodeClaimNotFoundError, OfferingKey
 from karpy.cloudprovider.testing import make_nodeclaim, make_nodepool
 from karpy.runtime import errors

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from karpy_azure import AKS_NODE_CLASS_KIND, AzureCloudProvider, AzureSettingsError
+from karpy_azure import AKS_NODE_CLASS as AKS_NODE_CLASS_KIND
+from karpy_azure import AzureCloudProvider, AzureSettingsError
 from karpy_azure._offline import OfflineAzureCloudProvider
 from karpy_azure._settings import check_settings
 
@@ -23,7 +24,7 @@ from karpy.runtime.testing import FakeClient
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "providers/azure/scripts/generate_offline_skus.py"
-RECORDED = sorted((ROOT / "tests/azurearm/data").glob("azure-skus-*.json"))
+RECORDED = sorted((ROOT / "tests/providers/azure/azurearm/data").glob("azure-skus-*.json"))
 
 
 def nodepool() -> NodePool:

@@ -11,14 +11,8 @@ import pytest
 from azure_support import azure_settings, ready_node_class
 from azurearm import skus
 from azurearm.server import ArmServer
-from karpy_azure import (
-    AzureCloudProvider,
-    AzureSettingsError,
-    Sku,
-    StaticNodeClasses,
-    _instancetypes,
-)
-from karpy_azure._skus import parse_skus
+from karpy_azure import AzureCloudProvider, AzureSettingsError, StaticNodeClasses, _instancetypes
+from karpy_azure._skus import Sku, parse_skus
 from karpy_azure.apis import labels as az
 from test_azure_bootstrap import provider_on
 

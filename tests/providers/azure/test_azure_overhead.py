@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from karpy_azure import aks_overhead, max_pods
 from karpy_azure._overhead import (
+    aks_overhead,
     kube_reserved_cpu_millis,
     kube_reserved_memory_mib,
+    max_pods,
     memory_capacity_bytes,
 )
 

@@ -8,7 +8,8 @@ import ssl
 
 import aiohttp
 from azurearm.server import ArmServer
-from karpy_azure import AzureCloudProvider, fetch_retail_prices
+from karpy_azure import AzureCloudProvider
+from karpy_azure._pricing import fetch_retail_prices
 
 from karpy.apis.v1 import NodeClassReference
 from karpy.cloudprovider.testing import make_nodepool

@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 
 import azurearm
-from karpy_azure import MISSING_PRICE, fallback_prices
+from karpy_azure._pricing import MISSING_PRICE, fallback_prices
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "providers/azure/scripts/generate_fallback_prices.py"

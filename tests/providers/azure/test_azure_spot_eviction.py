@@ -9,7 +9,7 @@ from typing import Any
 
 from karpy_azure import AzureCloudProvider
 from karpy_azure._offline import OfflineAzureCloudProvider
-from karpy_azure._provider import REPAIR_POLICIES
+from karpy_azure._repair import REPAIR_POLICIES
 from opentelemetry.sdk.metrics import MeterProvider
 
 from karpy.cloudprovider.fake import FakeCloudProvider

@@ -38,7 +38,7 @@ from karpy.apis.v1.nodeclaim import (
     CONDITION_REGISTERED,
     NodeClaimCondition,
 )
-from karpy.cloudprovider import CloudProvider
+from karpy.cloudprovider import CloudProvider, UnavailableOfferings
 from karpy.controllers.indexes import Index, nodeclaims_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim._managed import is_managed
@@ -65,7 +65,6 @@ from karpy.runtime import (
 )
 from karpy.state.kinds import NODE_CLAIM
 from karpy.state.registration_health import RegistrationHealth
-from karpy.state.unavailable_offerings import UnavailableOfferings
 
 __all__ = ["STALE_RETRY", "WORKERS", "LifecycleController", "settled"]
 

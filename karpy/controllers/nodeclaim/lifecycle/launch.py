@@ -28,6 +28,7 @@ from karpy.cloudprovider import (
     CreateError,
     InsufficientCapacityError,
     NodeClassNotReadyError,
+    UnavailableOfferings,
 )
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim.lifecycle._base import (
@@ -39,7 +40,6 @@ from karpy.controllers.nodeclaim.lifecycle._base import (
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, EventRecorder, errors
 from karpy.state.kinds import NODE_CLAIM
-from karpy.state.unavailable_offerings import UnavailableOfferings
 
 __all__ = [
     "LAUNCH_CACHE_TTL",

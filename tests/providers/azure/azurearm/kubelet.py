@@ -19,9 +19,10 @@ import asyncio
 import contextlib
 from typing import Any
 
-from karpy_azure import InstanceTypeParams, UnavailableOfferings, build_instance_types, parse_skus
 from karpy_azure._extensions import CSE_EXTENSION
+from karpy_azure._instancetypes import InstanceTypeParams, build_instance_types
 from karpy_azure._pricing import PriceTable
+from karpy_azure._skus import parse_skus
 
 from azurearm import skus
 from azurearm.bootstrap import (
@@ -33,6 +34,7 @@ from azurearm.bootstrap import (
 )
 from azurearm.bootstrap import taints as register_taints
 from azurearm.server import ArmServer
+from karpy.cloudprovider import UnavailableOfferings
 from karpy.runtime import Client, errors, kinds
 from karpy.scheduling import resources as res
 
