@@ -31,7 +31,7 @@ from karpy.controllers.nodeclaim.garbagecollection import GarbageCollector
 from karpy.controllers.nodeclaim.lifecycle import LifecycleController
 from karpy.controllers.nodeclaim.lifecycle.controller import WORKERS as _LIFECYCLE_WORKERS
 from karpy.controllers.nodeclaim.podevents import POD_EVENTS, PodEvents
-from karpy.runtime import Cache, Kind, Object, Request, kinds
+from karpy.runtime import Cache, Object, Request, kinds
 from karpy.runtime.ratelimit import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
