@@ -1,0 +1,333 @@
+"""Capacity reservations against moto (its gap filled at the test server, gap 13 of
+moto_harness): selector terms resolved into ``status.capacityReservations``, reserved
+offerings, CreateFleet launches into the reservation, and a full reservation marked
+unavailable."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+import boto3
+import pytest
+from conftest import REGION, node_class_manifest
+from karpy_aws import AWSCloudProvider
+from karpy_aws._clients import AWSClients
+from karpy_aws._instancetypes import NodeClassShape
+from karpy_aws._resolve import resolve_status
+from karpy_aws._settings import AWSSettings
+from karpy_aws.apis import labels as aws
+from karpy_aws.apis.ec2nodeclass import (
+    CONDITION_CAPACITY_RESERVATIONS_READY,
+    EC2NodeClass,
+)
+from moto_harness import CLUSTER, Account, FleetFaults
+
+from karpy.apis import labels as wk
+from karpy.apis.v1 import NodeClassReference
+from karpy.cloudprovider import InsufficientCapacityError
+from karpy.cloudprovider.testing import make_nodeclaim, make_nodepool
+
+K8S_VERSION = "1.31"
+TYPE = "m5.large"
+RESERVED = {"key": wk.LABEL_CAPACITY_TYPE, "operator": "In", "values": ["reserved"]}
+
+
+def _zone(account: Account) -> str:
+    return sorted(account.subnets.values())[0]
+
+
+async def _provider_with(
+    settings: AWSSettings, clients: AWSClients, manifest: dict[str, Any]
+) -> tuple[AWSCloudProvider, EC2NodeClass]:
+    """A provider whose only EC2NodeClass is ``manifest``, resolved through the
+    provider's own reservations (as the status controller resolves it)."""
+    holder: dict[str, EC2NodeClass] = {}
+
+    async def get(name: str) -> EC2NodeClass | None:
+        return holder.get(name)
+
+    provider = AWSCloudProvider(
+        settings=settings, clients=clients, node_classes=get, owns_clients=False
+    )
+    node_class = EC2NodeClass.model_validate(manifest)
+    resolution = await resolve_status(
+        clients,
+        node_class,
+        cluster_name=CLUSTER,
+        region=REGION,
+        k8s_version=K8S_VERSION,
+        reservations=provider.reservations,
+    )
+    node_class.status = resolution.status
+    conditions = node_class.status_conditions()
+    for kind, (ok, reason, message) in resolution.conditions.items():
+        if ok:
+            conditions.set_true(kind)
+        else:
+            conditions.set_false(kind, reason, message)
+    node_class.status.conditions = list(conditions.list())
+    holder[node_class.metadata.name or ""] = node_class
+    return provider, node_class
+
+
+async def _reserved_offerings(provider: AWSCloudProvider, node_class: EC2NodeClass) -> list[Any]:
+    types = await provider.catalog.instance_types(NodeClassShape.of(node_class))
+    return [(it.name, o) for it in types for o in it.offerings if o.reserved]
+
+
+def _template_data(account: Account, name: str) -> dict[str, Any]:
+    ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=account.url)
+    versions = ec2.describe_launch_template_versions(LaunchTemplateName=name, Versions=["$Latest"])
+    return dict(versions["LaunchTemplateVersions"][0]["LaunchTemplateData"])
+
+
+def _ref(name: str) -> NodeClassReference:
+    return NodeClassReference(group="karpenter.k8s.aws", kind="EC2NodeClass", name=name)
+
+
+async def test_selector_terms_resolve_into_status_capacity_reservations(
+    aws_account: Account, aws_settings: AWSSettings, aws_clients: AWSClients
+) -> None:
+    faults = aws_account.faults
+    team = uuid.uuid4().hex[:8]
+    zone = _zone(aws_account)
+    end = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=5)
+    by_tag = faults.add_capacity_reservation(TYPE, zone, count=3, tags={"team": team})
+    open_one = faults.add_capacity_reservation(
+        "c5.large", zone, tags={"team": team}, match="open", end=end
+    )
+    faults.add_capacity_reservation(TYPE, zone, tags={"team": "someone-else"})
+    by_id = faults.add_capacity_reservation("c5.xlarge", zone)
+    ended = faults.add_capacity_reservation(
+        TYPE,
+        zone,
+        tags={"team": team},
+        end=datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=1),
+    )
+    block = faults.add_capacity_reservation(
+        "p5.48xlarge",
+        zone,
+        tags={"team": team},
+        reservation_type="capacity-block",
+        end=datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=30),
+    )
+    missing = "cr-0123456789abcdef0"
+    provider, node_class = await _provider_with(
+        aws_settings,
+        aws_clients,
+        node_class_manifest(
+            f"crs-{team}",
+            capacityReservationSelectorTerms=[
+                {"tags": {"team": team}},
+                {"id": by_id},
+                {"id": missing},  # not found: left out, not an error
+            ],
+        ),
+    )
+    status = {r.id: r for r in node_class.status.capacity_reservations}
+    # the ended reservation is left out; the one owned by someone else is not selected
+    assert sorted(status) == sorted([by_tag, open_one, by_id, block])
+    assert ended not in status
+    tagged = status[by_tag]
+    assert tagged.to_dict() == {
+        "availabilityZone": zone,
+        "id": by_tag,
+        "instanceMatchCriteria": "targeted",
+        "instanceType": TYPE,
+        "ownerID": "123456789012",
+        "reservationType": "default",
+        "interruptible": False,
+        "state": "active",
+    }
+    assert status[open_one].instance_match_criteria == "open"
+    assert status[open_one].end_time is not None
+    # a capacity block 30 minutes from its end is in EC2's reclaim window
+    assert status[block].reservation_type == "capacity-block"
+    assert status[block].state == "expiring"
+    ready = {c.type: c for c in node_class.status.conditions}
+    assert ready[CONDITION_CAPACITY_RESERVATIONS_READY].status == "True"
+    assert provider.reservations.available(by_tag) == 3
+
+
+async def test_instance_match_criteria_term_selects_only_that_criteria(
+    aws_account: Account, aws_settings: AWSSettings, aws_clients: AWSClients
+) -> None:
+    faults = aws_account.faults
+    team = uuid.uuid4().hex[:8]
+    zone = _zone(aws_account)
+    targeted = faults.add_capacity_reservation(TYPE, zone, tags={"team": team})
+    opened = faults.add_capacity_reservation(TYPE, zone, tags={"team": team}, match="open")
+    _, node_class = await _provider_with(
+        aws_settings,
+        aws_clients,
+        node_class_manifest(
+            f"crs-{team}",
+            capacityReservationSelectorTerms=[
+                {"tags": {"team": team}, "instanceMatchCriteria": "open"}
+            ],
+        ),
+    )
+    assert [r.id for r in node_class.status.capacity_reservations] == [opened]
+    assert targeted != opened
+
+
+async def test_reserved_offerings_carry_the_reservation_count_and_labels(
+    aws_account: Account, aws_settings: AWSSettings, aws_clients: AWSClients
+) -> None:
+    faults = aws_account.faults
+    team = uuid.uuid4().hex[:8]
+    zone = _zone(aws_account)
+    rid = faults.add_capacity_reservation(TYPE, zone, count=2, tags={"team": team})
+    block = faults.add_capacity_reservation(
+        "c5.large",
+        zone,
+        tags={"team": team},
+        reservation_type="capacity-block",
+        end=datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=30),
+    )
+    provider, node_class = await _provider_with(
+        aws_settings,
+        aws_clients,
+        node_class_manifest(
+            f"crs-{team}", capacityReservationSelectorTerms=[{"tags": {"team": team}}]
+        ),
+    )
+    offerings = dict(await _reserved_offerings(provider, node_class))
+    reserved = offerings[TYPE]
+    assert (reserved.zone, reserved.reservation_id, reserved.reservation_capacity) == (zone, rid, 2)
+    assert reserved.available
+    labels = reserved.requirements.labels()
+    assert labels[aws.LABEL_CAPACITY_RESERVATION_ID] == rid
+    assert labels[aws.LABEL_CAPACITY_RESERVATION_TYPE] == "default"
+    assert labels[aws.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE] == "false"
+    assert labels[wk.LABEL_CAPACITY_TYPE] == "reserved"
+    # already paid for: far below the on-demand price, yet not zero
+    on_demand = provider.pricing.price(TYPE, zone, wk.CAPACITY_TYPE_ON_DEMAND)
+    assert on_demand is not None and 0 < reserved.price < on_demand / 1000
+    # a capacity block in its last 40 minutes takes no new instance
+    assert offerings["c5.large"].reservation_id == block
+    assert not offerings["c5.large"].available
+
+
+async def test_a_reserved_nodeclaim_launches_into_its_reservation(
+    aws_account: Account, aws_settings: AWSSettings, aws_clients: AWSClients
+) -> None:
+    faults: FleetFaults = aws_account.faults
+    team = uuid.uuid4().hex[:8]
+    zone = _zone(aws_account)
+    rid = faults.add_capacity_reservation(TYPE, zone, count=2, tags={"team": team})
+    name = f"crs-{team}"
+    provider, _ = await _provider_with(
+        aws_settings,
+        aws_clients,
+        node_class_manifest(name, capacityReservationSelectorTerms=[{"tags": {"team": team}}]),
+    )
+    pool = make_nodepool(_ref(name), name="team-a")
+    asked = make_nodeclaim(
+        pool,
+        requests={"cpu": "1"},
+        requirements=[
+            RESERVED,
+            {"key": aws.LABEL_CAPACITY_RESERVATION_ID, "operator": "In", "values": [rid]},
+        ],
+    )
+    before = len(faults.requests)
+    launched = await provider.create(asked)
+    (request,) = faults.requests[before:]
+    target = request["target_capacity_specification"]
+    assert target["DefaultTargetCapacityType"] == "on-demand"
+    assert request["on_demand_options"] == {"AllocationStrategy": "lowest-price"}
+    (config,) = request["launch_template_configs"]
+    assert {(o["InstanceType"], o["AvailabilityZone"]) for o in config["Overrides"]} == {
+        (TYPE, zone)
+    }
+    data = _template_data(aws_account, config["LaunchTemplateSpecification"]["LaunchTemplateName"])
+    assert data["CapacityReservationSpecification"] == {
+        "CapacityReservationPreference": "capacity-reservations-only",
+        "CapacityReservationTarget": {"CapacityReservationId": rid},
+    }
+    assert "InstanceMarketOptions" not in data
+    labels = launched.metadata.labels
+    assert labels[wk.LABEL_CAPACITY_TYPE] == "reserved"
+    assert labels[aws.LABEL_CAPACITY_RESERVATION_ID] == rid
+    assert labels[aws.LABEL_CAPACITY_RESERVATION_TYPE] == "default"
+    assert labels[aws.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE] == "false"
+    assert labels[wk.LABEL_INSTANCE_TYPE] == TYPE
+    # the slot is counted at once, before EC2 is described again
+    assert provider.reservations.available(rid) == 1
+    assert faults.capacity_reservations[rid]["AvailableInstanceCount"] == 1
+    # terminating it gives the slot back
+    await provider.delete(launched)
+    assert faults.capacity_reservations[rid]["AvailableInstanceCount"] == 2
+
+
+async def test_a_capacity_block_launches_with_the_capacity_block_market_type(
+    aws_account: Account, aws_settings: AWSSettings, aws_clients: AWSClients
+) -> None:
+    faults: FleetFaults = aws_account.faults
+    team = uuid.uuid4().hex[:8]
+    zone = _zone(aws_account)
+    rid = faults.add_capacity_reservation(
+        TYPE,
+        zone,
+        tags={"team": team},
+        reservation_type="capacity-block",
+        end=datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=3),
+    )
+    name = f"crs-{team}"
+    provider, _ = await _provider_with(
+        aws_settings,
+        aws_clients,
+        node_class_manifest(name, capacityReservationSelectorTerms=[{"tags": {"team": team}}]),
+    )
+    asked = make_nodeclaim(
+        make_nodepool(_ref(name), name="team-a"), requests={"cpu": "1"}, requirements=[RESERVED]
+    )
+    before = len(faults.requests)
+    launched = await provider.create(asked)
+    (request,) = faults.requests[before:]
+    assert request["target_capacity_specification"]["DefaultTargetCapacityType"] == (
+        "capacity-block"
+    )
+    assert not request.get("on_demand_options")
+    (config,) = request["launch_template_configs"]
+    data = _template_data(aws_account, config["LaunchTemplateSpecification"]["LaunchTemplateName"])
+    assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    assert data["CapacityReservationSpecification"]["CapacityReservationTarget"] == {
+        "CapacityReservationId": rid
+    }
+    assert launched.metadata.labels[aws.LABEL_CAPACITY_RESERVATION_TYPE] == "capacity-block"
+
+
+async def test_a_full_reservation_is_marked_unavailable_not_the_instance_type(
+    aws_account: Account, aws_settings: AWSSettings, aws_clients: AWSClients
+) -> None:
+    faults: FleetFaults = aws_account.faults
+    team = uuid.uuid4().hex[:8]
+    zone = _zone(aws_account)
+    rid = faults.add_capacity_reservation(TYPE, zone, count=1, tags={"team": team})
+    name = f"crs-{team}"
+    provider, node_class = await _provider_with(
+        aws_settings,
+        aws_clients,
+        node_class_manifest(name, capacityReservationSelectorTerms=[{"tags": {"team": team}}]),
+    )
+    # someone else took the last instance since karpy described the reservation
+    faults.capacity_reservations[rid]["AvailableInstanceCount"] = 0
+    asked = make_nodeclaim(
+        make_nodepool(_ref(name), name="team-a"), requests={"cpu": "1"}, requirements=[RESERVED]
+    )
+    with pytest.raises(InsufficientCapacityError) as raised:
+        await provider.create(asked)
+    assert "ReservationCapacityExceeded" in str(raised.value)
+    # the core must not mark the type's on-demand offerings unavailable for it
+    assert raised.value.offerings == ()
+    assert provider.reservations.available(rid) == 0
+    assert not provider.unavailable.marked()
+    types = await provider.catalog.instance_types(NodeClassShape.of(node_class))
+    (it,) = [it for it in types if it.name == TYPE]
+    (reserved,) = [o for o in it.offerings if o.reserved]
+    assert not reserved.available
+    assert any(o.available and o.capacity_type == "on-demand" for o in it.offerings)
