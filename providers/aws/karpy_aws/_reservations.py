@@ -180,14 +180,19 @@ class CapacityReservations:
         self.generation = 0
 
     async def select(
-        self, terms: Sequence[CapacityReservationSelectorTerm]
+        self, terms: Sequence[CapacityReservationSelectorTerm], *, fresh: bool = False
     ) -> list[dict[str, Any]]:
-        """The active reservations the terms select, not yet ended, by ID."""
+        """The active reservations the terms select, not yet ended, by ID; asked of EC2
+        again when ``fresh``, else reused for a minute."""
         found: dict[str, dict[str, Any]] = {}
         async with self._lock:
             for query in queries_from_terms(terms):
                 cached = self._queries.get(query)
-                if cached is not None and self._monotonic() - cached[0] < QUERY_TTL:
+                if (
+                    not fresh
+                    and cached is not None
+                    and self._monotonic() - cached[0] < QUERY_TTL
+                ):
                     answer = cached[1]
                 else:
                     answer = await self._describe(query)
