@@ -6,6 +6,7 @@ unavailable."""
 from __future__ import annotations
 
 import datetime
+import json
 import uuid
 from typing import Any
 
@@ -15,11 +16,16 @@ from conftest import REGION, node_class_manifest
 from karpy_aws import AWSCloudProvider
 from karpy_aws._clients import AWSClients
 from karpy_aws._instancetypes import NodeClassShape
+from karpy_aws._interruption_handler import InterruptionHandler
+from karpy_aws._interruption_messages import CAPACITY_RESERVATION_INTERRUPTED, parse_message
+from karpy_aws._kinds import NODE_CLAIM_KIND
+from karpy_aws._reservation_expiration import ReservationExpirationController
 from karpy_aws._resolve import resolve_status
 from karpy_aws._settings import AWSSettings
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import (
     CONDITION_CAPACITY_RESERVATIONS_READY,
+    CapacityReservationSelectorTerm,
     EC2NodeClass,
 )
 from moto_harness import CLUSTER, Account, FleetFaults
@@ -28,6 +34,7 @@ from karpy.apis import labels as wk
 from karpy.apis.v1 import NodeClassReference
 from karpy.cloudprovider import InsufficientCapacityError
 from karpy.cloudprovider.testing import make_nodeclaim, make_nodepool
+from karpy.runtime.testing import FakeClient
 
 K8S_VERSION = "1.31"
 TYPE = "m5.large"
@@ -331,3 +338,111 @@ async def test_a_full_reservation_is_marked_unavailable_not_the_instance_type(
     (reserved,) = [o for o in it.offerings if o.reserved]
     assert not reserved.available
     assert any(o.available and o.capacity_type == "on-demand" for o in it.offerings)
+
+
+def _claim(name: str, rid: str, reservation_type: str = "default") -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": name,
+            "finalizers": ["karpenter.sh/termination"],
+            "labels": {
+                wk.LABEL_NODEPOOL: "team-a",
+                wk.LABEL_CAPACITY_TYPE: "reserved",
+                aws.LABEL_CAPACITY_RESERVATION_ID: rid,
+                aws.LABEL_CAPACITY_RESERVATION_TYPE: reservation_type,
+            },
+        },
+        "spec": {"nodeClassRef": _ref("default").to_dict(), "requirements": []},
+        "status": {"providerID": f"aws:///us-east-1a/i-{uuid.uuid4().hex[:17]}"},
+    }
+
+
+async def test_a_capacity_block_about_to_end_has_its_nodeclaims_deleted(
+    aws_account: Account, aws_settings: AWSSettings, aws_clients: AWSClients
+) -> None:
+    faults = aws_account.faults
+    zone = _zone(aws_account)
+    now = datetime.datetime.now(datetime.UTC)
+    ending = faults.add_capacity_reservation(
+        TYPE, zone, reservation_type="capacity-block", end=now + datetime.timedelta(minutes=39)
+    )
+    later = faults.add_capacity_reservation(
+        TYPE, zone, reservation_type="capacity-block", end=now + datetime.timedelta(minutes=41)
+    )
+    odcr = faults.add_capacity_reservation(TYPE, zone, end=now + datetime.timedelta(minutes=5))
+    provider = AWSCloudProvider(
+        settings=aws_settings, clients=aws_clients, node_classes=_none, owns_clients=False
+    )
+    client = FakeClient()
+    client.add(NODE_CLAIM_KIND, _claim("in-ending-block", ending, "capacity-block"))
+    client.add(NODE_CLAIM_KIND, _claim("in-later-block", later, "capacity-block"))
+    client.add(NODE_CLAIM_KIND, _claim("in-odcr", odcr))
+    result = await ReservationExpirationController(provider, client).reconcile()
+    deleted = {c.name for c in client.calls if c.verb == "delete"}
+    # drained 40 minutes before the end (termination cordons and drains a deleted
+    # NodeClaim's node), not before; an ODCR ending is not a capacity block
+    assert deleted == {"in-ending-block"}
+    ended = client.peek(NODE_CLAIM_KIND, "in-ending-block")
+    assert ended is not None and ended["metadata"].get("deletionTimestamp")
+    assert result.requeue_after == 60.0
+
+
+async def test_the_capacity_reservation_interruption_warning_deletes_the_nodeclaim(
+    aws_account: Account, aws_settings: AWSSettings, aws_clients: AWSClients
+) -> None:
+    faults = aws_account.faults
+    rid = faults.add_capacity_reservation(TYPE, _zone(aws_account), count=4)
+    provider = AWSCloudProvider(
+        settings=aws_settings, clients=aws_clients, node_classes=_none, owns_clients=False
+    )
+    await provider.reservations.select(
+        [CapacityReservationSelectorTerm.model_validate({"id": rid})]
+    )
+    assert provider.reservations.available(rid) == 4
+    client = FakeClient()
+    claim = client.add(NODE_CLAIM_KIND, _claim("interrupted", rid))
+    iid = claim["status"]["providerID"].rsplit("/", 1)[-1]
+    message = parse_message(
+        json.dumps(
+            {
+                "version": "0",
+                "id": str(uuid.uuid4()),
+                "detail-type": "EC2 Capacity Reservation Instance Interruption Warning",
+                "source": "aws.ec2",
+                "time": "2026-11-23T19:00:00Z",
+                "region": REGION,
+                "detail": {"instance-id": iid, "instance-action": "terminate"},
+            }
+        )
+    )
+    assert (message.kind, message.instance_ids) == (CAPACITY_RESERVATION_INTERRUPTED, (iid,))
+    events: list[tuple[str, str]] = []
+    recorder = _Recorder(events)
+    found = await InterruptionHandler(provider, client, recorder).act(
+        message.kind, message.instance_ids
+    )
+    assert found == ["interrupted"]
+    stored = client.peek(NODE_CLAIM_KIND, "interrupted")
+    assert stored is not None and stored["metadata"].get("deletionTimestamp")
+    assert ("CapacityReservationInstanceInterrupted", "interrupted") in events
+    # the owner takes the capacity back: no launch into it until it is described again
+    assert provider.reservations.available(rid) == 0
+
+
+async def _none(_: str) -> EC2NodeClass | None:
+    return None
+
+
+class _Recorder:
+    """Collects (reason, object name) of the events published."""
+
+    def __init__(self, into: list[tuple[str, str]]) -> None:
+        self.into = into
+
+    def warning(self, obj: Any, reason: str, message: str) -> None:
+        self.into.append((reason, obj["metadata"]["name"]))
+
+    def normal(self, obj: Any, reason: str, message: str) -> None:
+        self.into.append((reason, obj["metadata"]["name"]))
