@@ -298,10 +298,12 @@ class FleetFaults:
         reservation_type: str = "default",
         end: datetime.datetime | None = None,
         owner: str = DEFAULT_ACCOUNT_ID,
+        rid: str = "",
     ) -> str:
-        """Add an active capacity reservation (gap 13); returns its ID."""
+        """Add an active capacity reservation (gap 13); returns its ID (``rid``, or a
+        new one)."""
         with self._lock:
-            rid = f"cr-{len(self.capacity_reservations) + 1:017x}"
+            rid = rid or f"cr-{len(self.capacity_reservations) + 1:017x}"
             self.capacity_reservations[rid] = {
                 "CapacityReservationId": rid,
                 "OwnerId": owner,
