@@ -8,9 +8,10 @@ Karpenter AWS does (pkg/providers/instance/instance.go):
    offering (a capacity reservation with a slot left) is available, else spot likewise,
    else on-demand (Karpenter's order). A reserved launch keeps one kind of reservation
    (default ODCRs before capacity blocks, before interruptible ODCRs) and one reservation
-   per instance type and zone; each reservation gets its own launch template targeting
-   it (``CapacityReservationSpecification``, ``capacity-reservations-only``; a capacity
-   block also ``InstanceMarketOptions.MarketType: capacity-block``), and the fleet's
+   per instance type and zone, the one with the most instances left; each reservation
+   gets its own launch template targeting it (``CapacityReservationSpecification``,
+   ``capacity-reservations-only``; a capacity block also
+   ``InstanceMarketOptions.MarketType: capacity-block``), and the fleet's
    ``DefaultTargetCapacityType`` is ``on-demand``, or ``capacity-block`` for blocks;
 3. overrides: every available offering of that capacity type, cheapest first (at most
    60 types, Karpenter's cap), each with a subnet of its zone that is not out of
@@ -282,8 +283,22 @@ def plan_fleet(
     refused: list[OfferingKey] = []
     amis = _parsed_amis(node_class.status.amis)
     kind = _reserved_kind(reqs, compatible) if capacity_type == wk.CAPACITY_TYPE_RESERVED else None
-    #: (type, zone) pairs a reserved launch already has a reservation for
-    reserved_in: set[tuple[str, str]] = set()
+    #: (type, zone) -> the reservation a reserved launch uses there: the one with the
+    #: most instances left (Karpenter's ReservedOfferingFilter; the fleet's overrides
+    #: name a type and zone, not a reservation)
+    best: dict[tuple[str, str], Offering] = {}
+    if kind is not None:
+        for it in compatible:
+            for o in it.offerings:
+                if (
+                    o.reserved
+                    and o.available
+                    and _reservation_kind(o) == kind
+                    and reqs.intersects(o.requirements) is None
+                ):
+                    current = best.get((it.name, o.zone))
+                    if current is None or o.reservation_capacity > current.reservation_capacity:
+                        best[(it.name, o.zone)] = o
     for it in compatible:
         image = _ami_for(it, amis)
         if image is None:
@@ -298,12 +313,8 @@ def plan_fleet(
                 o.price > spot_cap
             ):
                 continue
-            if o.reserved:
-                # one kind of reservation, and one reservation per type and zone: the
-                # fleet's overrides name a type and zone, not a reservation
-                if _reservation_kind(o) != kind or (it.name, o.zone) in reserved_in:
-                    continue
-                reserved_in.add((it.name, o.zone))
+            if o.reserved and best.get((it.name, o.zone)) is not o:
+                continue
             key = OfferingKey(it.name, o.zone, o.capacity_type)
             if not o.reserved and unavailable.is_unavailable(key):
                 refused.append(key)

@@ -446,3 +446,32 @@ class _Recorder:
 
     def normal(self, obj: Any, reason: str, message: str) -> None:
         self.into.append((reason, obj["metadata"]["name"]))
+
+
+async def test_of_two_reservations_in_one_zone_the_launch_targets_the_fuller(
+    aws_account: Account, aws_settings: AWSSettings, aws_clients: AWSClients
+) -> None:
+    faults: FleetFaults = aws_account.faults
+    team = uuid.uuid4().hex[:8]
+    zone = _zone(aws_account)
+    faults.add_capacity_reservation(TYPE, zone, count=1, tags={"team": team})
+    fuller = faults.add_capacity_reservation(TYPE, zone, count=3, tags={"team": team})
+    name = f"crs-{team}"
+    provider, _ = await _provider_with(
+        aws_settings,
+        aws_clients,
+        node_class_manifest(name, capacityReservationSelectorTerms=[{"tags": {"team": team}}]),
+    )
+    asked = make_nodeclaim(
+        make_nodepool(_ref(name), name="team-a"), requests={"cpu": "1"}, requirements=[RESERVED]
+    )
+    before = len(faults.requests)
+    launched = await provider.create(asked)
+    (request,) = faults.requests[before:]
+    # the fleet names a type and zone, not a reservation: one reservation per pool, the
+    # one with the most instances left (Karpenter's ReservedOfferingFilter)
+    (config,) = request["launch_template_configs"]
+    data = _template_data(aws_account, config["LaunchTemplateSpecification"]["LaunchTemplateName"])
+    target = data["CapacityReservationSpecification"]["CapacityReservationTarget"]
+    assert target == {"CapacityReservationId": fuller}
+    assert launched.metadata.labels[aws.LABEL_CAPACITY_RESERVATION_ID] == fuller
