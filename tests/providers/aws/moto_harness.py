@@ -69,8 +69,9 @@ server shares this process, gaps in moto are filled *at the server*, never in ka
     and target capacity type (``InvalidParameterCombination``); an override into a
     reservation with no instance left is refused with ``ReservationCapacityExceeded``.
     A launch takes one of its ``AvailableInstanceCount``; terminating the instance gives
-    it back. Every CreateFleet request is kept in ``FleetFaults.requests``. Not
-    modelled: the instance's ``CapacityReservationId`` in DescribeInstances.
+    it back. DescribeInstances reports such an instance's ``CapacityReservationId`` (and
+    ``InstanceLifecycle: capacity-block`` in a block). Every CreateFleet request is kept
+    in ``FleetFaults.requests``.
 12. **IAM**: moto accepts every call. :func:`moto_server` enforces Karpenter's controller
     policy on every request karpy sends (iam_check.py): what the policy refuses is
     refused as AWS would, and the test fails naming the statements considered.
@@ -456,9 +457,15 @@ class FleetFaults:
             rid = reserved.get(0)  # moto launches from the first config's first override
             if rid is not None and fleet is not None:
                 with faults._lock:
+                    reservation = faults.capacity_reservations[rid]
                     for item in fleet.on_demand_instances:
-                        faults.capacity_reservations[rid]["AvailableInstanceCount"] -= 1
+                        reservation["AvailableInstanceCount"] -= 1
                         faults.reserved_instances[str(item["instance"].id)] = rid
+                        # DescribeInstances reports the reservation (moto's serializer
+                        # reads the shape's member names off the instance)
+                        item["instance"].CapacityReservationId = rid
+                        if reservation["ReservationType"] == "capacity-block":
+                            item["instance"].lifecycle = "capacity-block"
             return fleet
 
         def response(self_: Any) -> Any:

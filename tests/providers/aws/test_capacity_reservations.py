@@ -265,9 +265,15 @@ async def test_a_reserved_nodeclaim_launches_into_its_reservation(
     # the slot is counted at once, before EC2 is described again
     assert provider.reservations.available(rid) == 1
     assert faults.capacity_reservations[rid]["AvailableInstanceCount"] == 1
-    # terminating it gives the slot back
+    # read back from EC2, the instance is in the reservation
+    described = await provider.get(launched.status.provider_id or "")
+    assert described.metadata.labels[wk.LABEL_CAPACITY_TYPE] == "reserved"
+    assert described.metadata.labels[aws.LABEL_CAPACITY_RESERVATION_ID] == rid
+    assert described.metadata.labels[aws.LABEL_CAPACITY_RESERVATION_TYPE] == "default"
+    # terminating it gives the slot back, in EC2 and at once in karpy's count
     await provider.delete(launched)
     assert faults.capacity_reservations[rid]["AvailableInstanceCount"] == 2
+    assert provider.reservations.available(rid) == 2
 
 
 async def test_a_capacity_block_launches_with_the_capacity_block_market_type(
@@ -306,6 +312,10 @@ async def test_a_capacity_block_launches_with_the_capacity_block_market_type(
         "CapacityReservationId": rid
     }
     assert launched.metadata.labels[aws.LABEL_CAPACITY_RESERVATION_TYPE] == "capacity-block"
+    described = await provider.get(launched.status.provider_id or "")
+    assert described.metadata.labels[aws.LABEL_CAPACITY_RESERVATION_TYPE] == "capacity-block"
+    assert described.metadata.labels[wk.LABEL_CAPACITY_TYPE] == "reserved"
+    await provider.delete(launched)
 
 
 async def test_a_full_reservation_is_marked_unavailable_not_the_instance_type(
