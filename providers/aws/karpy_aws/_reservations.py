@@ -23,9 +23,10 @@ ML): which ones an EC2NodeClass selects, how many instances each still takes, an
   available while the reservation has a slot, is in a zone of the class and is not
   expiring.
 
-Not supported: interruptible ODCRs are selected and reported (``interruptible``) but
-launched as Karpenter does only for the default and capacity-block types (karpy's
-fleet request has no ``ReservedCapacityOptions`` yet; see docs/providers/aws.md).
+Not supported: interruptible ODCRs are selected and reported (``interruptible``), and
+their offerings are never available: launching into them takes CreateFleet's
+``ReservedCapacityOptions`` and the ``interruptible-capacity-reservation`` market type,
+which the botocore karpy is built with does not know yet (see docs/providers/aws.md).
 """
 
 from __future__ import annotations
@@ -321,8 +322,14 @@ def reserved_offerings(
                 zone=slot.zone,
                 capacity_type=wk.CAPACITY_TYPE_RESERVED,
                 price=(on_demand_price or 0.0) / RESERVED_PRICE_DIVISOR,
+                # interruptible ODCRs need a fleet option the EC2 API karpy is built
+                # with does not have yet: offered (and reported), never launched into
                 available=(
-                    left > 0 and slot.zone in zones and slot.zone in offered and not slot.expiring
+                    left > 0
+                    and slot.zone in zones
+                    and slot.zone in offered
+                    and not slot.expiring
+                    and not slot.interruptible
                 ),
                 requirements=Requirements(reqs),
                 reservation_id=slot.id,

@@ -20,6 +20,7 @@ from karpy_aws._interruption_handler import InterruptionHandler
 from karpy_aws._interruption_messages import CAPACITY_RESERVATION_INTERRUPTED, parse_message
 from karpy_aws._kinds import NODE_CLAIM_KIND
 from karpy_aws._reservation_expiration import ReservationExpirationController
+from karpy_aws._reservations import ReservedSlot, reserved_offerings
 from karpy_aws._resolve import resolve_status
 from karpy_aws._settings import AWSSettings
 from karpy_aws.apis import labels as aws
@@ -485,3 +486,26 @@ async def test_of_two_reservations_in_one_zone_the_launch_targets_the_fuller(
     target = data["CapacityReservationSpecification"]["CapacityReservationTarget"]
     assert target == {"CapacityReservationId": fuller}
     assert launched.metadata.labels[aws.LABEL_CAPACITY_RESERVATION_ID] == fuller
+
+
+def test_an_interruptible_reservation_is_offered_but_never_available() -> None:
+    # karpy's EC2 API has no ReservedCapacityOptions yet: launching into an interruptible
+    # ODCR as into a default one would be refused, so its offering is never available
+    slots = [
+        ReservedSlot(id="cr-1", instance_type=TYPE, zone="us-east-1a"),
+        ReservedSlot(id="cr-2", instance_type=TYPE, zone="us-east-1a", interruptible=True),
+    ]
+    offerings = reserved_offerings(
+        TYPE,
+        slots,
+        zones={"us-east-1a": "use1-az1"},
+        offered_zones=["us-east-1a"],
+        on_demand_price=0.096,
+        capacity=lambda _: 3,
+    )
+    available = {o.reservation_id: o.available for o in offerings}
+    assert available == {"cr-1": True, "cr-2": False}
+    (interruptible,) = [o for o in offerings if o.reservation_id == "cr-2"]
+    assert interruptible.requirements.labels()[aws.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE] == (
+        "true"
+    )
