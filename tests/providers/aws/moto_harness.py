@@ -67,7 +67,9 @@ server shares this process, gaps in moto are filled *at the server*, never in ka
     ``InvalidCapacityReservationId.NotFound``), each override must name its instance type
     and zone, a capacity block must be launched with the ``capacity-block`` market type
     and target capacity type (``InvalidParameterCombination``); an override into a
-    reservation with no instance left is refused with ``ReservationCapacityExceeded``.
+    reservation with no instance left is refused with ``ReservationCapacityExceeded``,
+    and a target beyond what the reservation has left launches only what it has left
+    (the rest reported with that error).
     A launch takes one of its ``AvailableInstanceCount``; terminating the instance gives
     it back. DescribeInstances reports such an instance's ``CapacityReservationId`` (and
     ``InstanceLifecycle: capacity-block`` in a block). Every CreateFleet request is kept
@@ -452,9 +454,32 @@ class FleetFaults:
             if target.get("DefaultTargetCapacityType") == "capacity-block":
                 # moto knows on-demand and spot only; a block launches on-demand
                 target["DefaultTargetCapacityType"] = "on-demand"
-                kwargs["target_capacity_specification"] = target
+            first = reserved.get(0)  # moto launches from the first config's first override
+            if first is not None:
+                # EC2 launches no more into a reservation than it has left; the rest of
+                # the target is reported as an error
+                left = int(faults.capacity_reservations[first]["AvailableInstanceCount"])
+                wanted = int(target.get("TotalTargetCapacity", 1))
+                if wanted > left:
+                    target["TotalTargetCapacity"] = left
+                    config = kept_configs[0]
+                    errors.append(
+                        {
+                            "LaunchTemplateAndOverrides": {
+                                "LaunchTemplateSpecification": config[
+                                    "LaunchTemplateSpecification"
+                                ],
+                                "Overrides": config["Overrides"][0],
+                            },
+                            "Lifecycle": "on-demand",
+                            "ErrorCode": "ReservationCapacityExceeded",
+                            "ErrorMessage": "Insufficient capacity in the capacity "
+                            f"reservation {first}.",
+                        }
+                    )
+            kwargs["target_capacity_specification"] = target
             fleet = original_backend(self_, *args, **kwargs)
-            rid = reserved.get(0)  # moto launches from the first config's first override
+            rid = first
             if rid is not None and fleet is not None:
                 with faults._lock:
                     reservation = faults.capacity_reservations[rid]

@@ -5,6 +5,7 @@ unavailable."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
 import uuid
@@ -31,6 +32,7 @@ from karpy_aws.apis.ec2nodeclass import (
 )
 from moto_harness import CLUSTER, Account, FleetFaults
 
+from karpy.apis import NodeClaim
 from karpy.apis import labels as wk
 from karpy.apis.v1 import NodeClassReference
 from karpy.cloudprovider import InsufficientCapacityError
@@ -509,3 +511,32 @@ def test_an_interruptible_reservation_is_offered_but_never_available() -> None:
     assert interruptible.requirements.labels()[aws.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE] == (
         "true"
     )
+
+
+async def test_two_launches_into_a_reservation_with_one_instance_left_launch_one(
+    aws_account: Account, aws_settings: AWSSettings, aws_clients: AWSClients
+) -> None:
+    faults: FleetFaults = aws_account.faults
+    team = uuid.uuid4().hex[:8]
+    rid = faults.add_capacity_reservation(TYPE, _zone(aws_account), count=1, tags={"team": team})
+    name = f"crs-{team}"
+    provider, _ = await _provider_with(
+        aws_settings,
+        aws_clients,
+        node_class_manifest(name, capacityReservationSelectorTerms=[{"tags": {"team": team}}]),
+    )
+    pool = make_nodepool(_ref(name), name="team-a")
+    # identical NodeClaims: their CreateFleet calls are merged into one of capacity 2
+    claims = [
+        make_nodeclaim(pool, requests={"cpu": "1"}, requirements=[RESERVED]) for _ in range(2)
+    ]
+    outcomes = await asyncio.gather(*(provider.create(c) for c in claims), return_exceptions=True)
+    launched = [o for o in outcomes if not isinstance(o, BaseException)]
+    refused = [o for o in outcomes if isinstance(o, BaseException)]
+    assert len(launched) == 1 and len(refused) == 1, outcomes
+    assert isinstance(refused[0], InsufficientCapacityError)
+    assert faults.capacity_reservations[rid]["AvailableInstanceCount"] == 0
+    assert provider.reservations.available(rid) == 0
+    for claim in launched:
+        assert isinstance(claim, NodeClaim)
+        await provider.delete(claim)
