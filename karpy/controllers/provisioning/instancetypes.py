@@ -13,7 +13,8 @@ A NodePool whose instance types have reserved offerings is asked again every rou
 a reservation's free slots (``Offering.reservation_capacity``) change with every
 launch and termination, and a stale count would plan NodeClaims into a full
 reservation, or leave a freed slot unused for minutes. Providers keep such answers
-cheap (kwok counts its own instances; karpy-aws offers no reserved offerings yet).
+cheap (kwok counts its own instances; karpy-aws keeps each reservation's count in
+memory and rebuilds its catalogue only when a count changes).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from karpy.cloudprovider import InstanceType, OfferingKey, UnavailableOfferings
 from karpy_aws._clients import AWSClients
 from karpy_aws._instancetypes import NodeClassShape, build_instance_type
 from karpy_aws._pricing import PricingProvider
+from karpy_aws._reservations import CapacityReservations
 from karpy_aws._settings import AWSSettings
 from karpy_aws._staticdata import static_data
 
@@ -50,11 +51,14 @@ class Catalog:
         *,
         ttls: CatalogTTLs = CatalogTTLs(),
         monotonic: Callable[[], float] = time.monotonic,
+        reservations: CapacityReservations | None = None,
     ) -> None:
         self._clients = clients
         self._settings = settings
         self.pricing = pricing
         self._unavailable = unavailable
+        #: each capacity reservation's slots left (reserved offerings' capacity)
+        self.reservations = reservations
         self._ttls = ttls
         self._now = monotonic
         self._lock = asyncio.Lock()
@@ -64,7 +68,7 @@ class Catalog:
         self._spot_at = -1e18
         self._on_demand_at = -1e18
         self._version = 0
-        self._built: dict[NodeClassShape, tuple[tuple[int, int], list[InstanceType]]] = {}
+        self._built: dict[NodeClassShape, tuple[tuple[int, int, int], list[InstanceType]]] = {}
 
     @property
     def infos(self) -> Mapping[str, Mapping[str, Any]]:
@@ -115,18 +119,32 @@ class Catalog:
         """Every instance type for ``shape``, with offerings marked unavailable where EC2
         does not offer them, no price is known, or the unavailable cache says so."""
         await self.refresh()
-        # a snapshot, so the build can run off the event loop without racing the cache;
+        # a snapshot, so the build can run off the event loop without racing the caches;
         # taking it expires what is due, which bumps the generation
         marked = self._unavailable.snapshot()
-        stamp = (self._version, self._unavailable.generation)
+        reservations = self.reservations
+        stamp = (
+            self._version,
+            self._unavailable.generation,
+            reservations.generation if reservations is not None and shape.reservations else 0,
+        )
         cached = self._built.get(shape)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        built = await asyncio.to_thread(self._build, shape, marked)
+        slots = {
+            s.id: reservations.available(s.id) if reservations is not None else 0
+            for s in shape.reservations
+        }
+        built = await asyncio.to_thread(self._build, shape, marked, slots)
         self._built[shape] = (stamp, built)
         return built
 
-    def _build(self, shape: NodeClassShape, marked: frozenset[OfferingKey]) -> list[InstanceType]:
+    def _build(
+        self,
+        shape: NodeClassShape,
+        marked: frozenset[OfferingKey],
+        slots: Mapping[str, int] | None = None,
+    ) -> list[InstanceType]:
         """Build every instance type (pure; ~1 ms each, so it runs in a worker thread
         rather than stalling the event loop for a second or more)."""
         data = static_data()
@@ -144,6 +162,7 @@ class Catalog:
                 vm_memory_overhead_percent=self._settings.vm_memory_overhead_percent,
                 branch_enis=limits[0] if limits else 0,
                 bandwidth_mbps=data.network_bandwidth_mbps.get(name),
+                reservation_capacity=lambda rid: (slots or {}).get(rid, 0),
             )
             if it is not None:
                 built.append(it)

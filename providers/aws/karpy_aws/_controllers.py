@@ -7,7 +7,9 @@ on karpy.runtime only:
 * ``interruption`` — the SQS interruption queue (:mod:`karpy_aws._interruption`), only
   when the ``interruptionQueue`` setting names one;
 * ``interruption.instancestatus`` — every minute, DescribeInstanceStatus health checks
-  (:mod:`karpy_aws._instancestatus`), always, as in Karpenter.
+  (:mod:`karpy_aws._instancestatus`), always, as in Karpenter;
+* ``capacityreservation.expiration`` — every minute, drains the nodes of capacity blocks
+  about to end (:mod:`karpy_aws._reservation_expiration`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ from karpy_aws._interruption import InterruptionController
 from karpy_aws._kinds import EC2_NODE_CLASS
 from karpy_aws._launchtemplates import LaunchTemplates
 from karpy_aws._nodeclass_status import NodeClassStatusController
+from karpy_aws._reservation_expiration import (
+    EXPIRATION_INTERVAL,
+    ReservationExpirationController,
+)
 
 if TYPE_CHECKING:
     from karpy_aws._provider import AWSCloudProvider
@@ -61,6 +67,8 @@ def register_controllers(provider: AWSCloudProvider, manager: Manager) -> None:
         meter=manager.meter("karpenter"),
     )
     manager.singleton(instance_status.name, instance_status, period=INSTANCE_STATUS_INTERVAL)
+    expiration = ReservationExpirationController(provider, manager.client)
+    manager.singleton(expiration.name, expiration, period=EXPIRATION_INTERVAL)
     if provider.settings.interruption_queue:
         manager.add(
             InterruptionController(

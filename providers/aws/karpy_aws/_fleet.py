@@ -4,8 +4,15 @@ Karpenter AWS does (pkg/providers/instance/instance.go):
 1. the instance types compatible with the NodeClaim that fit its requests, without
    the exotic ones and with spot offerings dearer than on-demand capped
    (:mod:`karpy_aws._launchfilters`, Karpenter's launch filters);
-2. capacity type: spot if the NodeClaim allows it and some compatible spot offering is
-   available, else on-demand;
+2. capacity type: reserved if the NodeClaim allows it and some compatible reserved
+   offering (a capacity reservation with a slot left) is available, else spot likewise,
+   else on-demand (Karpenter's order). A reserved launch keeps one kind of reservation
+   (default ODCRs before capacity blocks, before interruptible ODCRs) and one reservation
+   per instance type and zone, the one with the most instances left; each reservation
+   gets its own launch template targeting it (``CapacityReservationSpecification``,
+   ``capacity-reservations-only``; a capacity block also
+   ``InstanceMarketOptions.MarketType: capacity-block``), and the fleet's
+   ``DefaultTargetCapacityType`` is ``on-demand``, or ``capacity-block`` for blocks;
 3. overrides: every available offering of that capacity type, cheapest first (at most
    60 types, Karpenter's cap), each with a subnet of its zone that is not out of
    addresses and the AMI for its architecture/accelerator (``ImageId`` in the
@@ -23,6 +30,8 @@ Karpenter AWS does (pkg/providers/instance/instance.go):
    offerings unavailable in the provider's cache (``InsufficientFreeAddressesInSubnet``
    marks the subnet instead, so the zone's other subnets are tried next); no instance
    at all raises InsufficientCapacityError naming them (or CreateError for other codes).
+   In a reserved launch such an error marks the *reservation* out of slots instead
+   (:class:`karpy_aws._reservations.CapacityReservations`), until it is described again.
 
 The request carries only tags common to every NodeClaim of the same shape, so that
 concurrent identical requests merge into one CreateFleet (:mod:`karpy_aws._batcher`);
@@ -63,6 +72,7 @@ from karpy_aws._errors import (
     is_unfulfillable_capacity,
 )
 from karpy_aws._launchfilters import exotic_filter, spot_price_cap
+from karpy_aws._reservations import CapacityReservations
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import AMI, EC2NodeClass
 
@@ -77,6 +87,7 @@ __all__ = [
     "fleet_outcome",
     "fleet_request",
     "plan_fleet",
+    "target_capacity_type",
 ]
 
 log = logging.getLogger("karpy.aws.instance")
@@ -90,6 +101,10 @@ class TemplateKey(NamedTuple):
     max_pods: int = 0
     """The kubelet's maxPods, written into the template's user data."""
     efa_count: int = 0
+    reservation_id: str = ""
+    """The capacity reservation the template targets (reserved launches)."""
+    market_type: str = ""
+    """``capacity-block`` for a capacity block's template."""
 
 
 class UnexpectedInstanceTypeError(CreateError):
@@ -126,7 +141,17 @@ class Override:
     @property
     def template(self) -> TemplateKey:
         """The launch template this override launches with."""
-        return TemplateKey(self.image_id, self.max_pods, self.efa_count)
+        o = self.offering
+        if not o.reserved:
+            return TemplateKey(self.image_id, self.max_pods, self.efa_count)
+        block = _requirement_value(o.requirements, aws.LABEL_CAPACITY_RESERVATION_TYPE)
+        return TemplateKey(
+            self.image_id,
+            self.max_pods,
+            self.efa_count,
+            o.reservation_id,
+            "capacity-block" if block == "capacity-block" else "",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,12 +188,48 @@ def _ami_for(instance_type: InstanceType, amis: Sequence[tuple[str, Requirements
     return None
 
 
+def _requirement_value(reqs: Requirements, key: str) -> str:
+    """The single value ``reqs`` has for ``key`` (empty when none or several)."""
+    return reqs.labels().get(key, "")
+
+
+#: reserved launches keep one kind of reservation, in this order (Karpenter's
+#: CapacityReservationTypeFilter): default ODCRs, capacity blocks, interruptible ODCRs
+_RESERVATION_KIND_ORDER = (("default", "false"), ("capacity-block", "false"), ("default", "true"))
+
+
+def _reservation_kind(offering: Offering) -> tuple[str, str]:
+    return (
+        _requirement_value(offering.requirements, aws.LABEL_CAPACITY_RESERVATION_TYPE),
+        _requirement_value(offering.requirements, aws.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE),
+    )
+
+
+def _reserved_kind(
+    reqs: Requirements, compatible: Sequence[InstanceType]
+) -> tuple[str, str] | None:
+    """The kind of reservation a reserved launch uses: the first, in Karpenter's order,
+    of which some compatible offering is available; None when none is."""
+    allowed = reqs.get(wk.LABEL_CAPACITY_TYPE)
+    if allowed is not None and not allowed.has(wk.CAPACITY_TYPE_RESERVED):
+        return None
+    kinds = {
+        _reservation_kind(o)
+        for it in compatible
+        for o in it.offerings
+        if o.reserved and o.available and reqs.intersects(o.requirements) is None
+    }
+    return next((k for k in _RESERVATION_KIND_ORDER if k in kinds), None)
+
+
 def _capacity_type(
     reqs: Requirements,
     compatible: Sequence[InstanceType],
     unavailable: UnavailableOfferings,
     spot_cap: float | None,
 ) -> str:
+    if _reserved_kind(reqs, compatible) is not None:
+        return wk.CAPACITY_TYPE_RESERVED
     allowed = reqs.get(wk.LABEL_CAPACITY_TYPE)
     if allowed is None or allowed.has(wk.CAPACITY_TYPE_SPOT):
         for it in compatible:
@@ -221,6 +282,23 @@ def plan_fleet(
     candidates: list[tuple[int, float, str, str, Override]] = []
     refused: list[OfferingKey] = []
     amis = _parsed_amis(node_class.status.amis)
+    kind = _reserved_kind(reqs, compatible) if capacity_type == wk.CAPACITY_TYPE_RESERVED else None
+    #: (type, zone) -> the reservation a reserved launch uses there: the one with the
+    #: most instances left (Karpenter's ReservedOfferingFilter; the fleet's overrides
+    #: name a type and zone, not a reservation)
+    best: dict[tuple[str, str], Offering] = {}
+    if kind is not None:
+        for it in compatible:
+            for o in it.offerings:
+                if (
+                    o.reserved
+                    and o.available
+                    and _reservation_kind(o) == kind
+                    and reqs.intersects(o.requirements) is None
+                ):
+                    current = best.get((it.name, o.zone))
+                    if current is None or o.reservation_capacity > current.reservation_capacity:
+                        best[(it.name, o.zone)] = o
     for it in compatible:
         image = _ami_for(it, amis)
         if image is None:
@@ -235,8 +313,10 @@ def plan_fleet(
                 o.price > spot_cap
             ):
                 continue
+            if o.reserved and best.get((it.name, o.zone)) is not o:
+                continue
             key = OfferingKey(it.name, o.zone, o.capacity_type)
-            if unavailable.is_unavailable(key):
+            if not o.reserved and unavailable.is_unavailable(key):
                 refused.append(key)
                 continue
             override = Override(it, o, subnets[o.zone], image, efa)
@@ -356,7 +436,7 @@ def fleet_request(
         "LaunchTemplateConfigs": configs,
         "TargetCapacitySpecification": {
             "TotalTargetCapacity": 1,
-            "DefaultTargetCapacityType": plan.capacity_type,
+            "DefaultTargetCapacityType": target_capacity_type(plan),
         },
         "TagSpecifications": [
             {"ResourceType": "instance", "Tags": tag_list},
@@ -369,9 +449,20 @@ def fleet_request(
     strategy = allocation(plan)
     if plan.capacity_type == wk.CAPACITY_TYPE_SPOT:
         request["SpotOptions"] = {"AllocationStrategy": strategy}
-    else:
+    elif request["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "on-demand":
         request["OnDemandOptions"] = {"AllocationStrategy": strategy}
     return request
+
+
+def target_capacity_type(plan: FleetPlan) -> str:
+    """The fleet's ``DefaultTargetCapacityType``: the plan's capacity type, except that
+    a reserved launch asks for ``on-demand`` capacity (the launch template targets the
+    reservation), or ``capacity-block`` when it launches into capacity blocks."""
+    if plan.capacity_type != wk.CAPACITY_TYPE_RESERVED:
+        return plan.capacity_type
+    if any(o.template.market_type == "capacity-block" for o in plan.overrides):
+        return "capacity-block"
+    return wk.CAPACITY_TYPE_ON_DEMAND
 
 
 def allocation(plan: FleetPlan) -> str:
@@ -416,12 +507,15 @@ def fleet_outcome(
     plan: FleetPlan,
     response: Mapping[str, Any],
     unavailable: UnavailableOfferings,
+    reservations: CapacityReservations | None = None,
 ) -> FleetOutcome:
-    """Read CreateFleet's answer: mark refused offerings unavailable and return the
+    """Read CreateFleet's answer: mark refused offerings unavailable (in a reserved
+    launch, their reservations out of slots in ``reservations``) and return the
     launched instance, or raise InsufficientCapacityError / CreateError."""
     by_key = {(o.instance_type.name, o.offering.zone): o for o in plan.overrides}
     by_type_subnet = {(o.instance_type.name, o.subnet_id): o for o in plan.overrides}
     marked: list[OfferingKey] = []
+    reserved_refused = False
     codes: set[str] = set()
     messages: set[str] = set()
     for error in response.get("Errors", []):
@@ -446,6 +540,22 @@ def fleet_outcome(
             else by_type_subnet.get((name, overrides.get("SubnetId", "")))
         )
         if override is None:
+            continue
+        if override.offering.reserved:
+            # the reservation is full (or gone), not the zone out of this type: the core
+            # must not mark the type's other offerings unavailable
+            log.debug(
+                "marking capacity reservation unavailable",
+                extra={
+                    "reason": code,
+                    "instance-type": override.instance_type.name,
+                    "zone": override.offering.zone,
+                    "capacity-reservation-id": override.offering.reservation_id,
+                },
+            )
+            if reservations is not None:
+                reservations.mark_unavailable(override.offering.reservation_id)
+            reserved_refused = True
             continue
         unavailable.mark(override.key, reason=code)
         marked.append(override.key)
@@ -472,7 +582,7 @@ def fleet_outcome(
             )
         return FleetOutcome(instance_id=str(ids[0]), override=override)
     detail = "; ".join(sorted(messages)) or "CreateFleet launched no instance and gave no reason"
-    if marked or (codes and all(is_unfulfillable_capacity(c) for c in codes)):
+    if marked or reserved_refused or (codes and all(is_unfulfillable_capacity(c) for c in codes)):
         raise InsufficientCapacityError(
             f"insufficient capacity for nodeclaim {nodeclaim.metadata.name}: {detail}",
             offerings=marked,

@@ -110,14 +110,28 @@ def nodeclaim_from_instance(
     """The NodeClaim ``get``/``list`` return for a described instance."""
     tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
     zone = instance.get("Placement", {}).get("AvailabilityZone", "")
+    lifecycle = instance.get("InstanceLifecycle")
+    reservation = "" if lifecycle == "spot" else str(instance.get("CapacityReservationId") or "")
     capacity_type = (
         wk.CAPACITY_TYPE_SPOT
-        if instance.get("InstanceLifecycle") == "spot"
+        if lifecycle == "spot"
+        else wk.CAPACITY_TYPE_RESERVED
+        if reservation
         else wk.CAPACITY_TYPE_ON_DEMAND
     )
     labels: dict[str, str] = {}
     if instance_type is not None:
         labels.update(instance_type.requirements.labels())
+    if reservation:
+        # an instance in a reservation, as Karpenter AWS reads it (its instance lifecycle
+        # says whether the reservation is a capacity block, or interruptible)
+        labels[aws.LABEL_CAPACITY_RESERVATION_ID] = reservation
+        labels[aws.LABEL_CAPACITY_RESERVATION_TYPE] = (
+            "capacity-block" if lifecycle == "capacity-block" else "default"
+        )
+        labels[aws.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE] = str(
+            lifecycle == "interruptible-capacity-reservation"
+        ).lower()
     labels.update(
         {
             wk.LABEL_INSTANCE_TYPE: str(instance.get("InstanceType", "")),

@@ -30,6 +30,7 @@ from karpy.apis import labels as wk
 from karpy.cloudprovider import InstanceType, Offering, OfferingKey, Overhead
 from karpy.scheduling import Requirement, Requirements
 from karpy.scheduling import resources as res
+from karpy_aws._reservations import ReservedSlot, reserved_offerings
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import EC2NodeClass
 
@@ -118,6 +119,8 @@ class NodeClassShape:
     raid0: bool = False
     efa_only_interfaces: int = 0
     zones: tuple[SubnetZone, ...] = field(default=())
+    #: the capacity reservations of ``status.capacityReservations`` (reserved offerings)
+    reservations: tuple[ReservedSlot, ...] = field(default=())
 
     @classmethod
     def of(cls, node_class: EC2NodeClass) -> NodeClassShape:
@@ -144,6 +147,9 @@ class NodeClassShape:
                     {SubnetZone(s.zone, s.zone_id) for s in node_class.status.subnets},
                     key=lambda z: z.zone,
                 )
+            ),
+            reservations=tuple(
+                ReservedSlot.of(r) for r in node_class.status.capacity_reservations
             ),
         )
 
@@ -335,9 +341,11 @@ def _kebab(text: str) -> str:
 
 
 def labels_requirements(
-    info: Mapping[str, Any], *, region: str, bandwidth_mbps: int | None
+    info: Mapping[str, Any], *, region: str, bandwidth_mbps: int | None, reserved: bool = False
 ) -> list[Requirement]:
-    """The ``karpenter.k8s.aws/instance-*`` requirements (and region, windows-build)."""
+    """The ``karpenter.k8s.aws/instance-*`` requirements (and region, windows-build),
+    and the capacity-reservation labels as absent unless the type is ``reserved`` (has
+    reserved offerings)."""
     name = str(info["InstanceType"])
 
     def req(key: str, *values: object) -> Requirement:
@@ -425,12 +433,16 @@ def labels_requirements(
         if key not in found and key.startswith(aws.GROUP + "/instance-"):
             found[key] = req(key)
     found[wk.LABEL_WINDOWS_BUILD] = req(wk.LABEL_WINDOWS_BUILD)
-    for key in (
-        aws.LABEL_CAPACITY_RESERVATION_ID,
-        aws.LABEL_CAPACITY_RESERVATION_TYPE,
-        aws.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE,
-    ):
-        found[key] = req(key)
+    if not reserved:
+        # a type sold in no reservation has none of the reservation labels; a type with
+        # reserved offerings leaves them to those offerings (its on-demand and spot
+        # offerings launch outside any reservation), as karpy's kwok provider does
+        for key in (
+            aws.LABEL_CAPACITY_RESERVATION_ID,
+            aws.LABEL_CAPACITY_RESERVATION_TYPE,
+            aws.LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE,
+        ):
+            found[key] = req(key)
     return list(found.values())
 
 
@@ -450,13 +462,16 @@ def build_instance_type(
     vm_memory_overhead_percent: float = 0.075,
     branch_enis: int = 0,
     bandwidth_mbps: int | None = None,
+    reservation_capacity: Callable[[str], int] = lambda _: 0,
 ) -> InstanceType | None:
     """The :class:`InstanceType` for ``info`` as the NodeClass would launch it, or None
     when it cannot run that NodeClass's OS (an arm64 type for Windows).
 
     An offering exists per NodeClass zone x supported capacity type; it is available
     when EC2 offers the type in that zone, its price is known, and it is not in the
-    unavailable-offerings cache.
+    unavailable-offerings cache. The shape's capacity reservations of this type add one
+    ``reserved`` offering each (:func:`karpy_aws._reservations.reserved_offerings`),
+    with ``reservation_capacity(id)`` instances left.
     """
     traits = traits_of(shape.ami_family)
     arch = architecture(info)
@@ -488,6 +503,22 @@ def build_instance_type(
                     requirements=extra,
                 )
             )
+    reserved = reserved_offerings(
+        name,
+        shape.reservations,
+        zones={z.zone: z.zone_id or "" for z in shape.zones},
+        offered_zones=offered,
+        on_demand_price=next(
+            (
+                p
+                for z in shape.zones
+                if (p := price(name, z.zone, wk.CAPACITY_TYPE_ON_DEMAND)) is not None
+            ),
+            None,
+        ),
+        capacity=reservation_capacity,
+    )
+    offerings.extend(reserved)
     if not offerings:
         return None
     cap = capacity(
@@ -498,7 +529,9 @@ def build_instance_type(
         branch_enis=branch_enis,
     )
     zone_ids = sorted({z.zone_id for z in shape.zones if z.zone_id and z.zone in offered})
-    extra_reqs = labels_requirements(info, region=region, bandwidth_mbps=bandwidth_mbps)
+    extra_reqs = labels_requirements(
+        info, region=region, bandwidth_mbps=bandwidth_mbps, reserved=bool(reserved)
+    )
     if zone_ids:
         extra_reqs.append(Requirement.new(aws.LABEL_TOPOLOGY_ZONE_ID, "In", tuple(zone_ids)))
     return InstanceType.build(

@@ -7,9 +7,10 @@ For each NodeClaim whose instance the warning names: the kind's event on the Nod
 and its Node; then, unless the kind is a rebalance recommendation or the NodeClaim is
 already terminating, its deletion (``TerminatingOnInterruption``, log ``initiating
 delete from interruption message``). A spot interruption marks the spot offering
-unavailable first; a failed instance or system status check sets
-``karpenter.sh/nodeclaim-termination-timestamp`` to now first, so termination skips the
-graceful drain a broken instance cannot do.
+unavailable first, a capacity reservation interruption the NodeClaim's reservation
+(:class:`karpy_aws._reservations.CapacityReservations`); a failed instance or system
+status check sets ``karpenter.sh/nodeclaim-termination-timestamp`` to now first, so
+termination skips the graceful drain a broken instance cannot do.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from karpy.runtime import Client, EventRecorder, format_time
 from karpy.runtime import errors as kerrors
 from karpy.runtime.kinds import NODE
 from karpy_aws._interruption_messages import (
+    CAPACITY_RESERVATION_INTERRUPTED,
     EVENT_STATUS,
     INSTANCE_STATUS,
     INSTANCE_STOPPED,
@@ -35,6 +37,7 @@ from karpy_aws._interruption_messages import (
     SPOT_INTERRUPTED,
     SYSTEM_STATUS,
 )
+from karpy_aws.apis import labels as aws
 
 if TYPE_CHECKING:
     from karpy_aws._provider import AWSCloudProvider
@@ -52,6 +55,10 @@ _EVENTS: Final = {
     ),
     INSTANCE_STOPPED: ("InstanceStopping", "Instance is stopping"),
     INSTANCE_TERMINATED: ("InstanceTerminating", "Instance is terminating"),
+    CAPACITY_RESERVATION_INTERRUPTED: (
+        "CapacityReservationInstanceInterrupted",
+        "Capacity Reservation interruption warning was triggered",
+    ),
     SCHEDULED_CHANGE: _UNHEALTHY,
     INSTANCE_STATUS: _UNHEALTHY,
     SYSTEM_STATUS: _UNHEALTHY,
@@ -101,6 +108,12 @@ class InterruptionHandler:
                             wk.CAPACITY_TYPE_SPOT,
                         ),
                         reason="SpotInterruption",
+                    )
+            if kind == CAPACITY_RESERVATION_INTERRUPTED:
+                labels = claim["metadata"].get("labels") or {}
+                if labels.get(aws.LABEL_CAPACITY_RESERVATION_ID):
+                    self._provider.reservations.mark_unavailable(
+                        labels[aws.LABEL_CAPACITY_RESERVATION_ID]
                     )
             if claim["metadata"].get("deletionTimestamp"):
                 continue  # already terminating (a warning repeated, or a second one)

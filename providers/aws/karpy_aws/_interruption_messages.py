@@ -12,6 +12,9 @@ EC2 Instance State-change Notification (ec2)   instance_stopped /  delete the No
   state stopping, stopped / shutting-down,     instance_terminated
   terminated
 AWS Health Event (health), EC2 scheduledChange scheduled_change   delete the NodeClaim
+EC2 Capacity Reservation Instance              capacity_reservation_interrupted  delete
+  Interruption Warning (ec2)                                      the NodeClaim, mark its
+                                                                  reservation full
 anything else                                  no_op        nothing
 =============================================  ===========  =========================
 
@@ -33,6 +36,7 @@ from typing import Any, Final
 from karpy.runtime import parse_time
 
 __all__ = [
+    "CAPACITY_RESERVATION_INTERRUPTED",
     "EVENT_STATUS",
     "INSTANCE_STATUS",
     "INSTANCE_STOPPED",
@@ -53,6 +57,8 @@ SCHEDULED_CHANGE: Final = "scheduled_change"
 INSTANCE_STOPPED: Final = "instance_stopped"
 INSTANCE_TERMINATED: Final = "instance_terminated"
 NO_OP: Final = "no_op"
+#: an interruptible capacity reservation's owner takes its instances back
+CAPACITY_RESERVATION_INTERRUPTED: Final = "capacity_reservation_interrupted"
 #: kinds of the DescribeInstanceStatus health checks (karpy_aws._instancestatus)
 INSTANCE_STATUS: Final = "instance_status"
 SYSTEM_STATUS: Final = "system_status"
@@ -123,6 +129,10 @@ def parse_message(body: str) -> InterruptionMessage:
         raise MalformedMessageError(f"{detail_type!r} message has no detail object")
     if source == "aws.ec2" and detail_type == "EC2 Spot Instance Interruption Warning":
         return message(SPOT_INTERRUPTED, _instance(detail, detail_type))
+    if source == "aws.ec2" and detail_type == (
+        "EC2 Capacity Reservation Instance Interruption Warning"
+    ):
+        return message(CAPACITY_RESERVATION_INTERRUPTED, _instance(detail, detail_type))
     if source == "aws.ec2" and detail_type == "EC2 Instance Rebalance Recommendation":
         return message(REBALANCE_RECOMMENDATION, _instance(detail, detail_type))
     if source == "aws.ec2" and detail_type == "EC2 Instance State-change Notification":

@@ -22,6 +22,7 @@ from karpy.cloudprovider import NODE_CLAIM
 from karpy.runtime import Client, EventRecorder, KubeClient, Request, Result, thaw
 from karpy.runtime import errors as kerrors
 from karpy_aws._kinds import EC2_NODE_CLASS
+from karpy_aws._reservations import next_reservation_change
 from karpy_aws._resolve import delete_instance_profile, resolve_status
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import EC2NodeClass
@@ -126,11 +127,13 @@ class NodeClassStatusController:
             cluster=await self._provider.cluster.resolve(),
             validate=self._provider.validation,
             caches=self._provider.resolution_caches,
+            reservations=self._provider.reservations,
         )
         before = node_class.status.to_dict()
         conditions = node_class.status_conditions()
         node_class.status.subnets = resolution.status.subnets
         node_class.status.security_groups = resolution.status.security_groups
+        node_class.status.capacity_reservations = resolution.status.capacity_reservations
         node_class.status.amis = resolution.status.amis
         node_class.status.instance_profile = resolution.status.instance_profile
         for kind, (ok, reason, message) in resolution.conditions.items():
@@ -149,7 +152,13 @@ class NodeClassStatusController:
                     if not ok
                 ]
                 self._recorder.warning(raw, "NodeClassNotReady", "; ".join(failed))
-        return Result(requeue_after=REFRESH_INTERVAL)
+        return Result(
+            requeue_after=next_reservation_change(
+                resolution.status.capacity_reservations,
+                self._provider.reservations.wall(),
+                REFRESH_INTERVAL,
+            )
+        )
 
     async def _finalize(self, node_class: EC2NodeClass, finalizers: list[str]) -> Result:
         if aws.TERMINATION_FINALIZER not in finalizers:

@@ -68,6 +68,7 @@ from karpy_aws._placement import PlacementGroup, PlacementGroups
 from karpy_aws._pricing import PricingProvider
 from karpy_aws._refresh import ResolutionCaches
 from karpy_aws._repair import REPAIR_POLICIES
+from karpy_aws._reservations import CapacityReservations, reservation_template_data
 from karpy_aws._sdk_metrics import SdkMetrics
 from karpy_aws._settings import PROVIDER_SETTINGS, AWSSettings, check_settings
 from karpy_aws._userdata import BootstrapOptions, UserDataError, user_data
@@ -193,7 +194,11 @@ class AWSCloudProvider:
         self.pricing = PricingProvider(
             clients, region=settings.region, isolated_vpc=settings.isolated_vpc
         )
-        self.catalog = Catalog(clients, settings, self.pricing, self.unavailable)
+        #: capacity reservations and their slots left (see karpy_aws._reservations)
+        self.reservations = CapacityReservations(clients)
+        self.catalog = Catalog(
+            clients, settings, self.pricing, self.unavailable, reservations=self.reservations
+        )
         self.launch_templates = LaunchTemplates(clients, cluster_name=settings.cluster_name)
         # through a lambda, so a test (or benchmark) that wraps clients.ec2.create_fleet
         # sees the merged calls
@@ -356,6 +361,7 @@ class AWSCloudProvider:
                 )
             ],
         }
+        data.update(reservation_template_data(template.reservation_id, template.market_type))
         if node_class.status.instance_profile:
             data["IamInstanceProfile"] = {"Name": node_class.status.instance_profile}
         if placement is not None:
@@ -433,7 +439,9 @@ class AWSCloudProvider:
         assert response is not None
         self._count_launch_failures(response, plan.capacity_type, node_class)
         try:
-            outcome = fleet_outcome(nodeclaim, plan, response, self.unavailable)
+            outcome = fleet_outcome(
+                nodeclaim, plan, response, self.unavailable, self.reservations
+            )
         except UnexpectedInstanceTypeError as exc:
             # the instance exists: end it now rather than leave it to garbage collection
             try:
@@ -446,6 +454,8 @@ class AWSCloudProvider:
             raise
         await self._tag_instance(outcome.instance_id, nodeclaim, node_class)
         o = outcome.override
+        if o.offering.reserved:
+            self.reservations.mark_launched(o.offering.reservation_id)
         launched = launched_nodeclaim(
             nodeclaim,
             LaunchChoice(o.instance_type, o.offering),
@@ -600,6 +610,8 @@ class AWSCloudProvider:
             if is_not_found(exc):
                 raise NodeClaimNotFoundError(f"instance {pid} not found", provider_id=pid) from exc
             raise
+        if instance.get("CapacityReservationId"):
+            self.reservations.mark_terminated(str(instance["CapacityReservationId"]))
         log.info("terminating instance", extra={"id": iid, "nodeclaim": nodeclaim.metadata.name})
 
     # -- drift, repair, kinds ----------------------------------------------------------

@@ -23,6 +23,7 @@ from karpy_aws._cluster import ClusterFacts
 from karpy_aws._errors import is_already_exists, is_not_found
 from karpy_aws._placement import describe_placement_group, selector_text
 from karpy_aws._refresh import ResolutionCaches, selector_key
+from karpy_aws._reservations import CapacityReservations, reservation_status
 from karpy_aws._userdata import check_user_data, unsupported_family_message
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import (
@@ -36,6 +37,7 @@ from karpy_aws.apis.ec2nodeclass import (
     CONDITION_VALIDATION_SUCCEEDED,
     READY_DEPENDENTS,
     AMISelectorTerm,
+    CapacityReservation,
     EC2NodeClass,
     EC2NodeClassStatus,
     SecurityGroup,
@@ -50,6 +52,7 @@ __all__ = [
     "instance_profile_name",
     "join_condition",
     "resolve_amis",
+    "resolve_capacity_reservations",
     "resolve_instance_profile",
     "resolve_security_groups",
     "resolve_status",
@@ -434,6 +437,7 @@ async def resolve_status(
     cluster: ClusterFacts | None = None,
     validate: Validator | None = None,
     caches: ResolutionCaches | None = None,
+    reservations: CapacityReservations | None = None,
 ) -> Resolution:
     """Resolve every selector of ``node_class``; a failure of one concern is reported in
     its condition and does not stop the others.
@@ -446,7 +450,10 @@ async def resolve_status(
     class and the other conditions; without it the condition is True.
 
     With ``caches`` (the provider's), subnets and AMIs are reused for the refresh
-    intervals (:mod:`karpy_aws._refresh`); without, they are asked of AWS every time."""
+    intervals (:mod:`karpy_aws._refresh`); without, they are asked of AWS every time.
+
+    Capacity reservations are listed through ``reservations`` (the provider's, which
+    also keeps their slots left for the reserved offerings; a throwaway one without)."""
     status = EC2NodeClassStatus()
     out = Resolution(status=status)
     spec = node_class.spec
@@ -521,17 +528,10 @@ async def resolve_status(
     out.conditions[CONDITION_PLACEMENT_GROUP_READY] = await placement_group_condition(
         clients, node_class
     )
-    out.conditions[CONDITION_CAPACITY_RESERVATIONS_READY] = (
-        (
-            False,
-            "Unsupported",
-            "capacityReservationSelectorTerms: karpy does not launch into capacity "
-            "reservations yet; instances launch as on-demand or spot outside them "
-            "(remove the terms to clear this condition)",
-        )
-        if spec.capacity_reservation_selector_terms
-        else (True, "", "")
+    status.capacity_reservations = await resolve_capacity_reservations(
+        reservations or CapacityReservations(clients), node_class
     )
+    out.conditions[CONDITION_CAPACITY_RESERVATIONS_READY] = (True, "", "")
     joins = join_condition(spec.ami_family_resolved(), cluster, user_data=spec.user_data)
     if not joins[0] or validate is None:
         out.conditions[CONDITION_VALIDATION_SUCCEEDED] = joins
@@ -540,6 +540,28 @@ async def resolve_status(
         ready = {kind: ok for kind, (ok, _, _) in out.conditions.items()}
         out.conditions[CONDITION_VALIDATION_SUCCEEDED] = await validate(resolved_class, ready)
     return out
+
+
+async def resolve_capacity_reservations(
+    reservations: CapacityReservations, node_class: EC2NodeClass
+) -> list[CapacityReservation]:
+    """The capacity reservations the class's terms select, by ID (Karpenter's
+    ``status.capacityReservations``). One EC2 reports in a shape karpy does not know is
+    left out and logged; none found is not an error (CapacityReservationsReady stays
+    True, as in Karpenter)."""
+    found: list[CapacityReservation] = []
+    now = reservations.wall()
+    for reservation in await reservations.select(
+        node_class.spec.capacity_reservation_selector_terms
+    ):
+        try:
+            found.append(reservation_status(reservation, now))
+        except ValueError as exc:
+            log.error(
+                "failed to parse discovered capacity reservations",
+                extra={"nodeclass": node_class.metadata.name, "error": str(exc)},
+            )
+    return found
 
 
 async def placement_group_condition(

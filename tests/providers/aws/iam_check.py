@@ -13,7 +13,8 @@ authorizations (iam_eval.Request), as AWS's service authorization reference desc
   ``ec2:CreateAction`` when it is tagged on creation;
 * ``CreateFleet`` / ``RunInstances``: every resource the launch touches. Existing ones
   carry their tags from moto's state (``aws:ResourceTag/<key>``): each launch template,
-  image, subnet, security group, snapshot and placement group. Created ones carry the
+  image, subnet, security group, snapshot, placement group and capacity reservation
+  (a template's ``CapacityReservationTarget``). Created ones carry the
   tags the request *and the launch template's* ``TagSpecifications`` give their resource
   type: instance, volume, network interface, fleet (CreateFleet), spot request (spot);
   each tagged one also needs ``ec2:CreateTags`` with ``ec2:CreateAction``. A launch
@@ -371,6 +372,7 @@ class _Authorizations:
         groups: set[str] = set()
         snapshots: set[str] = set()
         placement: set[str] = set()
+        reservations: set[str] = set()
         profiles: set[str] = set()
         template_tags: dict[str, dict[str, str]] = {}
         spot = False
@@ -393,6 +395,11 @@ class _Authorizations:
             where = data.get("Placement") or {}
             if where.get("GroupId") or where.get("GroupName"):
                 placement.add(str(where.get("GroupId") or where.get("GroupName")))
+            target = (data.get("CapacityReservationSpecification") or {}).get(
+                "CapacityReservationTarget"
+            ) or {}
+            if target.get("CapacityReservationId"):
+                reservations.add(str(target["CapacityReservationId"]))
             profile = data.get("IamInstanceProfile") or {}
             if profile.get("Name") or profile.get("Arn"):
                 profiles.add(str(profile.get("Name") or str(profile["Arn"]).rsplit("/", 1)[-1]))
@@ -426,6 +433,7 @@ class _Authorizations:
         out += [self._existing(action, "security-group", g) for g in sorted(groups)]
         out += [self._existing(action, "snapshot", s) for s in sorted(snapshots)]
         out += [self._existing(action, "placement-group", p) for p in sorted(placement)]
+        out += [self._existing(action, "capacity-reservation", r) for r in sorted(reservations)]
         created = ["instance", "volume", "network-interface"]
         if operation == "CreateFleet":
             created.append("fleet")

@@ -56,6 +56,24 @@ server shares this process, gaps in moto are filled *at the server*, never in ka
     ``capacity-optimized-prioritized`` (spot), launches the override with the lowest
     ``Priority`` (unset ranks last), as EC2 does. Price strategies keep moto's first
     override (karpy lists them cheapest first).
+13. **Capacity reservations**: moto implements none. The patch adds
+    ``DescribeCapacityReservations`` over the reservations a test adds with
+    :meth:`FleetFaults.add_capacity_reservation` (by ``CapacityReservationIds``, an
+    unknown one ``InvalidCapacityReservationId.NotFound``; filters ``state``,
+    ``owner-id``, ``instance-match-criteria``, ``tag:<key>``, ``tag-key``, any other
+    refused; ``MaxResults`` together with IDs refused, as EC2 does). A fleet whose
+    template targets a reservation (``CapacityReservationSpecification``) is checked as
+    EC2 checks it: the reservation must exist and be active (else
+    ``InvalidCapacityReservationId.NotFound``), each override must name its instance type
+    and zone, a capacity block must be launched with the ``capacity-block`` market type
+    and target capacity type (``InvalidParameterCombination``); an override into a
+    reservation with no instance left is refused with ``ReservationCapacityExceeded``,
+    and a target beyond what the reservation has left launches only what it has left
+    (the rest reported with that error).
+    A launch takes one of its ``AvailableInstanceCount``; terminating the instance gives
+    it back. DescribeInstances reports such an instance's ``CapacityReservationId`` (and
+    ``InstanceLifecycle: capacity-block`` in a block). Every CreateFleet request is kept
+    in ``FleetFaults.requests``.
 12. **IAM**: moto accepts every call. :func:`moto_server` enforces Karpenter's controller
     policy on every request karpy sends (iam_check.py): what the policy refuses is
     refused as AWS would, and the test fails naming the statements considered.
@@ -63,6 +81,7 @@ server shares this process, gaps in moto are filled *at the server*, never in ka
 
 from __future__ import annotations
 
+import copy
 import datetime
 import json
 import os
@@ -260,10 +279,64 @@ class FleetFaults:
     answer_delay: float = 0.0
     #: answers that launched instances and were then held back by ``answer_delay``
     held: int = 0
+    #: capacity reservation ID -> its description (gap 13)
+    capacity_reservations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: instance ID -> the capacity reservation it launched into
+    reserved_instances: dict[str, str] = field(default_factory=dict)
+    #: every CreateFleet request moto answered, as moto parsed it (newest last)
+    requests: list[dict[str, Any]] = field(default_factory=list)
     #: the instances those held answers launched, in order
     held_instances: list[str] = field(default_factory=list)
     _local: threading.local = field(default_factory=threading.local)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_capacity_reservation(
+        self,
+        instance_type: str,
+        zone: str,
+        *,
+        count: int = 1,
+        tags: dict[str, str] | None = None,
+        match: str = "targeted",
+        reservation_type: str = "default",
+        end: datetime.datetime | None = None,
+        owner: str = DEFAULT_ACCOUNT_ID,
+        rid: str = "",
+    ) -> str:
+        """Add an active capacity reservation (gap 13); returns its ID (``rid``, or a
+        new one)."""
+        with self._lock:
+            rid = rid or f"cr-{len(self.capacity_reservations) + 1:017x}"
+            self.capacity_reservations[rid] = {
+                "CapacityReservationId": rid,
+                "OwnerId": owner,
+                "InstanceType": instance_type,
+                "InstancePlatform": "Linux/UNIX",
+                "AvailabilityZone": zone,
+                "Tenancy": "default",
+                "TotalInstanceCount": count,
+                "AvailableInstanceCount": count,
+                "State": "active",
+                "InstanceMatchCriteria": match,
+                "ReservationType": reservation_type,
+                "EndDateType": "limited" if end else "unlimited",
+                **({"EndDate": end} if end else {}),
+                "Tags": [{"Key": k, "Value": v} for k, v in (tags or {}).items()],
+            }
+        return rid
+
+    def _reservation_target(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        spec = data.get("CapacityReservationSpecification") or {}
+        rid = (spec.get("CapacityReservationTarget") or {}).get("CapacityReservationId")
+        if not rid:
+            return None
+        found = self.capacity_reservations.get(rid)
+        if found is None or found["State"] != "active":
+            raise EC2ClientError(
+                "InvalidCapacityReservationId.NotFound",
+                f"The capacity reservation '{rid}' does not exist or is not active.",
+            )
+        return found
 
     def _refused(self, instance_type: str, zone: str) -> bool:
         return (instance_type, zone) in self.no_capacity or (instance_type, "*") in self.no_capacity
@@ -276,6 +349,8 @@ class FleetFaults:
         faults = self
 
         def backend(self_: Any, *args: Any, **kwargs: Any) -> Any:
+            with faults._lock:
+                faults.requests.append(copy.deepcopy(kwargs))
             configs = kwargs["launch_template_configs"] = _by_allocation_strategy(
                 kwargs.get("on_demand_options") or {},
                 kwargs.get("spot_options") or {},
@@ -290,6 +365,12 @@ class FleetFaults:
                 )
                 data = template.latest_version().data
                 _refuse_invalid_interfaces(self_, data, config.get("Overrides", []))
+                reservation = faults._reservation_target(data)
+                if reservation is not None:
+                    _refuse_invalid_reservation_launch(
+                        reservation, data, config.get("Overrides", []), kwargs
+                    )
+                    config["_reservation"] = reservation["CapacityReservationId"]
                 group_id = (data.get("Placement") or {}).get("GroupId")
                 if group_id and not any(
                     g["GroupId"] == group_id for g in faults.placement_groups.values()
@@ -309,12 +390,29 @@ class FleetFaults:
                     override.setdefault("GroupSet", list(groups))
             errors: list[dict[str, Any]] = []
             kept_configs = []
+            reserved: dict[int, str] = {}  # index in kept_configs -> its reservation
             for config in configs:
                 kept = []
+                rid = config.pop("_reservation", None)
                 for override in config.get("Overrides", []):
                     zone = override.get("AvailabilityZone", "")
                     full = override.get("SubnetId", "") in faults.full_subnets
-                    if full or faults._refused(override.get("InstanceType", ""), zone):
+                    if rid and faults.capacity_reservations[rid]["AvailableInstanceCount"] < 1:
+                        errors.append(
+                            {
+                                "LaunchTemplateAndOverrides": {
+                                    "LaunchTemplateSpecification": config[
+                                        "LaunchTemplateSpecification"
+                                    ],
+                                    "Overrides": override,
+                                },
+                                "Lifecycle": "on-demand",
+                                "ErrorCode": "ReservationCapacityExceeded",
+                                "ErrorMessage": "Insufficient capacity in the capacity "
+                                f"reservation {rid}.",
+                            }
+                        )
+                    elif full or faults._refused(override.get("InstanceType", ""), zone):
                         errors.append(
                             {
                                 "LaunchTemplateAndOverrides": {
@@ -345,12 +443,55 @@ class FleetFaults:
                         kept.append(override)
                 if kept:
                     kept_configs.append({**config, "Overrides": kept})
+                    if rid:
+                        reserved[len(kept_configs) - 1] = rid
             faults._local.errors = errors
             faults._local.empty = not kept_configs
             if not kept_configs:
                 return None
             kwargs["launch_template_configs"] = kept_configs
-            return original_backend(self_, *args, **kwargs)
+            target = dict(kwargs["target_capacity_specification"])
+            if target.get("DefaultTargetCapacityType") == "capacity-block":
+                # moto knows on-demand and spot only; a block launches on-demand
+                target["DefaultTargetCapacityType"] = "on-demand"
+            first = reserved.get(0)  # moto launches from the first config's first override
+            if first is not None:
+                # EC2 launches no more into a reservation than it has left; the rest of
+                # the target is reported as an error
+                left = int(faults.capacity_reservations[first]["AvailableInstanceCount"])
+                wanted = int(target.get("TotalTargetCapacity", 1))
+                if wanted > left:
+                    target["TotalTargetCapacity"] = left
+                    config = kept_configs[0]
+                    errors.append(
+                        {
+                            "LaunchTemplateAndOverrides": {
+                                "LaunchTemplateSpecification": config[
+                                    "LaunchTemplateSpecification"
+                                ],
+                                "Overrides": config["Overrides"][0],
+                            },
+                            "Lifecycle": "on-demand",
+                            "ErrorCode": "ReservationCapacityExceeded",
+                            "ErrorMessage": "Insufficient capacity in the capacity "
+                            f"reservation {first}.",
+                        }
+                    )
+            kwargs["target_capacity_specification"] = target
+            fleet = original_backend(self_, *args, **kwargs)
+            rid = first
+            if rid is not None and fleet is not None:
+                with faults._lock:
+                    reservation = faults.capacity_reservations[rid]
+                    for item in fleet.on_demand_instances:
+                        reservation["AvailableInstanceCount"] -= 1
+                        faults.reserved_instances[str(item["instance"].id)] = rid
+                        # DescribeInstances reports the reservation (moto's serializer
+                        # reads the shape's member names off the instance)
+                        item["instance"].CapacityReservationId = rid
+                        if reservation["ReservationType"] == "capacity-block":
+                            item["instance"].lifecycle = "capacity-block"
+            return fleet
 
         def response(self_: Any) -> Any:
             with faults._lock:
@@ -408,6 +549,36 @@ class FleetFaults:
                 time.sleep(delay)  # this request's server thread only
             return result
 
+        def terminate_instances(self_: Any) -> Any:
+            result = original_terminate(self_)
+            with faults._lock:
+                for iid in self_._get_param("InstanceIds") or []:
+                    rid = faults.reserved_instances.pop(iid, None)
+                    if rid is not None:
+                        faults.capacity_reservations[rid]["AvailableInstanceCount"] += 1
+            return result
+
+        def describe_capacity_reservations(self_: Any) -> Any:
+            ids = self_._get_param("CapacityReservationIds") or []
+            if ids and self_._get_param("MaxResults"):
+                raise EC2ClientError(
+                    "InvalidParameterCombination",
+                    "The parameter CapacityReservationIds cannot be used with MaxResults",
+                )
+            with faults._lock:
+                found = [dict(r) for r in faults.capacity_reservations.values()]
+            for rid in ids:
+                if not any(r["CapacityReservationId"] == rid for r in found):
+                    raise EC2ClientError(
+                        "InvalidCapacityReservationId.NotFound",
+                        f"The capacity reservation ID '{rid}' does not exist.",
+                    )
+            if ids:
+                found = [r for r in found if r["CapacityReservationId"] in ids]
+            for name, values in self_._filters_from_querystring().items():
+                found = [r for r in found if set(_reservation_field(r, name)) & set(values)]
+            return ActionResult({"CapacityReservations": found})
+
         def create_placement_group(self_: Any) -> Any:
             name = self_._get_param("GroupName")
             with faults._lock:
@@ -444,6 +615,9 @@ class FleetFaults:
                     groups = [g for g in groups if g["State"] in f.get("Values", [])]
             return ActionResult({"PlacementGroups": groups})
 
+        original_terminate = InstanceResponse.terminate_instances
+        InstanceResponse.terminate_instances = terminate_instances  # type: ignore[method-assign]
+        EC2Response.describe_capacity_reservations = describe_capacity_reservations  # type: ignore[attr-defined]
         FleetsBackend.create_fleet = backend  # type: ignore[method-assign]
         Fleets.create_fleet = response  # type: ignore[method-assign]
         EC2Response.create_placement_group = create_placement_group  # type: ignore[attr-defined]
@@ -455,6 +629,56 @@ class FleetFaults:
             Fleets.create_fleet = original_response  # type: ignore[method-assign]
             del EC2Response.create_placement_group  # type: ignore[attr-defined]
             del EC2Response.describe_placement_groups  # type: ignore[attr-defined]
+            del EC2Response.describe_capacity_reservations  # type: ignore[attr-defined]
+            InstanceResponse.terminate_instances = original_terminate  # type: ignore[method-assign]
+
+
+def _reservation_field(reservation: dict[str, Any], name: str) -> list[str]:
+    """The values a DescribeCapacityReservations filter ``name`` compares."""
+    tags = {t["Key"]: t["Value"] for t in reservation.get("Tags", [])}
+    if name.startswith("tag:"):
+        key = name[4:]
+        return [tags[key]] if key in tags else []
+    fields = {
+        "tag-key": list(tags),
+        "state": [reservation["State"]],
+        "owner-id": [reservation["OwnerId"]],
+        "instance-match-criteria": [reservation["InstanceMatchCriteria"]],
+        "instance-type": [reservation["InstanceType"]],
+        "availability-zone": [reservation["AvailabilityZone"]],
+    }
+    if name not in fields:
+        raise EC2ClientError("InvalidParameterValue", f"The filter '{name}' is invalid")
+    return fields[name]
+
+
+def _refuse_invalid_reservation_launch(
+    reservation: dict[str, Any],
+    data: dict[str, Any],
+    overrides: list[dict[str, Any]],
+    fleet: dict[str, Any],
+) -> None:
+    """What EC2 refuses in a fleet targeting ``reservation`` (gap 13)."""
+    rid = reservation["CapacityReservationId"]
+    for override in overrides:
+        if override.get("InstanceType") != reservation["InstanceType"] or override.get(
+            "AvailabilityZone", reservation["AvailabilityZone"]
+        ) != reservation["AvailabilityZone"]:
+            raise EC2ClientError(
+                "InvalidParameterCombination",
+                f"The instance type {override.get('InstanceType')} in "
+                f"{override.get('AvailabilityZone')} does not match capacity reservation "
+                f"{rid} ({reservation['InstanceType']} in {reservation['AvailabilityZone']}).",
+            )
+    block = reservation["ReservationType"] == "capacity-block"
+    market = (data.get("InstanceMarketOptions") or {}).get("MarketType")
+    target = fleet["target_capacity_specification"].get("DefaultTargetCapacityType")
+    if block != (market == "capacity-block") or block != (target == "capacity-block"):
+        raise EC2ClientError(
+            "InvalidParameterCombination",
+            f"Capacity reservation {rid} is a {reservation['ReservationType']} reservation; "
+            f"the launch asks for market type {market!r} and target capacity type {target!r}.",
+        )
 
 
 _ON_DEMAND_STRATEGIES = {"lowest-price", "prioritized"}
