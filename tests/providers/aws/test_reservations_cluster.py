@@ -221,7 +221,18 @@ async def test_reservations_resolve_launch_drain_and_interrupt(
                         timeout=300, what="3 pods Running in the reservations",
                     )
                     print(f"\n3 pods Running in {time.monotonic() - started:.1f}s")
-                    claims = await pool_claims(client)
+
+                    # A NodeClaim's launch labels are written at the end of the lifecycle
+                    # pass that also registered it (as Karpenter's): its Node can run pods
+                    # a moment before they land.
+                    async def launched() -> list[dict[str, Any]] | None:
+                        claims = await pool_claims(client)
+                        return claims if all(
+                            "karpenter.sh/capacity-type" in (c["metadata"].get("labels") or {})
+                            for c in claims
+                        ) else None
+
+                    claims = await eventually(launched, timeout=30, what="NodeClaims labelled")
                     in_reservation = sorted(
                         (c["metadata"]["labels"].get(aws.LABEL_CAPACITY_RESERVATION_ID, ""))
                         for c in claims
