@@ -41,6 +41,7 @@ from typing import Any, Final
 
 from karpy.apis import labels as wk
 from karpy.cloudprovider import Offering
+from karpy.runtime import parse_time
 from karpy.scheduling import Requirement, Requirements
 from karpy_aws._clients import AWSClients
 from karpy_aws._errors import is_not_found
@@ -118,13 +119,8 @@ def queries_from_terms(terms: Iterable[CapacityReservationSelectorTerm]) -> list
 
 
 def _end(reservation: Mapping[str, Any]) -> datetime | None:
-    end = reservation.get("EndDate")
-    if end is None:
-        return None
-    if isinstance(end, str):
-        end = datetime.fromisoformat(end.replace("Z", "+00:00"))
-    assert isinstance(end, datetime)
-    return end if end.tzinfo else end.replace(tzinfo=UTC)
+    # botocore gives a datetime; a string (a test double's JSON) parses the same way
+    return parse_time(reservation.get("EndDate"))
 
 
 def reservation_status(reservation: Mapping[str, Any], now: datetime) -> CapacityReservation:

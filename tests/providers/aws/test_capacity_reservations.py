@@ -37,7 +37,7 @@ from karpy.apis.v1 import NodeClassReference
 from karpy.cloudprovider import NODE_CLAIM as NODE_CLAIM_KIND
 from karpy.cloudprovider import InsufficientCapacityError
 from karpy.cloudprovider.testing import make_nodeclaim, make_nodepool
-from karpy.runtime.testing import FakeClient
+from karpy.runtime.testing import FakeClient, FakeEventRecorder
 
 K8S_VERSION = "1.31"
 TYPE = "m5.large"
@@ -431,34 +431,20 @@ async def test_the_capacity_reservation_interruption_warning_deletes_the_nodecla
         )
     )
     assert (message.kind, message.instance_ids) == (CAPACITY_RESERVATION_INTERRUPTED, (iid,))
-    events: list[tuple[str, str]] = []
-    recorder = _Recorder(events)
+    recorder = FakeEventRecorder()
     found = await InterruptionHandler(provider, client, recorder).act(
         message.kind, message.instance_ids
     )
     assert found == ["interrupted"]
     stored = client.peek(NODE_CLAIM_KIND, "interrupted")
     assert stored is not None and stored["metadata"].get("deletionTimestamp")
-    assert ("CapacityReservationInstanceInterrupted", "interrupted") in events
+    assert "CapacityReservationInstanceInterrupted" in recorder.reasons("interrupted")
     # the owner takes the capacity back: no launch into it until it is described again
     assert provider.reservations.available(rid) == 0
 
 
 async def _none(_: str) -> EC2NodeClass | None:
     return None
-
-
-class _Recorder:
-    """Collects (reason, object name) of the events published."""
-
-    def __init__(self, into: list[tuple[str, str]]) -> None:
-        self.into = into
-
-    def warning(self, obj: Any, reason: str, message: str) -> None:
-        self.into.append((reason, obj["metadata"]["name"]))
-
-    def normal(self, obj: Any, reason: str, message: str) -> None:
-        self.into.append((reason, obj["metadata"]["name"]))
 
 
 async def test_of_two_reservations_in_one_zone_the_launch_targets_the_fuller(
