@@ -19,12 +19,16 @@ from karpy.controllers.summary import Summary
 
 __all__ = ["DURATION_BUCKETS", "LIFETIME_BUCKETS", "KarpenterMetrics"]
 
-# Karpenter's DurationBuckets(): 0.005 s .. 600 s, for scheduling and cloud calls.
+# Karpenter's DurationBuckets() (pkg/metrics/constants.go): controller-runtime's
+# thresholds plus 120 .. 600 s for singleton controllers, for pod latencies, scheduling
+# and disruption evaluation.
 DURATION_BUCKETS = (
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 25.0,
-    30.0, 40.0, 50.0, 60.0, 90.0, 120.0, 150.0, 180.0, 210.0, 240.0, 270.0, 300.0,
-    360.0, 420.0, 480.0, 540.0, 600.0,
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7,
+    0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0,
+    10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0, 120.0, 150.0, 300.0, 450.0, 600.0,
 )
+# prometheus.DefBuckets: Karpenter's cloud provider method durations set none.
+PROMETHEUS_DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 # Karpenter's node lifetime buckets: 15 min .. 30 days.
 LIFETIME_BUCKETS = tuple(
@@ -169,7 +173,7 @@ class KarpenterMetrics:
             "karpenter_cloudprovider_duration_seconds", unit="s",
             description="Duration of cloud provider method calls. Labeled by the controller, "
             "method name and provider.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+            explicit_bucket_boundaries_advisory=PROMETHEUS_DEFAULT_BUCKETS,
         )
         self.cloudprovider_errors = meter.create_counter(
             "karpenter_cloudprovider_errors_total",
@@ -189,7 +193,8 @@ class KarpenterMetrics:
         self.nodeclaim_termination_duration = meter.create_histogram(
             "karpenter_nodeclaims_termination_duration_seconds", unit="s",
             description="Duration of NodeClaim termination in seconds.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+            # prometheus.ExponentialBuckets(1, 2, 12): 1 .. 2048 s
+            explicit_bucket_boundaries_advisory=tuple(float(2**i) for i in range(12)),
         )
         self.instance_termination_duration = meter.create_histogram(
             "karpenter_nodeclaims_instance_termination_duration_seconds", unit="s",
