@@ -13,7 +13,8 @@ result}``, ``controller_runtime_reconcile_errors_total``,
 ``workqueue_work_duration_seconds``, ``workqueue_retries_total``,
 ``workqueue_unfinished_work_seconds``, ``workqueue_longest_running_processor_seconds``,
 ``controller_runtime_reconcile_panics_total`` and ``controller_runtime_reconcile_timeouts_total``
-(see ``_controller``), ``leader_election_slowpath_total`` (see ``_leaderelection``), and
+(see ``_controller``), ``controller_runtime_conversion_webhook_panics_total`` (always 0:
+no webhook is served), ``leader_election_slowpath_total`` (see ``_leaderelection``), and
 the client's ``client_go_request_total`` / ``client_go_request_duration_seconds`` (see
 ``_client_metrics``; the manager's client and the clients derived from it count into them).
 The ``workqueue_*`` series are counted by each queue in plain Python and exported by a
@@ -110,6 +111,14 @@ class Metrics:
             "controller_runtime_reconcile_timeouts_total",
             description="Total number of reconciliation timeouts per controller",
         )
+        # controller-runtime registers this one whether or not a conversion webhook is
+        # served, and Karpenter (which serves none since v1.1) exports it at 0. karpy
+        # serves none either: the series exists, so dashboards and alerts that query it
+        # resolve, and stays 0.
+        meter.create_counter(
+            "controller_runtime_conversion_webhook_panics_total",
+            description="Total number of conversion webhook panics",
+        ).add(0)
         self._reconcile_time = meter.create_histogram(
             "controller_runtime_reconcile_time_seconds",
             unit="s",

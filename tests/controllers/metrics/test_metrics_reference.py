@@ -36,10 +36,7 @@ EC2_NODE_CLASS = Kind(
 
 #: Reference metrics karpy's core does not emit, and why. The test fails when one of
 #: these appears (remove it here) or another goes missing.
-NOT_EMITTED: dict[str, str] = {
-    "controller_runtime_conversion_webhook_panics_total": "karpy serves no conversion "
-    "webhook (v1 only; charts/karpy renders no webhook), so there is nothing to panic",
-}
+NOT_EMITTED: dict[str, str] = {}
 
 #: Karpenter-AWS's catalogue gauges, which karpy's core exports for every provider.
 CORE_EMITS_AWS = frozenset({
