@@ -51,12 +51,16 @@ class ProviderContext:
     ``client`` talks to the cluster's API server (reads may be cached). ``settings`` are
     the provider's own options as strings, from the operator's configuration; each
     provider documents its keys and must reject keys it does not know, so that a typo
-    fails at start-up rather than being ignored.
+    fails at start-up rather than being ignored. ``feature_gates`` are the operator's
+    Karpenter feature gates by Karpenter's name (``{"ReservedCapacity": True, ...}``), for
+    providers whose behaviour a core gate changes (as Karpenter AWS's launch templates
+    follow ReservedCapacity); a gate missing from it has Karpenter's default.
     """
 
     client: Client
     cluster_name: str = ""
     settings: Mapping[str, str] = field(default_factory=dict)
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
 
 
 ProviderFactory: TypeAlias = Callable[

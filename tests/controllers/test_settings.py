@@ -53,3 +53,11 @@ def test_karpenters_default_string_is_accepted_with_its_values() -> None:
 def test_static_capacity_and_capacity_buffer_gates() -> None:
     gates = FeatureGates.parse("StaticCapacity=true,CapacityBuffer=true")
     assert gates.static_capacity and gates.capacity_buffer
+
+
+def test_the_gates_reach_providers_by_karpenters_names() -> None:
+    gates = FeatureGates.parse("ReservedCapacity=false,NodeRepair=true").by_name()
+    assert gates["ReservedCapacity"] is False and gates["NodeRepair"] is True
+    assert gates["SpotToSpotConsolidation"] is False  # Karpenter's default
+    assert set(gates) == {"NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation",
+                          "NodeOverlay", "StaticCapacity", "CapacityBuffer"}  # fmt: skip

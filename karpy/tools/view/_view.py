@@ -312,6 +312,7 @@ async def open_view(
             cloud = await build_provider(name, ProviderContext(
                 client=client, cluster_name=settings.cluster_name,
                 settings=dict(provider_settings or {}),
+                feature_gates=settings.feature_gates.by_name(),
             ))
         except Exception as exc:
             # The registry's message ends with the provider's traceback: keep the first line.

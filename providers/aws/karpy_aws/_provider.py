@@ -185,8 +185,12 @@ class AWSCloudProvider:
         unavailable: UnavailableOfferings | None = None,
         owns_clients: bool = True,
         cluster: ClusterDiscovery | None = None,
+        reserved_capacity: bool = True,
     ) -> None:
         self.settings = settings
+        #: Karpenter's ReservedCapacity gate: launch templates target reservations and
+        #: opt every other launch out of open ODCRs (Karpenter AWS's targeted launch mode)
+        self.reserved_capacity = reserved_capacity
         self.clients = clients
         #: what nodes are told about the cluster (endpoint, CA, service CIDR, DNS)
         self.cluster = cluster or ClusterDiscovery(clients, settings)
@@ -361,7 +365,9 @@ class AWSCloudProvider:
                 )
             ],
         }
-        data.update(reservation_template_data(template.reservation_id, template.market_type))
+        data.update(reservation_template_data(
+            template.reservation_id, template.market_type, targeted=self.reserved_capacity
+        ))
         if node_class.status.instance_profile:
             data["IamInstanceProfile"] = {"Name": node_class.status.instance_profile}
         if placement is not None:

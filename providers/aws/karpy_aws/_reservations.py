@@ -360,12 +360,20 @@ def next_reservation_change(
     return max(soonest, 1.0)
 
 
-def reservation_template_data(reservation_id: str, market_type: str) -> dict[str, Any]:
-    """The launch template fields of a launch into ``reservation_id`` (nothing for
-    other launches): the reservation as the only target, and the capacity-block market
-    type for a capacity block, as Karpenter AWS writes them."""
-    if not reservation_id:
+def reservation_template_data(
+    reservation_id: str, market_type: str, *, targeted: bool = True
+) -> dict[str, Any]:
+    """The launch template fields for capacity reservations, as Karpenter AWS writes them
+    in its targeted launch mode (the ReservedCapacity gate, on by default): a launch into
+    ``reservation_id`` has the reservation as its only target (and the capacity-block
+    market type for a capacity block); any other launch opts out of open ODCRs
+    (preference ``none``), so on-demand and spot instances never take a reservation's
+    slots behind karpy's count. With the gate off (``targeted=False``): nothing, and EC2
+    places on-demand launches into open ODCRs as it likes."""
+    if not targeted:
         return {}
+    if not reservation_id:
+        return {"CapacityReservationSpecification": {"CapacityReservationPreference": "none"}}
     data: dict[str, Any] = {
         "CapacityReservationSpecification": {
             "CapacityReservationPreference": "capacity-reservations-only",

@@ -526,3 +526,33 @@ async def test_two_launches_into_a_reservation_with_one_instance_left_launch_one
     for claim in launched:
         assert isinstance(claim, NodeClaim)
         await provider.delete(claim)
+
+
+@pytest.mark.parametrize("gate", [True, False], ids=["ReservedCapacity=true", "=false"])
+async def test_an_on_demand_launch_opts_out_of_open_reservations_under_the_gate(
+    aws_account: Account, aws_settings: AWSSettings, aws_clients: AWSClients, gate: bool
+) -> None:
+    # Karpenter AWS's targeted launch mode: with ReservedCapacity on, a launch that is not
+    # into a reservation sets CapacityReservationPreference none, so an open ODCR never
+    # absorbs it behind the reserved offerings' count; with the gate off, nothing is set.
+    faults: FleetFaults = aws_account.faults
+    team = uuid.uuid4().hex[:8]
+    faults.add_capacity_reservation(TYPE, _zone(aws_account), count=2, match="open",
+                                    tags={"team": team})  # fmt: skip
+    name = f"od-{team}"
+    provider, _ = await _provider_with(aws_settings, aws_clients, node_class_manifest(name))
+    provider.reserved_capacity = gate
+    pool = make_nodepool(_ref(name), name="team-od")
+    asked = make_nodeclaim(pool, requests={"cpu": "1"}, requirements=[
+        {"key": wk.LABEL_CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
+        {"key": wk.LABEL_INSTANCE_TYPE, "operator": "In", "values": [TYPE]},
+    ])  # fmt: skip
+    before = len(faults.requests)
+    await provider.create(asked)
+    (request,) = faults.requests[before:]
+    (config,) = request["launch_template_configs"]
+    data = _template_data(aws_account, config["LaunchTemplateSpecification"]["LaunchTemplateName"])
+    if gate:
+        assert data["CapacityReservationSpecification"] == {"CapacityReservationPreference": "none"}
+    else:
+        assert "CapacityReservationSpecification" not in data

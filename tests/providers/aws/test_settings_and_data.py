@@ -154,3 +154,22 @@ async def test_the_entry_point_builds_a_working_provider(aws_account: object) ->
         assert await provider.list() == []  # talks to moto: this cluster has no instances
     finally:
         await provider.aclose()
+
+
+@pytest.mark.parametrize(("gates", "targeted"), [({}, True), ({"ReservedCapacity": False}, False)])
+async def test_the_entry_point_follows_the_operators_reserved_capacity_gate(
+    aws_account: object, gates: dict[str, bool], targeted: bool
+) -> None:
+    url = aws_account.url  # type: ignore[attr-defined]
+    ctx = ProviderContext(
+        client=None,  # type: ignore[arg-type]  # only read when a NodeClass is looked up
+        cluster_name="entry-point",
+        settings={"region": "us-east-1", "endpointURL": url, "isolatedVPC": "true"},
+        feature_gates=gates,
+    )
+    provider = await build_provider("aws", ctx)
+    try:
+        assert isinstance(provider, AWSCloudProvider)
+        assert provider.reserved_capacity is targeted
+    finally:
+        await provider.aclose()
