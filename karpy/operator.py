@@ -77,12 +77,14 @@ def build_deps(
     settings: Settings,
     recorder: EventRecorder | None = None,
     metrics: KarpenterMetrics | None = None,
+    overlays: OverlayStore | None = None,
 ) -> Deps:
     """Every shared dependency of the controllers, built around ``manager``: the cluster
     model attached to its cache, the provider wrapped for karpenter_cloudprovider_*
     metrics, the unavailable offerings, the NodeOverlays in force and the scheduling
     inputs they feed. ``recorder`` and ``metrics`` default to the manager's (Events
-    under ``karpenter``, metrics on its /metrics)."""
+    under ``karpenter``, metrics on its /metrics); ``overlays`` is the store the provider
+    was given (:attr:`ProviderContext.overlays`), else a new one."""
     if metrics is None:
         metrics = KarpenterMetrics(manager.meter("karpenter"), manager.metrics.registry)
     if recorder is None:
@@ -91,7 +93,7 @@ def build_deps(
     cluster.attach(manager.cache)
     cloud_provider = InstrumentedCloudProvider(provider, metrics)
     unavailable = UnavailableOfferings(clock=clock, ttl=settings.insufficient_capacity_ttl)
-    overlays = OverlayStore()
+    overlays = overlays if overlays is not None else OverlayStore()
     return Deps(
         manager=manager,
         client=manager.client,
@@ -215,6 +217,8 @@ class Operator:
             clock=self.clock,
         )
         self._manager = manager
+        # one store: the provider's create applies the overlays the core plans with
+        overlays = OverlayStore()
         provider = await build_provider(
             opts.cloud_provider,
             ProviderContext(
@@ -222,11 +226,13 @@ class Operator:
                 cluster_name=opts.settings.cluster_name,
                 settings=dict(opts.provider_settings),
                 feature_gates=opts.settings.feature_gates.by_name(),
+                overlays=overlays,
             ),
         )
         self._provider = provider
         self._deps = build_deps(
-            manager=manager, provider=provider, clock=self.clock, settings=opts.settings
+            manager=manager, provider=provider, clock=self.clock, settings=opts.settings,
+            overlays=overlays,
         )
         self.disruption = wire(self._deps).disruption
         # The provider's own controllers (NodeClass status, interruption, ...) go on the

@@ -3,7 +3,8 @@ speaks (:class:`InstanceType`, :class:`Offering`, :class:`OfferingKey`,
 :class:`DriftReason`, :class:`RepairPolicy`; NodeClass kinds are
 :class:`karpy.runtime.Kind`), Karpenter's own kinds (``NODE_POOL``, ``NODE_CLAIM``,
 ``NODE_OVERLAY``), the
-:class:`ProviderContext` its factory receives, the :class:`UnavailableOfferings` cache
+:class:`ProviderContext` its factory receives (with the NodeOverlays in force,
+:class:`LaunchOverlays`), the :class:`UnavailableOfferings` cache
 of offerings the cloud just refused, the optional abilities (:class:`ContributesControllers`,
 :class:`ClosesOnShutdown`, :class:`BuildsFromContext`, :class:`DeclaresSettings`,
 :class:`ChecksSettings`) and :class:`ProviderSetting` declarations, and the
@@ -21,6 +22,7 @@ resolution and readiness, used by the nodepool controller),
 :mod:`karpy.cloudprovider.testing` (the conformance kit).
 """
 
+from karpy.cloudprovider._overlays import LaunchOverlays, NoOverlays
 from karpy.cloudprovider._protocol import (
     BuildsFromContext,
     ChecksSettings,
@@ -65,6 +67,8 @@ __all__ = [
     "DriftReason",
     "InstanceType",
     "InsufficientCapacityError",
+    "LaunchOverlays",
+    "NoOverlays",
     "NodeClaimNotFoundError",
     "NodeClassKind",
     "NodeClassNotReadyError",

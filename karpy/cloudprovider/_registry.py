@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from karpy.cloudprovider._overlays import LaunchOverlays, NoOverlays
 from karpy.cloudprovider._protocol import (
     BuildsFromContext,
     ClosesOnShutdown,
@@ -55,12 +56,16 @@ class ProviderContext:
     Karpenter feature gates by Karpenter's name (``{"ReservedCapacity": True, ...}``), for
     providers whose behaviour a core gate changes (as Karpenter AWS's launch templates
     follow ReservedCapacity); a gate missing from it has Karpenter's default.
+    ``overlays`` applies the NodeOverlays in force to the provider's instance types.
     """
 
     client: Client
     cluster_name: str = ""
     settings: Mapping[str, str] = field(default_factory=dict)
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    overlays: LaunchOverlays = field(default_factory=NoOverlays)
+    """The NodeOverlays in force, for a provider that re-reads its catalogue in
+    ``create`` (see :class:`LaunchOverlays`)."""
 
 
 ProviderFactory: TypeAlias = Callable[

@@ -47,7 +47,7 @@ from karpy.operator import build_deps, wire
 from karpy.runtime import Cache, Clock, KubeClient, Manager, Object, Request, SystemClock, errors
 from karpy.runtime.kinds import Kind
 from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
-from karpy.state import NODE_POOL, Cluster
+from karpy.state import NODE_POOL, Cluster, OverlayStore
 from karpy.state.kinds import NODE_OVERLAY
 from karpy.state.statenode import StateNode
 from karpy.tools.view._landing import land
@@ -308,11 +308,13 @@ async def open_view(
             except Exception as exc:
                 raise ViewError(f"cannot list NodePools: {exc}") from exc
         name = provider or guess_provider(pools)
+        store = OverlayStore()
         try:
             cloud = await build_provider(name, ProviderContext(
                 client=client, cluster_name=settings.cluster_name,
                 settings=dict(provider_settings or {}),
                 feature_gates=settings.feature_gates.by_name(),
+                overlays=store,
             ))
         except Exception as exc:
             # The registry's message ends with the provider's traceback: keep the first line.
@@ -328,6 +330,7 @@ async def open_view(
             deps = build_deps(
                 manager=manager, provider=cloud, clock=clock, settings=settings,
                 recorder=recorder, metrics=KarpenterMetrics(NoOpMeter("karpy.tools")),
+                overlays=store,
             )
             controllers = wire(deps, read_only=True, disruption_type=_WhatIfDisruption)
             overlays = await _overlays(base, static, what_if, settings)

@@ -53,6 +53,7 @@ async def from_context(context: ProviderContext) -> AWSCloudProvider | OfflineAW
             kube_dns=kube_dns_from(context.client),
         ),
         reserved_capacity=context.feature_gates.get("ReservedCapacity", True),
+        overlays=context.overlays,
     )
 
 

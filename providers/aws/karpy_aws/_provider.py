@@ -25,8 +25,10 @@ from karpy.cloudprovider import (
     CreateError,
     DriftReason,
     InstanceType,
+    LaunchOverlays,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
+    NoOverlays,
     ProviderContext,
     RepairPolicy,
     UnavailableOfferings,
@@ -186,8 +188,11 @@ class AWSCloudProvider:
         owns_clients: bool = True,
         cluster: ClusterDiscovery | None = None,
         reserved_capacity: bool = True,
+        overlays: LaunchOverlays | None = None,
     ) -> None:
         self.settings = settings
+        #: the NodeOverlays in force, applied to the catalogue a launch plans from
+        self.overlays: LaunchOverlays = overlays or NoOverlays()
         #: Karpenter's ReservedCapacity gate: launch templates target reservations and
         #: opt every other launch out of open ODCRs (Karpenter AWS's targeted launch mode)
         self.reserved_capacity = reserved_capacity
@@ -410,7 +415,10 @@ class AWSCloudProvider:
 
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         node_class = await self._ready_node_class(nodeclaim)
-        instance_types = await self.catalog.instance_types(NodeClassShape.of(node_class))
+        # as the core planned them: an overlay's extended resource must fit here too
+        instance_types = self.overlays.apply(
+            nodeclaim, await self.catalog.instance_types(NodeClassShape.of(node_class))
+        )
         self.unavailable.snapshot()  # expire what is due before the plan reads the cache
         plan = self._plans.plan(
             nodeclaim, node_class, instance_types, self.unavailable, now=time.monotonic()

@@ -38,6 +38,7 @@ def from_context(context: ProviderContext) -> AzureCloudProvider | OfflineAzureC
         client=context.client,
         credential=credential,
         ca_bundle=ca_bundle,
+        overlays=context.overlays,
     )
 
 

@@ -46,8 +46,10 @@ from karpy.cloudprovider import (
     DriftReason,
     InstanceType,
     InsufficientCapacityError,
+    LaunchOverlays,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
+    NoOverlays,
     ProviderContext,
     RepairPolicy,
     UnavailableOfferings,
@@ -190,8 +192,11 @@ class AzureCloudProvider:
         credential: AsyncTokenCredential | None = None,
         clock: Clock | None = None,
         ca_bundle: str = "",
+        overlays: LaunchOverlays | None = None,
     ) -> None:
         self.settings = settings
+        #: the NodeOverlays in force, applied to the sizes a launch chooses from
+        self.overlays: LaunchOverlays = overlays or NoOverlays()
         self.arm = arm
         self.node_classes = node_classes
         self.client = client
@@ -390,7 +395,8 @@ class AzureCloudProvider:
     async def _begin_launch(
         self, nodeclaim: NodeClaim, node_class: AKSNodeClass, name: str
     ) -> Launch:
-        instance_types = await self.instance_types_for(node_class)
+        # as the core planned them: an overlay's extended resource must fit here too
+        instance_types = self.overlays.apply(nodeclaim, await self.instance_types_for(node_class))
         choice = choose_launch(nodeclaim, instance_types, refuse=self.unavailable.is_unavailable)
         plan = await self._plan(nodeclaim, node_class, choice)
         launch = Launch(

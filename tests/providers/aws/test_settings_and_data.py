@@ -15,6 +15,7 @@ from karpy_aws._staticdata import static_data
 from karpy.cloudprovider import ProviderContext
 from karpy.cloudprovider.errors import ProviderLoadError
 from karpy.cloudprovider.registry import build_provider
+from karpy.state import OverlayStore
 
 SCRIPT = Path(__file__).resolve().parents[3] / "providers/aws/scripts/generate_static_data.py"
 SOURCE = Path(os.environ.get("KARPY_AWS_DATA_SOURCE", "/work/shared/data"))
@@ -161,15 +162,18 @@ async def test_the_entry_point_follows_the_operators_reserved_capacity_gate(
     aws_account: object, gates: dict[str, bool], targeted: bool
 ) -> None:
     url = aws_account.url  # type: ignore[attr-defined]
+    store = OverlayStore()
     ctx = ProviderContext(
         client=None,  # type: ignore[arg-type]  # only read when a NodeClass is looked up
         cluster_name="entry-point",
         settings={"region": "us-east-1", "endpointURL": url, "isolatedVPC": "true"},
         feature_gates=gates,
+        overlays=store,
     )
     provider = await build_provider("aws", ctx)
     try:
         assert isinstance(provider, AWSCloudProvider)
         assert provider.reserved_capacity is targeted
+        assert provider.overlays is store  # the NodeOverlays the core plans with
     finally:
         await provider.aclose()
