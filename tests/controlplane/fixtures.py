@@ -314,8 +314,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     run those after the pure tests: scripts/test.sh builds the control plane in the
     background meanwhile (a cold Go build takes minutes), and the first cluster test's
     fixture waits for that build on its lock. The sort is stable, so each group keeps
-    the order pytest collected it in."""
+    the order pytest collected it in (see :func:`_phase` for the groups)."""
     for item in items:
         if "cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.cluster)
-    items.sort(key=lambda item: item.get_closest_marker("cluster") is not None)
+    items.sort(key=_phase)
+
+
+def _phase(item: pytest.Item) -> int:
+    """0: pure tests; 1: the AWS provider's cluster tests, which share the session's moto
+    account with its pure tests (tests/providers/aws/conftest.py) and must see it before
+    any other test resets moto; 2: every other cluster test (some reset moto's state)."""
+    if item.get_closest_marker("cluster") is None:
+        return 0
+    return 1 if "providers/aws/" in item.nodeid else 2

@@ -105,6 +105,11 @@ from moto.ec2.responses.instances import InstanceResponse
 from moto.server import ThreadedMotoServer
 from moto.ssm.models import Parameter, ssm_backends
 
+# moto's handlers before any FleetFaults patch (see FleetFaults.installed)
+_MOTO_CREATE_FLEET_BACKEND = FleetsBackend.create_fleet
+_MOTO_CREATE_FLEET_RESPONSE = Fleets.create_fleet
+_MOTO_TERMINATE_INSTANCES = InstanceResponse.terminate_instances
+
 __all__ = [
     "CLUSTER",
     "DISCOVERY",
@@ -344,8 +349,12 @@ class FleetFaults:
     @contextmanager
     def installed(self) -> Iterator[FleetFaults]:
         """Patch moto's CreateFleet while the context is open."""
-        original_backend = FleetsBackend.create_fleet
-        original_response = Fleets.create_fleet
+        # moto's own, not whatever is installed now: an install inside another (a
+        # cluster test's moto server under the session's) must not run the outer one's
+        # checks, which know nothing of this one's reservations
+        original_backend = _MOTO_CREATE_FLEET_BACKEND
+        original_response = _MOTO_CREATE_FLEET_RESPONSE
+        original_terminate = _MOTO_TERMINATE_INSTANCES
         faults = self
 
         def backend(self_: Any, *args: Any, **kwargs: Any) -> Any:
@@ -615,22 +624,29 @@ class FleetFaults:
                     groups = [g for g in groups if g["State"] in f.get("Values", [])]
             return ActionResult({"PlacementGroups": groups})
 
-        original_terminate = InstanceResponse.terminate_instances
-        InstanceResponse.terminate_instances = terminate_instances  # type: ignore[method-assign]
-        EC2Response.describe_capacity_reservations = describe_capacity_reservations  # type: ignore[attr-defined]
-        FleetsBackend.create_fleet = backend  # type: ignore[method-assign]
-        Fleets.create_fleet = response  # type: ignore[method-assign]
-        EC2Response.create_placement_group = create_placement_group  # type: ignore[attr-defined]
-        EC2Response.describe_placement_groups = describe_placement_groups  # type: ignore[attr-defined]
+        patches: list[tuple[type, str, Any]] = [
+            (InstanceResponse, "terminate_instances", terminate_instances),
+            (EC2Response, "describe_capacity_reservations", describe_capacity_reservations),
+            (FleetsBackend, "create_fleet", backend),
+            (Fleets, "create_fleet", response),
+            (EC2Response, "create_placement_group", create_placement_group),
+            (EC2Response, "describe_placement_groups", describe_placement_groups),
+        ]
+        # What each class had of its own before, restored exactly on exit, so an install
+        # inside another (a cluster test's own moto server under the session's) leaves
+        # the outer one's patches in place.
+        missing = object()
+        saved = [(cls, name, vars(cls).get(name, missing)) for cls, name, _ in patches]
+        for cls, name, patch in patches:
+            setattr(cls, name, patch)
         try:
             yield self
         finally:
-            FleetsBackend.create_fleet = original_backend  # type: ignore[method-assign]
-            Fleets.create_fleet = original_response  # type: ignore[method-assign]
-            del EC2Response.create_placement_group  # type: ignore[attr-defined]
-            del EC2Response.describe_placement_groups  # type: ignore[attr-defined]
-            del EC2Response.describe_capacity_reservations  # type: ignore[attr-defined]
-            InstanceResponse.terminate_instances = original_terminate  # type: ignore[method-assign]
+            for cls, name, before in reversed(saved):
+                if before is missing:
+                    delattr(cls, name)
+                else:
+                    setattr(cls, name, before)
 
 
 def _reservation_field(reservation: dict[str, Any], name: str) -> list[str]:
