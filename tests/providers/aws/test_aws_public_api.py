@@ -57,3 +57,18 @@ def test_only_the_package_and_its_factory_import_the_provider_module_at_run_time
             and id(node) not in typing_only
         ]
     assert importers == ["__init__.py", "_factory.py"]
+
+
+def test_no_controller_module_imports_the_provider_module_even_for_typing() -> None:
+    """The controllers take the parts of the provider they use (``AWSAccess``,
+    ``InterruptionParts``, ``NodeClassParts``, ``ControllerParts``, or the part objects
+    themselves), as karpy_azure's do: only the package and its factory name the provider
+    class, not even under TYPE_CHECKING."""
+    package = Path(karpy_aws.__file__).parent
+    importers = sorted(
+        path.name
+        for path in package.glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module == "karpy_aws._provider"
+    )
+    assert importers == ["__init__.py", "_factory.py"]
