@@ -54,6 +54,8 @@ SIGNS = {
     },
     "fromisoformat(": {"karpy/runtime/_timestamps.py"},
     "provider_setting:": {"karpy/options.py"},
+    # the capacity type's value: karpy.apis.labels.CAPACITY_TYPE_ON_DEMAND
+    '"on-demand"': {"karpy/apis/labels.py"},
 }
 
 

@@ -20,7 +20,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+from typing_extensions import get_protocol_members
 
 from karpy.cloudprovider._overlays import LaunchOverlays, NoOverlays
 from karpy.cloudprovider._protocol import (
@@ -163,19 +165,19 @@ async def build_provider(name: str, context: ProviderContext) -> CloudProvider:
     return made
 
 
+def _protocol_members() -> tuple[str, ...]:
+    # read off the protocol itself, so a member added there is checked here too; in
+    # its definition order, so the error lists them as the protocol reads
+    order = {name: i for i, name in enumerate(vars(CloudProvider))}
+    members = get_protocol_members(CloudProvider)
+    return tuple(sorted(members, key=lambda m: (order.get(m, len(order)), m)))
+
+
+_MEMBERS: Final = _protocol_members()
+
+
 def _missing_members(obj: object) -> list[str]:
-    members = [
-        "name",
-        "create",
-        "delete",
-        "get",
-        "list",
-        "get_instance_types",
-        "is_drifted",
-        "repair_policies",
-        "supported_node_classes",
-    ]
-    return [m for m in members if not hasattr(obj, m)]
+    return [m for m in _MEMBERS if not hasattr(obj, m)]
 
 
 @asynccontextmanager

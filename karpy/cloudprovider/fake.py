@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from karpy.apis import NodeClaim, NodePool
+from karpy.apis import labels as wk
 from karpy.cloudprovider._launch import choose_launch, launched_nodeclaim
 from karpy.cloudprovider._types import DriftReason, OfferingKey, RepairPolicy
 from karpy.cloudprovider.errors import NodeClaimNotFoundError
@@ -44,9 +45,11 @@ GIB = 2**30
 
 def _offerings(price: float) -> list[Offering]:
     return [
-        Offering(zone=zone, capacity_type=ct, price=price * (0.7 if ct == "spot" else 1.0))
+        Offering(
+            zone=zone, capacity_type=ct, price=price * (0.7 if ct == wk.CAPACITY_TYPE_SPOT else 1.0)
+        )
         for zone in ZONES
-        for ct in ("spot", "on-demand")
+        for ct in (wk.CAPACITY_TYPE_SPOT, wk.CAPACITY_TYPE_ON_DEMAND)
     ]
 
 

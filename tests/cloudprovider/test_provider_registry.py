@@ -4,11 +4,14 @@ fails at start-up with a message that says what is installed or where the plugin
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from pathlib import Path
 
 import pytest
+from typing_extensions import get_protocol_members
 
+import karpy
 from karpy.cloudprovider import CloudProvider, ProviderContext
 from karpy.cloudprovider.errors import (
     ProviderLoadError,
@@ -171,6 +174,31 @@ async def test_a_factory_that_returns_something_else_names_what_is_missing(
     )
     with pytest.raises(ProviderLoadError, match="does not implement the CloudProvider protocol"):
         await build_provider("bad", context)
+
+
+async def test_the_missing_members_named_are_the_protocols_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, context: ProviderContext
+) -> None:
+    """The member list is the protocol's (one definition): nothing in karpy spells it
+    again, and the error names every member an unrelated object lacks."""
+    distinctive = {"get_instance_types", "is_drifted", "repair_policies", "supported_node_classes"}
+    assert distinctive <= get_protocol_members(CloudProvider)
+    spelled = sorted(
+        str(path.relative_to(Path(karpy.__file__).parent))
+        for path in Path(karpy.__file__).parent.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and node.value in distinctive
+    )
+    assert spelled == []
+    install_plugin(
+        tmp_path, monkeypatch, "badprov", {"bad": "badprov_mod:not_a_provider"},
+        STUB_PROVIDER.format(name="bad"),
+    )
+    with pytest.raises(ProviderLoadError) as raised:
+        await build_provider("bad", context)
+    missing = str(raised.value).split("missing: ", 1)[1]
+    for member in get_protocol_members(CloudProvider):
+        assert member in missing
 
 
 def test_two_distributions_claiming_one_name_is_an_error_naming_both(

@@ -41,7 +41,7 @@ from karpy.scheduling import InstanceType, Offering, Overhead, Requirement, Requ
 from karpy.scheduling import resources as res
 
 ZONES = ("test-zone-a", "test-zone-b", "test-zone-c", "test-zone-d")
-CAPACITY_TYPES = ("spot", "on-demand")
+CAPACITY_TYPES = (wk.CAPACITY_TYPE_SPOT, wk.CAPACITY_TYPE_ON_DEMAND)
 SIZES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256)
 FAMILIES = {"c": 2, "m": 4, "r": 8}  # family -> GiB of memory per vCPU
 ARCHITECTURES = ("amd64", "arm64")

@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE
+from karpy.apis.labels import (
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_RESERVED,
+    CAPACITY_TYPE_SPOT,
+    LABEL_CAPACITY_TYPE,
+    LABEL_INSTANCE_TYPE,
+)
 from karpy.controllers.disruption._candidates import Candidate
 from karpy.scheduling import NodeClaimPlan, Results
 
@@ -121,13 +127,13 @@ class Command:
 def _replacement_values(plan: NodeClaimPlan, *, single: bool) -> dict[str, Any]:
     capacity = plan.requirements.get(LABEL_CAPACITY_TYPE)
     if capacity is None or capacity.complement:
-        capacity_type = "on-demand"
-    elif capacity.has("reserved"):
-        capacity_type = "reserved"
-    elif capacity.has("spot"):
-        capacity_type = "spot"
+        capacity_type = CAPACITY_TYPE_ON_DEMAND
+    elif capacity.has(CAPACITY_TYPE_RESERVED):
+        capacity_type = CAPACITY_TYPE_RESERVED
+    elif capacity.has(CAPACITY_TYPE_SPOT):
+        capacity_type = CAPACITY_TYPE_SPOT
     else:
-        capacity_type = "on-demand"
+        capacity_type = CAPACITY_TYPE_ON_DEMAND
     out: dict[str, Any] = {"capacity-type": capacity_type}
     if single:
         out["instance-types"] = _type_list(plan.instance_type_names)

@@ -33,7 +33,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE
+from karpy.apis.labels import (
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_RESERVED,
+    CAPACITY_TYPE_SPOT,
+    LABEL_CAPACITY_TYPE,
+    LABEL_INSTANCE_TYPE,
+)
 from karpy.controllers.disruption._candidates import Candidate
 from karpy.controllers.disruption._command import Command
 from karpy.scheduling import (
@@ -69,12 +75,10 @@ BALANCED_K = 2
 """The Balanced policy's k: a move is approved when its share of the NodePool's cost
 saved is at least 1/k of its share of the NodePool's disruption."""
 
-ON_DEMAND = "on-demand"
-SPOT = "spot"
-RESERVED = "reserved"
-_LAUNCH_PRECEDENCE = (RESERVED, SPOT, ON_DEMAND)
+_LAUNCH_PRECEDENCE = (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND)
 """The capacity type a launch uses when several are allowed (Karpenter's
 WorstLaunchPrice order)."""
+_ONLY_SPOT = Requirement.new(LABEL_CAPACITY_TYPE, "In", [CAPACITY_TYPE_SPOT])
 
 # Settling machines are kept from candidates' pods with a taint only the simulation
 # sees: the simulator already keeps untolerated pods off a node, remembers per pod
@@ -345,8 +349,8 @@ def consolidate(
         return _split(command, plans, source, enabled=split and (
             len(candidates) == 1 or len(plans) < len(candidates)))
     plan = plans[0]
-    all_spot = all(c.capacity_type == SPOT for c in candidates)
-    if all_spot and _allows(_capacity_types(plan), SPOT):
+    all_spot = all(c.capacity_type == CAPACITY_TYPE_SPOT for c in candidates)
+    if all_spot and _allows(_capacity_types(plan), CAPACITY_TYPE_SPOT):
         return _spot_to_spot(command, plan, source, enabled=spot_to_spot,
                              exclude_own_types=exclude_own_types)
     narrowed = cheaper(plan, source)
@@ -357,12 +361,14 @@ def consolidate(
         if isinstance(narrowed, str):
             return narrowed
     capacity = _capacity_types(narrowed)
-    if capacity is not None and capacity.has(SPOT) and capacity.has(ON_DEMAND):
+    if (
+        capacity is not None
+        and capacity.has(CAPACITY_TYPE_SPOT)
+        and capacity.has(CAPACITY_TYPE_ON_DEMAND)
+    ):
         # The price filter used the spot price (a launch prefers spot): launching
         # on-demand instead could cost more than the candidates (Karpenter does the same).
-        narrowed = _narrow(
-            narrowed, narrowed.instance_types, Requirement.new(LABEL_CAPACITY_TYPE, "In", [SPOT])
-        )
+        narrowed = _narrow(narrowed, narrowed.instance_types, _ONLY_SPOT)
     command.replacements = [narrowed]
     return command
 
@@ -373,7 +379,7 @@ def _spot_to_spot(
 ) -> Command | str:
     if not enabled:
         return "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
-    spot = _narrow(plan, plan.instance_types, Requirement.new(LABEL_CAPACITY_TYPE, "In", [SPOT]))
+    spot = _narrow(plan, plan.instance_types, _ONLY_SPOT)
     narrowed = cheaper(spot, source)
     if isinstance(narrowed, str):
         return narrowed

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections import Counter
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import aioboto3
 from botocore.config import Config
 
 from karpy_aws._settings import AWSSettings
 
-__all__ = ["RETRY_CONFIG", "AWSClients"]
+__all__ = ["RETRY_CONFIG", "AWSAccess", "AWSClients"]
 
 RETRY_CONFIG = Config(
     retries={"mode": "adaptive", "max_attempts": 10},
@@ -100,3 +100,19 @@ class AWSClients:
     async def aclose(self) -> None:
         """Close every client."""
         await self._stack.aclose()
+
+
+class AWSAccess(Protocol):
+    """What the provider's controllers need of it to call AWS: its settings and clients
+    (the provider is one; they take this, not the provider class, so no controller
+    module imports the provider's)."""
+
+    @property
+    def settings(self) -> AWSSettings:
+        """The provider's settings (cluster name, region, interruption queue ...)."""
+        ...
+
+    @property
+    def clients(self) -> AWSClients:
+        """The AWS service clients."""
+        ...

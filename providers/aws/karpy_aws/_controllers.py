@@ -14,23 +14,23 @@ on karpy.runtime only:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
+
+from opentelemetry.metrics import Meter
 
 from karpy.runtime import Manager, Result
 from karpy_aws._instancestatus import INSTANCE_STATUS_INTERVAL, InstanceStatusController
 from karpy_aws._interruption import InterruptionController
+from karpy_aws._interruption_handler import InterruptionParts
 from karpy_aws._kinds import EC2_NODE_CLASS
 from karpy_aws._launchtemplates import LaunchTemplates
-from karpy_aws._nodeclass_status import NodeClassStatusController
+from karpy_aws._nodeclass_status import NodeClassParts, NodeClassStatusController
 from karpy_aws._reservation_expiration import (
     EXPIRATION_INTERVAL,
     ReservationExpirationController,
 )
 
-if TYPE_CHECKING:
-    from karpy_aws._provider import AWSCloudProvider
-
-__all__ = ["LaunchTemplateGC", "register_controllers"]
+__all__ = ["ControllerParts", "LaunchTemplateGC", "register_controllers"]
 
 GC_PERIOD: Final = 300.0
 UNUSED_FOR: Final = 600.0
@@ -48,7 +48,16 @@ class LaunchTemplateGC:
         return Result(requeue_after=GC_PERIOD)
 
 
-def register_controllers(provider: AWSCloudProvider, manager: Manager) -> None:
+class ControllerParts(NodeClassParts, InterruptionParts, Protocol):
+    """What the provider's controllers need of it (the provider is one; they take its
+    parts, not its class, so no controller module imports the provider's)."""
+
+    def instrument(self, meter: Meter) -> None:
+        """Record Karpenter AWS's own metrics with ``meter``."""
+        ...
+
+
+def register_controllers(provider: ControllerParts, manager: Manager) -> None:
     """Add the provider's controllers to ``manager`` (see the module docstring)."""
     provider.instrument(manager.meter("karpenter"))
     status = NodeClassStatusController(
@@ -67,7 +76,7 @@ def register_controllers(provider: AWSCloudProvider, manager: Manager) -> None:
         meter=manager.meter("karpenter"),
     )
     manager.singleton(instance_status.name, instance_status, period=INSTANCE_STATUS_INTERVAL)
-    expiration = ReservationExpirationController(provider, manager.client)
+    expiration = ReservationExpirationController(provider.reservations, manager.client)
     manager.singleton(expiration.name, expiration, period=EXPIRATION_INTERVAL)
     if provider.settings.interruption_queue:
         manager.add(

@@ -447,9 +447,10 @@ def fleet_request(
     if context:
         request["Context"] = context
     strategy = allocation(plan)
+    target = request["TargetCapacitySpecification"]
     if plan.capacity_type == wk.CAPACITY_TYPE_SPOT:
         request["SpotOptions"] = {"AllocationStrategy": strategy}
-    elif request["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "on-demand":
+    elif target["DefaultTargetCapacityType"] == wk.CAPACITY_TYPE_ON_DEMAND:
         request["OnDemandOptions"] = {"AllocationStrategy": strategy}
     return request
 

@@ -34,17 +34,14 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from botocore.exceptions import ClientError
 from opentelemetry.metrics import Meter
 
 from karpy.runtime import Client, EventRecorder, Result
-from karpy_aws._interruption_handler import InterruptionHandler
+from karpy_aws._interruption_handler import InterruptionHandler, InterruptionParts
 from karpy_aws._interruption_messages import EVENT_STATUS, INSTANCE_STATUS, SYSTEM_STATUS
-
-if TYPE_CHECKING:
-    from karpy_aws._provider import AWSCloudProvider
 
 __all__ = [
     "INSTANCE_STATUS_INTERVAL",
@@ -137,7 +134,7 @@ class InstanceStatusController:
 
     def __init__(
         self,
-        provider: AWSCloudProvider,
+        provider: InterruptionParts,
         client: Client,
         recorder: EventRecorder | None = None,
         *,

@@ -23,22 +23,19 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry.metrics import Meter
 
 from karpy.runtime import Client, EventRecorder
 from karpy.runtime.ratelimit import Backoff
-from karpy_aws._interruption_handler import InterruptionHandler
+from karpy_aws._interruption_handler import InterruptionHandler, InterruptionParts
 from karpy_aws._interruption_messages import (
     NO_OP,
     InterruptionMessage,
     MalformedMessageError,
     parse_message,
 )
-
-if TYPE_CHECKING:
-    from karpy_aws._provider import AWSCloudProvider
 
 __all__ = ["InterruptionController"]
 
@@ -51,7 +48,7 @@ class InterruptionController:
 
     def __init__(
         self,
-        provider: AWSCloudProvider,
+        provider: InterruptionParts,
         client: Client,
         recorder: EventRecorder | None = None,
         *,

@@ -18,14 +18,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from karpy.apis import labels as wk
 from karpy.apis.annotations import ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
-from karpy.cloudprovider import NODE_CLAIM, OfferingKey
+from karpy.cloudprovider import NODE_CLAIM, OfferingKey, UnavailableOfferings
 from karpy.runtime import Client, EventRecorder, format_time
 from karpy.runtime import errors as kerrors
 from karpy.runtime.kinds import NODE
+from karpy_aws._clients import AWSAccess
 from karpy_aws._interruption_messages import (
     CAPACITY_RESERVATION_INTERRUPTED,
     EVENT_STATUS,
@@ -37,12 +38,10 @@ from karpy_aws._interruption_messages import (
     SPOT_INTERRUPTED,
     SYSTEM_STATUS,
 )
+from karpy_aws._reservations import CapacityReservations
 from karpy_aws.apis import labels as aws
 
-if TYPE_CHECKING:
-    from karpy_aws._provider import AWSCloudProvider
-
-__all__ = ["FORCEFUL", "InterruptionHandler"]
+__all__ = ["FORCEFUL", "InterruptionHandler", "InterruptionParts", "OfferingMarks"]
 
 log = logging.getLogger("karpy.aws.interruption")
 
@@ -68,13 +67,33 @@ _EVENTS: Final = {
 FORCEFUL: Final = frozenset({INSTANCE_STATUS, SYSTEM_STATUS})
 
 
+class OfferingMarks(Protocol):
+    """What the handler needs of the provider: where a spot interruption marks its
+    offering unavailable and a capacity reservation interruption its reservation."""
+
+    @property
+    def unavailable(self) -> UnavailableOfferings:
+        """The offerings launches avoid for a while."""
+        ...
+
+    @property
+    def reservations(self) -> CapacityReservations:
+        """The capacity reservations and their slots left."""
+        ...
+
+
+class InterruptionParts(AWSAccess, OfferingMarks, Protocol):
+    """What the interruption controllers (the queue's and the instance status
+    checks') need of the provider: AWS, and the marks their handler sets."""
+
+
 class InterruptionHandler:
     """What the interruption controllers (the SQS queue's and the instance status
     checks') do about a warning for some instances: the events, and the deletion of
     their NodeClaims (Karpenter AWS's ``InterruptionHandler``)."""
 
     def __init__(
-        self, provider: AWSCloudProvider, client: Client, recorder: EventRecorder | None
+        self, provider: OfferingMarks, client: Client, recorder: EventRecorder | None
     ) -> None:
         self._provider = provider
         self._client = client

@@ -16,22 +16,27 @@ profile it created and this class's launch templates, and releases the finalizer
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from karpy.cloudprovider import NODE_CLAIM
 from karpy.runtime import Client, EventRecorder, KubeClient, Request, Result, thaw
 from karpy.runtime import errors as kerrors
+from karpy_aws._clients import AWSAccess, AWSClients
+from karpy_aws._cluster import ClusterDiscovery
 from karpy_aws._kinds import EC2_NODE_CLASS
-from karpy_aws._reservations import next_reservation_change
-from karpy_aws._resolve import delete_instance_profile, resolve_status
+from karpy_aws._launchtemplates import LaunchTemplates
+from karpy_aws._refresh import ResolutionCaches
+from karpy_aws._reservations import CapacityReservations, next_reservation_change
+from karpy_aws._resolve import Validator, delete_instance_profile, resolve_status
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import EC2NodeClass
 
-if TYPE_CHECKING:
-    from karpy_aws._clients import AWSClients
-    from karpy_aws._provider import AWSCloudProvider
-
-__all__ = ["NodeClassStatusController", "eks_minor_version", "kubernetes_minor_version"]
+__all__ = [
+    "NodeClassParts",
+    "NodeClassStatusController",
+    "eks_minor_version",
+    "kubernetes_minor_version",
+]
 
 log = logging.getLogger("karpy.aws.nodeclass")
 
@@ -63,6 +68,37 @@ async def eks_minor_version(clients: AWSClients, cluster_name: str) -> str:
     return version
 
 
+class NodeClassParts(AWSAccess, Protocol):
+    """What the status controller needs of the provider: AWS, the cluster's facts, the
+    dry-run validation, the resolution caches, the capacity reservations, and the
+    launch templates a deleted class leaves."""
+
+    @property
+    def cluster(self) -> ClusterDiscovery:
+        """What nodes are told about the cluster."""
+        ...
+
+    @property
+    def validation(self) -> Validator:
+        """The ValidationSucceeded dry runs (:mod:`karpy_aws._validation`)."""
+        ...
+
+    @property
+    def resolution_caches(self) -> ResolutionCaches:
+        """Resolved AMIs and subnets, reused for their refresh intervals."""
+        ...
+
+    @property
+    def reservations(self) -> CapacityReservations:
+        """The capacity reservations and their slots left."""
+        ...
+
+    @property
+    def launch_templates(self) -> LaunchTemplates:
+        """The cluster's launch templates."""
+        ...
+
+
 class NodeClassStatusController:
     """Reconciles one EC2NodeClass (see the module docstring)."""
 
@@ -70,7 +106,7 @@ class NodeClassStatusController:
 
     def __init__(
         self,
-        provider: AWSCloudProvider,
+        provider: NodeClassParts,
         client: Client,
         recorder: EventRecorder | None = None,
         *,

@@ -215,7 +215,13 @@ class AWSCloudProvider:
         self.placement_groups = PlacementGroups(clients)
         self._plans = PlanCache()
         #: the EC2NodeClass dry-run validation (ValidationSucceeded)
-        self.validation = NodeClassValidation(self)
+        self.validation = NodeClassValidation(
+            settings=settings,
+            clients=clients,
+            cluster=self.cluster,
+            launch_templates=self.launch_templates,
+            template_data=self._launch_template_data,
+        )
         #: resolved AMIs and subnets, reused for AMI_REFRESH_INTERVAL/SUBNET_REFRESH_INTERVAL
         self.resolution_caches = ResolutionCaches(
             ami_ttl=settings.ami_refresh_interval, subnet_ttl=settings.subnet_refresh_interval

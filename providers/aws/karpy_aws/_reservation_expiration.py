@@ -15,17 +15,14 @@ block expiration``, as Karpenter's. A singleton: ``reconcile()`` is one pass.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from karpy.cloudprovider import NODE_CLAIM
 from karpy.runtime import Client, Result
 from karpy.runtime import errors as kerrors
-from karpy_aws._reservations import reservation_status
+from karpy_aws._reservations import CapacityReservations, reservation_status
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import CapacityReservationSelectorTerm
-
-if TYPE_CHECKING:
-    from karpy_aws._provider import AWSCloudProvider
 
 __all__ = ["EXPIRATION_INTERVAL", "ReservationExpirationController"]
 
@@ -40,8 +37,8 @@ class ReservationExpirationController:
 
     name = "capacityreservation.expiration"
 
-    def __init__(self, provider: AWSCloudProvider, client: Client) -> None:
-        self._provider = provider
+    def __init__(self, reservations: CapacityReservations, client: Client) -> None:
+        self._reservations = reservations
         self._client = client
 
     async def reconcile(self) -> Result:
@@ -56,7 +53,7 @@ class ReservationExpirationController:
         if not claims:
             return Result(requeue_after=EXPIRATION_INTERVAL)
         ids = sorted({c["metadata"]["labels"][aws.LABEL_CAPACITY_RESERVATION_ID] for c in claims})
-        reservations = self._provider.reservations
+        reservations = self._reservations
         described = await reservations.select(
             [CapacityReservationSelectorTerm.model_validate({"id": rid}) for rid in ids],
             fresh=True,

@@ -27,14 +27,18 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Protocol
 
 from karpy.apis import NodeClaim
 from karpy.apis import labels as wk
+from karpy_aws._clients import AWSClients
+from karpy_aws._cluster import ClusterDiscovery
 from karpy_aws._errors import error_code
 from karpy_aws._fleet import TemplateKey
 from karpy_aws._instances import nodepool_tags
+from karpy_aws._launchtemplates import LaunchTemplates
+from karpy_aws._settings import AWSSettings
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import (
     AMI,
@@ -45,10 +49,7 @@ from karpy_aws.apis.ec2nodeclass import (
     EC2NodeClass,
 )
 
-if TYPE_CHECKING:
-    from karpy_aws._provider import AWSCloudProvider
-
-__all__ = ["CACHE_SECONDS", "NodeClassValidation", "Verdict"]
+__all__ = ["CACHE_SECONDS", "NodeClassValidation", "TemplateData", "Verdict"]
 
 Verdict = tuple[bool, str, str]
 """``(True, "", "")`` or ``(False, reason, message)``."""
@@ -107,13 +108,43 @@ def _instance_type_for(ami: AMI) -> str:
     return _FALLBACK_TYPES.get(arches[0] if arches else "amd64", "m5.large")
 
 
+class TemplateData(Protocol):
+    """The provider's launch template data for a class, a template key and a NodeClaim
+    (the very data its launches use, so the dry runs ask about what a launch sends)."""
+
+    def __call__(
+        self,
+        node_class: EC2NodeClass,
+        template: TemplateKey,
+        nodeclaim: NodeClaim,
+        *,
+        capacity_type: str,
+        tags: Mapping[str, str],
+    ) -> dict[str, Any]:
+        """The ``LaunchTemplateData`` of CreateLaunchTemplate."""
+        ...
+
+
 class NodeClassValidation:
-    """Validates EC2NodeClasses against AWS for one provider (see module doc)."""
+    """Validates EC2NodeClasses against AWS for one provider (see module doc): the
+    provider's settings, clients, cluster discovery and launch templates, and
+    ``template_data``, how it builds a launch template's data."""
 
     def __init__(
-        self, provider: AWSCloudProvider, *, monotonic: Callable[[], float] = time.monotonic
+        self,
+        *,
+        settings: AWSSettings,
+        clients: AWSClients,
+        cluster: ClusterDiscovery,
+        launch_templates: LaunchTemplates,
+        template_data: TemplateData,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._provider = provider
+        self._settings = settings
+        self._clients = clients
+        self._cluster = cluster
+        self._launch_templates = launch_templates
+        self._template_data = template_data
         self._now = monotonic
         self._cache: dict[str, tuple[float, Verdict]] = {}
 
@@ -133,7 +164,7 @@ class NodeClassValidation:
                 "DependenciesNotReady",
                 "Awaiting AMI, Instance Profile, Security Group, and Subnet resolution",
             )
-        if self._provider.settings.disable_dry_run:
+        if self._settings.disable_dry_run:
             # DISABLE_DRY_RUN: Karpenter AWS sets the condition True without the calls
             return (True, "", "")
         key = self._key(node_class)
@@ -152,14 +183,13 @@ class NodeClassValidation:
         return verdict
 
     async def _check(self, node_class: EC2NodeClass) -> None:
-        provider = self._provider
-        ec2 = provider.clients.ec2
+        ec2 = self._clients.ec2
         name = node_class.metadata.name or ""
         ami = _standard_ami(node_class)
         if ami is None:  # AMIsReady says why
             return
         instance_type = _instance_type_for(ami)
-        tags = nodepool_tags(provider.settings.cluster_name, "", name, node_class.spec.tags)
+        tags = nodepool_tags(self._settings.cluster_name, "", name, node_class.spec.tags)
         nodeclaim = NodeClaim.model_validate(
             {
                 "metadata": {"name": f"{name}-validation"},
@@ -169,10 +199,10 @@ class NodeClassValidation:
                 },
             }
         )
-        await provider.cluster.resolve()  # the template's user data needs the cluster
+        await self._cluster.resolve()  # the template's user data needs the cluster
         # the dry runs launch nothing: the kubelet's default maxPods stands in for the
         # instance type's pod capacity
-        data = provider._launch_template_data(
+        data = self._template_data(
             node_class,
             TemplateKey(ami.id, max_pods=_KUBELET_DEFAULT_MAX_PODS),
             nodeclaim,
@@ -180,7 +210,7 @@ class NodeClassValidation:
             tags=tags,
         )
         try:
-            template = await provider.launch_templates.ensure(data, tags=tags)
+            template = await self._launch_templates.ensure(data, tags=tags)
         except Exception as exc:
             if _unauthorized(exc):
                 raise _RefusedError("CreateLaunchTemplateAuthCheckFailed", exc) from exc

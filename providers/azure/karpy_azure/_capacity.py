@@ -10,10 +10,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Final
 
+from karpy.apis.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
 from karpy.cloudprovider import OfferingKey
 from karpy.cloudprovider.launch import LaunchChoice
 from karpy_azure._arm import CapacityError
-from karpy_azure._instancetypes import ON_DEMAND, REGIONAL_ZONE, SPOT
+from karpy_azure._instancetypes import REGIONAL_ZONE
 
 __all__ = [
     "ALLOCATION_FAILURE_TTL",
@@ -35,7 +36,7 @@ LOW_QUOTA_TTL: Final = timedelta(minutes=10)
 def capacity_ttl(cap: CapacityError, capacity_type: str, message: str) -> timedelta:
     """How long the offerings ``cap`` names stay unavailable (``message`` is ARM's)."""
     if cap.reason == "SKUNotAvailable":
-        return SKU_NOT_AVAILABLE_ON_DEMAND_TTL if capacity_type == ON_DEMAND else (
+        return SKU_NOT_AVAILABLE_ON_DEMAND_TTL if capacity_type == CAPACITY_TYPE_ON_DEMAND else (
             SKU_NOT_AVAILABLE_SPOT_TTL
         )
     if cap.reason == "SubscriptionQuotaReached":
@@ -59,7 +60,7 @@ def capacity_keys(cap: CapacityError, choice: LaunchChoice) -> list[OfferingKey]
             or (cap.scope == "zone" and o.zone == offering.zone)
             or (cap.scope == "placement" and same_scope)
             or (cap.scope == "capacity-type" and o.capacity_type == offering.capacity_type)
-            or (cap.scope == "spot" and o.capacity_type == SPOT)
+            or (cap.scope == "spot" and o.capacity_type == CAPACITY_TYPE_SPOT)
         ):
             keys.append(OfferingKey(it.name, o.zone, o.capacity_type))
     return keys

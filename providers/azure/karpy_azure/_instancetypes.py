@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from karpy.apis.labels import LABEL_REGION
+from karpy.apis.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT, LABEL_REGION
 from karpy.cloudprovider import InstanceType, Offering, OfferingKey, UnavailableOfferings
 from karpy.scheduling import Requirement, Requirements
 from karpy.scheduling import resources as res
@@ -38,8 +38,6 @@ __all__ = [
 ]
 
 REGIONAL_ZONE = "0"
-ON_DEMAND = "on-demand"
-SPOT = "spot"
 NVIDIA_GPU = "nvidia.com/gpu"
 AMD_GPU = "amd.com/gpu"
 
@@ -102,8 +100,13 @@ def _offerings(
     for zone in sorted(zones):
         scope = "regional" if zone == REGIONAL_ZONE else "zonal"
         for capacity_type, priority, price, capable in (
-            (ON_DEMAND, az.PRIORITY_REGULAR, prices.on_demand_price(sku.name), True),
-            (SPOT, az.PRIORITY_SPOT, prices.spot_price(sku.name), sku.low_priority_capable),
+            (CAPACITY_TYPE_ON_DEMAND, az.PRIORITY_REGULAR, prices.on_demand_price(sku.name), True),
+            (
+                CAPACITY_TYPE_SPOT,
+                az.PRIORITY_SPOT,
+                prices.spot_price(sku.name),
+                sku.low_priority_capable,
+            ),
         ):
             key = OfferingKey(sku.name, zone, capacity_type)
             offerings.append(

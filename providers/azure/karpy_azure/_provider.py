@@ -39,7 +39,7 @@ from azure.core.exceptions import HttpResponseError
 from azure.mgmt.compute import models as cm
 
 from karpy.apis import NodeClaim, NodePool
-from karpy.apis.labels import LABEL_INSTANCE_TYPE
+from karpy.apis.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT, LABEL_INSTANCE_TYPE
 from karpy.cloudprovider import (
     NODE_CLAIM,
     CreateError,
@@ -84,9 +84,7 @@ from karpy_azure._hash import NODECLASS_HASH_VERSION, hash_drifted, node_class_h
 from karpy_azure._images import image_for, image_requirements, parse_community_image_id
 from karpy_azure._inplaceupdate import register_in_place_update, tags_hash, update_tags
 from karpy_azure._instancetypes import (
-    ON_DEMAND,
     REGIONAL_ZONE,
-    SPOT,
     InstanceTypeParams,
     arm_zone,
     build_instance_types,
@@ -467,7 +465,8 @@ class AzureCloudProvider:
         size = arm_text(props.hardware_profile.vm_size) if props and props.hardware_profile else ""
         zones = list(vm.zones or [])
         zone = zone_label(self.settings.location, zones[0]) if zones else REGIONAL_ZONE
-        capacity_type = SPOT if props and arm_text(props.priority).lower() == "spot" else ON_DEMAND
+        spot = props is not None and arm_text(props.priority).lower() == "spot"
+        capacity_type = CAPACITY_TYPE_SPOT if spot else CAPACITY_TYPE_ON_DEMAND
         found = [it for it in await self.instance_types_for(node_class) if it.name == size]
         offerings = [
             o for it in found for o in it.offerings

@@ -9,11 +9,18 @@ from typing import Any
 from azure.mgmt.compute import models as cm
 
 from karpy.apis import NodeClaim
-from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
+from karpy.apis.labels import (
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_SPOT,
+    LABEL_CAPACITY_TYPE,
+    LABEL_INSTANCE_TYPE,
+    LABEL_NODEPOOL,
+    LABEL_ZONE,
+)
 from karpy.cloudprovider import InstanceType
 from karpy.runtime import format_time
 from karpy.scheduling import resources as res
-from karpy_azure._instancetypes import ON_DEMAND, REGIONAL_ZONE, SPOT, zone_label
+from karpy_azure._instancetypes import REGIONAL_ZONE, zone_label
 from karpy_azure._nodeclasses import AKS_NODE_CLASS
 from karpy_azure._resources import TAG_NODECLASS, TAG_NODEPOOL, provider_id
 from karpy_azure._settings import AzureSettings
@@ -46,7 +53,7 @@ def nodeclaim_from_vm(
     if it is not None:
         labels.update(it.requirements.labels())
     labels.update({LABEL_INSTANCE_TYPE: size, LABEL_ZONE: zone,
-                   LABEL_CAPACITY_TYPE: SPOT if spot else ON_DEMAND})
+                   LABEL_CAPACITY_TYPE: CAPACITY_TYPE_SPOT if spot else CAPACITY_TYPE_ON_DEMAND})
     if TAG_NODEPOOL in tags:
         labels[LABEL_NODEPOOL] = tags[TAG_NODEPOOL]
     image = ""

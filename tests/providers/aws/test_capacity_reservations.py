@@ -392,7 +392,7 @@ async def test_a_capacity_block_about_to_end_has_its_nodeclaims_deleted(
     client.add(NODE_CLAIM_KIND, _claim("in-ending-block", ending, "capacity-block"))
     client.add(NODE_CLAIM_KIND, _claim("in-later-block", later, "capacity-block"))
     client.add(NODE_CLAIM_KIND, _claim("in-odcr", odcr))
-    result = await ReservationExpirationController(provider, client).reconcile()
+    result = await ReservationExpirationController(provider.reservations, client).reconcile()
     deleted = {c.name for c in client.calls if c.verb == "delete"}
     # drained 40 minutes before the end (termination cordons and drains a deleted
     # NodeClaim's node), not before; an ODCR ending is not a capacity block
