@@ -11,14 +11,18 @@ out. Besides single offerings it can mark a whole capacity type (spot, when the 
 refuses spot altogether) and a subnet out of free addresses (the launch then uses
 another subnet of the zone instead of giving up on the zone).
 
-``generation`` changes whenever the set does (a mark, or an entry found expired), so
-anything built from it (the filtered instance-type list) is rebuilt only then. The cache
-is only touched from the event loop; a build that runs in a worker thread reads a
-:meth:`~UnavailableOfferings.snapshot` taken before, never the cache itself.
+``generation`` changes whenever the set does (a deadline moved, or :meth:`expire` dropped
+an entry), so anything built from it (the filtered instance-type list) is rebuilt only
+then: a reader calls :meth:`~UnavailableOfferings.expire` (a clock read and a compare,
+unless an entry is due), compares ``generation``, and takes a
+:meth:`~UnavailableOfferings.snapshot` only to rebuild. The cache is only touched from the
+event loop; a build that runs in a worker thread reads a snapshot taken before, never the
+cache itself.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable
 from datetime import timedelta
 from typing import TypeVar, overload
@@ -55,11 +59,21 @@ class UnavailableOfferings:
         self._reasons: dict[OfferingKey, str] = {}
         self._capacity_types: dict[str, float] = {}
         self._subnets: dict[str, float] = {}
+        # the earliest deadline of any entry: expire() walks the tables only from then on
+        self._next_expiry = math.inf
         #: bumped on every change, so caches built from the set know they are stale
         self.generation = 0
 
     def _deadline(self, ttl: float | timedelta | None) -> float:
         return self._clock.monotonic() + (self._ttl if ttl is None else _seconds(ttl))
+
+    def _extend(self, table: dict[_K, float], key: _K, deadline: float) -> bool:
+        """Set ``key``'s deadline unless a later one stands; whether it moved."""
+        if table.get(key, -math.inf) >= deadline:
+            return False
+        table[key] = deadline
+        self._next_expiry = min(self._next_expiry, deadline)
+        return True
 
     def mark(
         self,
@@ -72,25 +86,25 @@ class UnavailableOfferings:
         the cache's), remembering ``reason`` (the cloud's error code) for each."""
         keys = [offerings] if isinstance(offerings, OfferingKey) else offerings
         deadline = self._deadline(ttl)
+        changed = False
         for key in keys:
-            if self._until.get(key, 0.0) < deadline:
-                self._until[key] = deadline
+            if self._extend(self._until, key, deadline):
                 self._reasons[key] = reason
-        self.generation += 1
+                changed = True
+        if changed:
+            self.generation += 1
 
     def mark_capacity_type(
         self, capacity_type: str, *, ttl: float | timedelta | None = None
     ) -> None:
         """Make every offering of ``capacity_type`` unavailable for ``ttl``."""
-        self._capacity_types[capacity_type] = self._deadline(ttl)
-        self.generation += 1
+        if self._extend(self._capacity_types, capacity_type, self._deadline(ttl)):
+            self.generation += 1
 
-    def mark_subnet(
-        self, subnet_id: str, *, ttl: float | timedelta | None = None, reason: str = ""
-    ) -> None:
+    def mark_subnet(self, subnet_id: str, *, ttl: float | timedelta | None = None) -> None:
         """Make ``subnet_id`` (out of addresses) unavailable for ``ttl``."""
-        self._subnets[subnet_id] = self._deadline(ttl)
-        self.generation += 1
+        if self._extend(self._subnets, subnet_id, self._deadline(ttl)):
+            self.generation += 1
 
     def is_subnet_unavailable(self, subnet_id: str) -> bool:
         """Whether ``subnet_id`` is marked and not yet expired."""
@@ -117,15 +131,27 @@ class UnavailableOfferings:
         """Why ``key`` is marked, while it is."""
         return self._reasons.get(key) if self._live(self._until, key) else None
 
+    def expire(self) -> None:
+        """Drop every entry whose deadline has passed (bumping ``generation`` if any):
+        a clock read and a compare until the earliest deadline comes."""
+        now = self._clock.monotonic()
+        if now < self._next_expiry:
+            return
+        dropped = _drop_due(self._until, now) + _drop_due(self._capacity_types, now)
+        dropped += _drop_due(self._subnets, now)
+        for key in [k for k in self._reasons if k not in self._until]:
+            del self._reasons[key]
+        self._next_expiry = min(
+            (d for t in (self._until, self._capacity_types, self._subnets) for d in t.values()),
+            default=math.inf,
+        )
+        if dropped:
+            self.generation += 1
+
     def snapshot(self) -> frozenset[OfferingKey]:
         """The offerings marked right now, one by one (expired entries are dropped;
         a marked capacity type is not expanded into offerings)."""
-        for key in list(self._until):
-            self._live(self._until, key)
-        for capacity_type in list(self._capacity_types):
-            self._live(self._capacity_types, capacity_type)
-        for subnet in list(self._subnets):
-            self._live(self._subnets, subnet)
+        self.expire()
         return frozenset(self._until)
 
     def marked(self) -> list[OfferingKey]:
@@ -146,3 +172,11 @@ class UnavailableOfferings:
             self._reasons.pop(key, None)
         self.generation += 1
         return False
+
+
+def _drop_due(table: dict[_K, float], now: float) -> int:
+    """Remove the entries of ``table`` whose deadline is not after ``now``; how many."""
+    due = [key for key, deadline in table.items() if deadline <= now]
+    for key in due:
+        del table[key]
+    return len(due)

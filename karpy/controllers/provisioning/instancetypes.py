@@ -88,7 +88,7 @@ class InstanceTypeCache:
         now = self._clock.monotonic()
         key = (nodepool.uid, nodepool.generation)
         entry = self._entries.get(nodepool.name)
-        unavailable = self._unavailable.snapshot()
+        self._unavailable.expire()  # cheap: the snapshot is taken only to rebuild
         seq = self._unavailable.generation
         overlays_seq = self._overlays.seq
         if (
@@ -101,10 +101,12 @@ class InstanceTypeCache:
             self.fetches += 1
             reserved = any(o.reserved for it in raw for o in it.offerings)
             entry = _Entry(key, now, raw, (), seq, overlays_seq, reserved)
-            entry.filtered = _filter(self._overlaid(nodepool, raw), unavailable)
+            entry.filtered = _filter(self._overlaid(nodepool, raw), self._unavailable.snapshot())
             self._entries[nodepool.name] = entry
         elif entry.unavailable_seq != seq or entry.overlays_seq != overlays_seq:
-            entry.filtered = _filter(self._overlaid(nodepool, entry.raw), unavailable)
+            entry.filtered = _filter(
+                self._overlaid(nodepool, entry.raw), self._unavailable.snapshot()
+            )
             entry.unavailable_seq = seq
             entry.overlays_seq = overlays_seq
         return entry

@@ -119,9 +119,7 @@ class Catalog:
         """Every instance type for ``shape``, with offerings marked unavailable where EC2
         does not offer them, no price is known, or the unavailable cache says so."""
         await self.refresh()
-        # a snapshot, so the build can run off the event loop without racing the caches;
-        # taking it expires what is due, which bumps the generation
-        marked = self._unavailable.snapshot()
+        self._unavailable.expire()  # what is due bumps the generation
         reservations = self.reservations
         stamp = (
             self._version,
@@ -131,6 +129,8 @@ class Catalog:
         cached = self._built.get(shape)
         if cached is not None and cached[0] == stamp:
             return cached[1]
+        # snapshots, so the build can run off the event loop without racing the caches
+        marked = self._unavailable.snapshot()
         slots = {
             s.id: reservations.available(s.id) if reservations is not None else 0
             for s in shape.reservations

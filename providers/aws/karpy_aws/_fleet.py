@@ -529,7 +529,7 @@ def fleet_outcome(
             continue
         if code == SUBNET_FULL_CODE and overrides.get("SubnetId"):
             # the subnet is out of addresses, not the zone out of capacity
-            unavailable.mark_subnet(str(overrides["SubnetId"]), reason=code)
+            unavailable.mark_subnet(str(overrides["SubnetId"]))
             continue
         if not is_unfulfillable_capacity(code):
             continue

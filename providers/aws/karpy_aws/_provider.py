@@ -425,7 +425,7 @@ class AWSCloudProvider:
         instance_types = self.overlays.apply(
             nodeclaim, await self.catalog.instance_types(NodeClassShape.of(node_class))
         )
-        self.unavailable.snapshot()  # expire what is due before the plan reads the cache
+        self.unavailable.expire()  # what is due, before the plan reads the cache
         plan = self._plans.plan(
             nodeclaim, node_class, instance_types, self.unavailable, now=time.monotonic()
         )
