@@ -225,7 +225,7 @@ class Operator:
                 client=manager.client,
                 cluster_name=opts.settings.cluster_name,
                 settings=dict(opts.provider_settings),
-                feature_gates=opts.settings.feature_gates.by_name(),
+                feature_gates=opts.settings.feature_gates.as_mapping(),
                 overlays=overlays,
             ),
         )

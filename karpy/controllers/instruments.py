@@ -149,9 +149,10 @@ class KarpenterMetrics:
             "or 'none' (no valid intersection).",
             ("controller", "zone"), registry=None,
         )
-        # Set when a solve starts and removed when it ends, as Karpenter's scheduler
-        # does; its value is read when /metrics is rendered (see
-        # ``Provisioner.schedule``), so a scrape during a solve sees how long it has run.
+        # Set when the provisioner's solve starts and removed when it ends (Karpenter's
+        # scheduler sets it for disruption's simulations too; karpy's what-if solves do
+        # not yet, as they record no scheduling_duration either); its value is read when
+        # /metrics is rendered (see ``Provisioner.schedule``).
         self.scheduler_unfinished_work = Gauge(
             "karpenter_scheduler_unfinished_work_seconds",
             "How many seconds of work has been done that is in progress and hasn't been "

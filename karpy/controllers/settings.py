@@ -36,11 +36,6 @@ class FeatureGates:
     capacity_buffer: bool = False
     """Headroom from ``autoscaling.x-k8s.io`` CapacityBuffers (Karpenter v1.14)."""
 
-    def by_name(self) -> dict[str, bool]:
-        """Every gate by Karpenter's name (``ReservedCapacity``), as a provider sees them
-        (:attr:`karpy.cloudprovider.ProviderContext.feature_gates`)."""
-        return {_camel(f.name): bool(getattr(self, f.name)) for f in fields(self)}
-
     @classmethod
     def parse(cls, text: str) -> FeatureGates:
         """Parse Karpenter's ``Name=true,Other=false`` form.
@@ -66,7 +61,8 @@ class FeatureGates:
         return cls(**values)
 
     def as_mapping(self) -> Mapping[str, bool]:
-        """The gates by their Karpenter names."""
+        """The gates by their Karpenter names (``ReservedCapacity``), as providers see them
+        (:attr:`karpy.cloudprovider.ProviderContext.feature_gates`)."""
         return {_camel(f.name): getattr(self, f.name) for f in fields(self)}
 
 

@@ -278,11 +278,8 @@ class Manager:
         try:
             await self.cache.wait_for_sync(self.cache_sync_timeout)
         except TimeoutError:
-            # named as their CRDs are (plural.group), which the hint asks about
-            missing = [
-                f"{i.kind.plural}.{i.kind.group}" if i.kind.group else i.kind.plural
-                for i in self.cache.informers() if not i.has_synced
-            ]
+            # named as their CRDs are, which the hint asks about
+            missing = [i.kind.resource for i in self.cache.informers() if not i.has_synced]
             raise CacheSyncTimeout(
                 f"caches did not sync within {self.cache_sync_timeout:g}s: {missing} "
                 "(is the CRD installed, and may this identity list and watch them?)"

@@ -10,10 +10,12 @@ implementation where it is declared (see the checks at the bottom of ``_fakeclie
 
 It is controller-runtime's ``client.Client``: a reader (``get``, ``list``) and a writer
 (``create``, ``update``, ``update_status``, ``patch``, ``patch_status``, ``apply``,
-``delete``). What only a connection to a real API server has (``list_page`` and
-``watch`` for informers, ``with_reader``/``with_write_gate`` for the manager,
-``api_client``, ``close``) stays on :class:`KubeClient`; :class:`ListerWatcher` names
-the two reads an informer needs, as client-go's ``cache.ListerWatcher`` does.
+``delete``). The rest is named apart: :class:`ListerWatcher`, the two reads an informer
+needs (``list_page``, ``watch``), as client-go's ``cache.ListerWatcher`` does;
+:class:`ManagerClient`, what a Manager needs besides (``with_reader``,
+``with_write_gate``), which the tools' read-only client implements too. What only a
+connection to a real API server has (``api_client``, ``with_own_connections``,
+``close``) stays on :class:`KubeClient`.
 
 In earlier karpy releases ``Client`` was the concrete class: constructing it
 (``Client(api_client)``, ``Client.from_kubeconfig()``, ``Client.in_cluster()``,

@@ -84,6 +84,12 @@ class Kind:
             kind is None or kind == self.kind
         )
 
+    @property
+    def resource(self) -> str:
+        """The resource as kubectl, RBAC and CRD names spell it: ``nodeclaims.karpenter.sh``,
+        ``pods`` for the core group."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
     def __str__(self) -> str:
         return f"{self.kind}.{self.group}" if self.group else self.kind
 

@@ -15,7 +15,7 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any, Final, TypeVar, cast
 
-from karpy.apis.pods import is_owned_by_daemonset
+from karpy.apis.pods import is_owned_by_daemonset, is_terminal, is_terminating
 from karpy.scheduling import resources as res
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.selectors import LabelMatcher, SelectorTerm
@@ -380,7 +380,6 @@ class Pod:
         """Parse a Kubernetes pod (as a dict with the API's camelCase keys)."""
         metadata = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
-        status = pod.get("status") or {}
         namespace = metadata.get("namespace") or "default"
         labels: Mapping[str, str] = metadata.get("labels") or {}
         # Most pods have few of the optional fields: each block is skipped when absent
@@ -418,7 +417,6 @@ class Pod:
         node_selector = spec.get("nodeSelector")
         tolerations = spec.get("tolerations")
         requests, limits = pod_resources(spec)
-        owners = metadata.get("ownerReferences")
         return cls(
             name=metadata.get("name") or "",
             namespace=namespace,
@@ -452,9 +450,9 @@ class Pod:
             host_ports=_host_ports(spec),
             volume_requirements=tuple(volume_requirements),
             node_name=spec.get("nodeName") or "",
-            is_daemon=is_owned_by_daemonset(pod) if owners else False,
-            terminal=status.get("phase") in ("Succeeded", "Failed"),
-            terminating=bool(metadata.get("deletionTimestamp")),
+            is_daemon=is_owned_by_daemonset(pod),
+            terminal=is_terminal(pod),
+            terminating=is_terminating(pod),
             raw=pod if keep_raw else None,
         )
 

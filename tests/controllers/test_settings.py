@@ -56,7 +56,7 @@ def test_static_capacity_and_capacity_buffer_gates() -> None:
 
 
 def test_the_gates_reach_providers_by_karpenters_names() -> None:
-    gates = FeatureGates.parse("ReservedCapacity=false,NodeRepair=true").by_name()
+    gates = FeatureGates.parse("ReservedCapacity=false,NodeRepair=true").as_mapping()
     assert gates["ReservedCapacity"] is False and gates["NodeRepair"] is True
     assert gates["SpotToSpotConsolidation"] is False  # Karpenter's default
     assert set(gates) == {"NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation",

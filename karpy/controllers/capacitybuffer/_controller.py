@@ -223,7 +223,7 @@ class CapacityBufferController:
             workload = await self._client.get(kind, ref.name, namespace=namespace)
         except errors.NotFound:
             raise _UnresolvedError(
-                "ScalableRefNotFound", f'{kind.plural}.{kind.group} "{ref.name}" not found'
+                "ScalableRefNotFound", f'{kind.resource} "{ref.name}" not found'
             ) from None
         workload_spec = workload.get("spec") or {}
         replicas = workload_spec.get("replicas")

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from karpy.apis import NodeClaim
-from karpy.apis.taints import TAINT_DISRUPTED, has_disrupted_taint
+from karpy.apis.taints import DISRUPTED_NO_SCHEDULE_TAINT, TAINT_DISRUPTED, has_disrupted_taint
 from karpy.apis.v1 import CONDITION_DISRUPTION_REASON
 from karpy.runtime import Client, errors
 from karpy.runtime.kinds import NODE
@@ -27,7 +27,9 @@ __all__ = [
     "set_disruption_reason",
 ]
 
-DISRUPTED_TAINT: dict[str, str] = {"key": TAINT_DISRUPTED, "effect": "NoSchedule"}
+DISRUPTED_TAINT: dict[str, str] = {
+    "key": TAINT_DISRUPTED, "effect": DISRUPTED_NO_SCHEDULE_TAINT.effect
+}
 
 
 def _taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from typing import Any, Final
 from karpy.apis.annotations import ANNOTATION_DO_NOT_DISRUPT
 from karpy.apis.duration import parse_duration
 from karpy.apis.pods import is_active, is_owned_by_daemonset, is_owned_by_node, is_terminal
-from karpy.apis.taints import TAINT_DISRUPTED
+from karpy.apis.taints import DISRUPTED_NO_SCHEDULE_TAINT
 from karpy.runtime import parse_time
 from karpy.scheduling.taints import NodeTaint, Toleration
 
@@ -39,7 +39,9 @@ CRITICAL_PRIORITY_CLASSES: Final = frozenset({"system-cluster-critical", "system
 #: A pod terminating this long past its deletion time is given up on (Karpenter: 1 min).
 STUCK_TERMINATING_AFTER: Final = timedelta(minutes=1)
 
-_DISRUPTED = NodeTaint(key=TAINT_DISRUPTED, effect="NoSchedule")
+_DISRUPTED = NodeTaint(
+    key=DISRUPTED_NO_SCHEDULE_TAINT.key, effect=DISRUPTED_NO_SCHEDULE_TAINT.effect
+)
 
 Pod = Mapping[str, Any]
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from karpy.apis.taints import TAINT_DISRUPTED, has_disrupted_taint
+from karpy.apis.taints import DISRUPTED_NO_SCHEDULE_TAINT, TAINT_DISRUPTED, has_disrupted_taint
 from karpy.controllers.indexes import Index
 from karpy.controllers.termination._eviction import EvictionQueue, needs_force_delete
 from karpy.controllers.termination._objects import pods_on_node
@@ -29,7 +29,7 @@ log = logging.getLogger("controller")
 
 #: Keeps the node out of load balancers' target groups while it drains.
 LABEL_EXCLUDE_BALANCERS: Final = "node.kubernetes.io/exclude-from-external-load-balancers"
-_EFFECT: Final = "NoSchedule"
+_EFFECT: Final = DISRUPTED_NO_SCHEDULE_TAINT.effect
 
 
 class DrainError(Exception):

@@ -255,7 +255,7 @@ async def take_snapshot(client: Client, *, source: str = "<cluster>") -> Snapsho
                 kind in optional and (kind.group, kind.kind) not in referenced
             ):
                 continue  # another provider's NodeClass, which no NodePool uses
-            resource = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
+            resource = kind.resource
             raise SnapshotError(
                 f"{source}: may not list {resource} (RBAC: grant get/list/watch on "
                 f"{resource}): {exc}"

@@ -313,7 +313,7 @@ async def open_view(
             cloud = await build_provider(name, ProviderContext(
                 client=client, cluster_name=settings.cluster_name,
                 settings=dict(provider_settings or {}),
-                feature_gates=settings.feature_gates.by_name(),
+                feature_gates=settings.feature_gates.as_mapping(),
                 overlays=store,
             ))
         except Exception as exc:
