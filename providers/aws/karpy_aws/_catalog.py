@@ -11,6 +11,7 @@ ready list.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -52,8 +53,11 @@ class Catalog:
         ttls: CatalogTTLs = CatalogTTLs(),
         monotonic: Callable[[], float] = time.monotonic,
         reservations: CapacityReservations | None = None,
+        reserved_capacity: bool = True,
     ) -> None:
         self._clients = clients
+        #: Karpenter's ReservedCapacity gate: off, no reserved offering is built
+        self.reserved_capacity = reserved_capacity
         self._settings = settings
         self.pricing = pricing
         self._unavailable = unavailable
@@ -119,6 +123,8 @@ class Catalog:
         """Every instance type for ``shape``, with offerings marked unavailable where EC2
         does not offer them, no price is known, or the unavailable cache says so."""
         await self.refresh()
+        if not self.reserved_capacity and shape.reservations:
+            shape = dataclasses.replace(shape, reservations=())
         self._unavailable.expire()  # what is due bumps the generation
         reservations = self.reservations
         stamp = (

@@ -105,13 +105,22 @@ def launch_tags(
 
 
 def nodeclaim_from_instance(
-    instance: Mapping[str, Any], instance_type: InstanceType | None, *, region: str
+    instance: Mapping[str, Any],
+    instance_type: InstanceType | None,
+    *,
+    region: str,
+    reserved_capacity: bool = True,
 ) -> NodeClaim:
-    """The NodeClaim ``get``/``list`` return for a described instance."""
+    """The NodeClaim ``get``/``list`` return for a described instance. With the
+    ReservedCapacity gate off, an instance EC2 placed in an open ODCR is on-demand, as
+    Karpenter AWS reads it then (no reservation labels, so nothing drifts)."""
     tags = {t["Key"]: t["Value"] for t in instance.get("Tags", [])}
     zone = instance.get("Placement", {}).get("AvailabilityZone", "")
     lifecycle = instance.get("InstanceLifecycle")
-    reservation = "" if lifecycle == "spot" else str(instance.get("CapacityReservationId") or "")
+    reservation = (
+        "" if lifecycle == "spot" or not reserved_capacity
+        else str(instance.get("CapacityReservationId") or "")
+    )
     capacity_type = (
         wk.CAPACITY_TYPE_SPOT
         if lifecycle == "spot"

@@ -193,9 +193,6 @@ class AWSCloudProvider:
         self.settings = settings
         #: the NodeOverlays in force, applied to the catalogue a launch plans from
         self.overlays: LaunchOverlays = overlays or NoOverlays()
-        #: Karpenter's ReservedCapacity gate: launch templates target reservations and
-        #: opt every other launch out of open ODCRs (Karpenter AWS's targeted launch mode)
-        self.reserved_capacity = reserved_capacity
         self.clients = clients
         #: what nodes are told about the cluster (endpoint, CA, service CIDR, DNS)
         self.cluster = cluster or ClusterDiscovery(clients, settings)
@@ -206,7 +203,8 @@ class AWSCloudProvider:
         #: capacity reservations and their slots left (see karpy_aws._reservations)
         self.reservations = CapacityReservations(clients)
         self.catalog = Catalog(
-            clients, settings, self.pricing, self.unavailable, reservations=self.reservations
+            clients, settings, self.pricing, self.unavailable, reservations=self.reservations,
+            reserved_capacity=reserved_capacity,
         )
         self.launch_templates = LaunchTemplates(clients, cluster_name=settings.cluster_name)
         # through a lambda, so a test (or benchmark) that wraps clients.ec2.create_fleet
@@ -231,6 +229,19 @@ class AWSCloudProvider:
         self._owns_clients = owns_clients
         #: Karpenter AWS's launch, termination and batcher metrics, once instrumented
         self.metrics: AWSMetrics | None = None
+
+    @property
+    def reserved_capacity(self) -> bool:
+        """Karpenter's ReservedCapacity gate (on by default). On: reserved offerings are
+        built from the EC2NodeClass's reservations, a launch into one targets it, every
+        other launch opts out of open ODCRs, and an instance in a reservation reads back
+        as ``reserved`` (Karpenter AWS's targeted launch mode). Off: none of that, and EC2
+        may place on-demand launches into open ODCRs (its open mode)."""
+        return self.catalog.reserved_capacity
+
+    @reserved_capacity.setter
+    def reserved_capacity(self, value: bool) -> None:
+        self.catalog.reserved_capacity = value
 
     def instrument(self, meter: Meter) -> None:
         """Record Karpenter AWS's own metrics (``_metrics``) with ``meter`` (the
@@ -583,7 +594,8 @@ class AWSCloudProvider:
             )
         await self.catalog.refresh()
         return nodeclaim_from_instance(
-            instance, self._instance_type_for(instance), region=self.settings.region
+            instance, self._instance_type_for(instance), region=self.settings.region,
+            reserved_capacity=self.reserved_capacity,
         )
 
     async def list(self) -> Sequence[NodeClaim]:
@@ -606,6 +618,7 @@ class AWSCloudProvider:
                                 instance,
                                 self._instance_type_for(instance),
                                 region=self.settings.region,
+                                reserved_capacity=self.reserved_capacity,
                             )
                         )
         return found

@@ -42,21 +42,22 @@ class ReservationExpirationController:
         self._client = client
 
     async def reconcile(self) -> Result:
-        """One pass over the NodeClaims in capacity reservations."""
+        """One pass over the NodeClaims in capacity blocks (an ODCR never expires)."""
         claims = [
             c
             for c in await self._client.list(NODE_CLAIM)
             if ((c.get("metadata") or {}).get("labels") or {}).get(
-                aws.LABEL_CAPACITY_RESERVATION_ID
-            )
+                aws.LABEL_CAPACITY_RESERVATION_TYPE
+            ) == "capacity-block"
         ]
         if not claims:
             return Result(requeue_after=EXPIRATION_INTERVAL)
         ids = sorted({c["metadata"]["labels"][aws.LABEL_CAPACITY_RESERVATION_ID] for c in claims})
         reservations = self._reservations
+        # the minute-old answers will do: a block's end does not move, and the window
+        # is 40 minutes
         described = await reservations.select(
-            [CapacityReservationSelectorTerm.model_validate({"id": rid}) for rid in ids],
-            fresh=True,
+            [CapacityReservationSelectorTerm.model_validate({"id": rid}) for rid in ids]
         )
         now = reservations.wall()
         expiring: set[str] = set()

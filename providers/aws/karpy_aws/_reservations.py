@@ -177,19 +177,15 @@ class CapacityReservations:
         self.generation = 0
 
     async def select(
-        self, terms: Sequence[CapacityReservationSelectorTerm], *, fresh: bool = False
+        self, terms: Sequence[CapacityReservationSelectorTerm]
     ) -> list[dict[str, Any]]:
-        """The active reservations the terms select, not yet ended, by ID; asked of EC2
-        again when ``fresh``, else reused for a minute."""
+        """The active reservations the terms select, not yet ended, by ID; each query's
+        answer is reused for a minute."""
         found: dict[str, dict[str, Any]] = {}
         async with self._lock:
             for query in queries_from_terms(terms):
                 cached = self._queries.get(query)
-                if (
-                    not fresh
-                    and cached is not None
-                    and self._monotonic() - cached[0] < QUERY_TTL
-                ):
+                if cached is not None and self._monotonic() - cached[0] < QUERY_TTL:
                     answer = cached[1]
                 else:
                     answer = await self._describe(query)
@@ -343,13 +339,9 @@ def next_reservation_change(
     requeues at the nearest end time)."""
     soonest = poll
     for reservation in reservations:
-        if reservation.end_time is None:
+        end = parse_time(reservation.end_time)
+        if end is None:
             continue
-        end = (
-            reservation.end_time
-            if reservation.end_time.tzinfo
-            else (reservation.end_time.replace(tzinfo=UTC))
-        )
         moments = [end]
         if reservation.reservation_type == "capacity-block":
             moments.append(end - EXPIRATION_WINDOW)

@@ -60,8 +60,10 @@ server shares this process, gaps in moto are filled *at the server*, never in ka
     ``DescribeCapacityReservations`` over the reservations a test adds with
     :meth:`FleetFaults.add_capacity_reservation` (by ``CapacityReservationIds``, an
     unknown one ``InvalidCapacityReservationId.NotFound``; filters ``state``,
-    ``owner-id``, ``instance-match-criteria``, ``tag:<key>``, ``tag-key``, any other
-    refused; ``MaxResults`` together with IDs refused, as EC2 does). A fleet whose
+    ``owner-id``, ``instance-match-criteria``, ``tag:<key>``, ``tag-key``: the ones
+    karpy sends; the others EC2 documents are not modelled and are refused, so a new
+    one is noticed rather than ignored; ``MaxResults`` together with IDs refused, as
+    EC2 does). A fleet whose
     template targets a reservation (``CapacityReservationSpecification``) is checked as
     EC2 checks it: the reservation must exist and be active (else
     ``InvalidCapacityReservationId.NotFound``), each override must name its instance type
@@ -69,7 +71,12 @@ server shares this process, gaps in moto are filled *at the server*, never in ka
     and target capacity type (``InvalidParameterCombination``); an override into a
     reservation with no instance left is refused with ``ReservationCapacityExceeded``,
     and a target beyond what the reservation has left launches only what it has left
-    (the rest reported with that error).
+    (the rest reported with that error). The ``capacity-block`` market or target capacity
+    type without a block targeted, and a preference other than
+    ``capacity-reservations-only`` beside a target, are refused
+    (``InvalidParameterCombination``). An untargeted on-demand launch whose template's
+    ``CapacityReservationPreference`` is not ``none`` lands in an active open ODCR of its
+    type and zone that has room, as EC2 places it (so opting out is tested, not assumed).
     A launch takes one of its ``AvailableInstanceCount``; terminating the instance gives
     it back. DescribeInstances reports such an instance's ``CapacityReservationId`` (and
     ``InstanceLifecycle: capacity-block`` in a block). Every CreateFleet request is kept
@@ -380,6 +387,14 @@ class FleetFaults:
                         reservation, data, config.get("Overrides", []), kwargs
                     )
                     config["_reservation"] = reservation["CapacityReservationId"]
+                else:
+                    _refuse_untargeted_capacity_block(data, kwargs)
+                    config["_opts_out"] = (
+                        (data.get("CapacityReservationSpecification") or {}).get(
+                            "CapacityReservationPreference"
+                        )
+                        == "none"
+                    )
                 group_id = (data.get("Placement") or {}).get("GroupId")
                 if group_id and not any(
                     g["GroupId"] == group_id for g in faults.placement_groups.values()
@@ -400,9 +415,11 @@ class FleetFaults:
             errors: list[dict[str, Any]] = []
             kept_configs = []
             reserved: dict[int, str] = {}  # index in kept_configs -> its reservation
+            opts_out: dict[int, bool] = {}  # index in kept_configs -> preference "none"
             for config in configs:
                 kept = []
                 rid = config.pop("_reservation", None)
+                none = config.pop("_opts_out", False)
                 for override in config.get("Overrides", []):
                     zone = override.get("AvailabilityZone", "")
                     full = override.get("SubnetId", "") in faults.full_subnets
@@ -452,6 +469,7 @@ class FleetFaults:
                         kept.append(override)
                 if kept:
                     kept_configs.append({**config, "Overrides": kept})
+                    opts_out[len(kept_configs) - 1] = none
                     if rid:
                         reserved[len(kept_configs) - 1] = rid
             faults._local.errors = errors
@@ -489,6 +507,10 @@ class FleetFaults:
             kwargs["target_capacity_specification"] = target
             fleet = original_backend(self_, *args, **kwargs)
             rid = first
+            if rid is None and fleet is not None and not opts_out.get(0, False):
+                # EC2 places an untargeted on-demand launch whose preference is open (or
+                # unset) into an active open ODCR of its type and zone that has room
+                _absorb_into_open_reservations(faults, fleet)
             if rid is not None and fleet is not None:
                 with faults._lock:
                     reservation = faults.capacity_reservations[rid]
@@ -686,6 +708,15 @@ def _refuse_invalid_reservation_launch(
                 f"{override.get('AvailabilityZone')} does not match capacity reservation "
                 f"{rid} ({reservation['InstanceType']} in {reservation['AvailabilityZone']}).",
             )
+    preference = (data.get("CapacityReservationSpecification") or {}).get(
+        "CapacityReservationPreference"
+    )
+    if preference not in (None, "capacity-reservations-only"):
+        raise EC2ClientError(
+            "InvalidParameterCombination",
+            f"CapacityReservationPreference {preference!r} cannot be combined with a "
+            "CapacityReservationTarget.",
+        )
     block = reservation["ReservationType"] == "capacity-block"
     market = (data.get("InstanceMarketOptions") or {}).get("MarketType")
     target = fleet["target_capacity_specification"].get("DefaultTargetCapacityType")
@@ -694,6 +725,40 @@ def _refuse_invalid_reservation_launch(
             "InvalidParameterCombination",
             f"Capacity reservation {rid} is a {reservation['ReservationType']} reservation; "
             f"the launch asks for market type {market!r} and target capacity type {target!r}.",
+        )
+
+
+def _absorb_into_open_reservations(faults: FleetFaults, fleet: Any) -> None:
+    with faults._lock:
+        for item in fleet.on_demand_instances:
+            instance = item["instance"]
+            zone = instance.availability_zone
+            for rid, reservation in faults.capacity_reservations.items():
+                if (
+                    reservation["InstanceMatchCriteria"] == "open"
+                    and reservation["State"] == "active"
+                    and reservation["ReservationType"] == "default"
+                    and reservation["InstanceType"] == instance.instance_type
+                    and reservation["AvailabilityZone"] == zone
+                    and int(reservation["AvailableInstanceCount"]) > 0
+                ):
+                    reservation["AvailableInstanceCount"] -= 1
+                    faults.reserved_instances[str(instance.id)] = rid
+                    instance.CapacityReservationId = rid
+                    break
+
+
+def _refuse_untargeted_capacity_block(data: dict[str, Any], fleet: dict[str, Any]) -> None:
+    """EC2 launches the capacity-block market type (or target capacity type) only into a
+    capacity block the template targets; and a reservation preference other than
+    ``capacity-reservations-only`` takes no target (checked where a target is set)."""
+    market = (data.get("InstanceMarketOptions") or {}).get("MarketType")
+    target = fleet["target_capacity_specification"].get("DefaultTargetCapacityType")
+    if "capacity-block" in (market, target):
+        raise EC2ClientError(
+            "InvalidParameterCombination",
+            f"Market type {market!r} and target capacity type {target!r} need a capacity "
+            "block targeted by the launch template's CapacityReservationSpecification.",
         )
 
 

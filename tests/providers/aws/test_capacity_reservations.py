@@ -16,6 +16,7 @@ import pytest
 from conftest import REGION, node_class_manifest
 from karpy_aws import AWSCloudProvider
 from karpy_aws._clients import AWSClients
+from karpy_aws._instances import nodeclaim_from_instance
 from karpy_aws._instancetypes import NodeClassShape
 from karpy_aws._interruption_handler import InterruptionHandler
 from karpy_aws._interruption_messages import CAPACITY_RESERVATION_INTERRUPTED, parse_message
@@ -537,8 +538,8 @@ async def test_an_on_demand_launch_opts_out_of_open_reservations_under_the_gate(
     # absorbs it behind the reserved offerings' count; with the gate off, nothing is set.
     faults: FleetFaults = aws_account.faults
     team = uuid.uuid4().hex[:8]
-    faults.add_capacity_reservation(TYPE, _zone(aws_account), count=2, match="open",
-                                    tags={"team": team})  # fmt: skip
+    open_odcr = faults.add_capacity_reservation(TYPE, _zone(aws_account), count=2,
+                                                match="open", tags={"team": team})  # fmt: skip
     name = f"od-{team}"
     provider, _ = await _provider_with(aws_settings, aws_clients, node_class_manifest(name))
     provider.reserved_capacity = gate
@@ -546,13 +547,51 @@ async def test_an_on_demand_launch_opts_out_of_open_reservations_under_the_gate(
     asked = make_nodeclaim(pool, requests={"cpu": "1"}, requirements=[
         {"key": wk.LABEL_CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
         {"key": wk.LABEL_INSTANCE_TYPE, "operator": "In", "values": [TYPE]},
+        {"key": wk.LABEL_ZONE, "operator": "In", "values": [_zone(aws_account)]},
     ])  # fmt: skip
     before = len(faults.requests)
-    await provider.create(asked)
+    launched = await provider.create(asked)
     (request,) = faults.requests[before:]
     (config,) = request["launch_template_configs"]
     data = _template_data(aws_account, config["LaunchTemplateSpecification"]["LaunchTemplateName"])
-    if gate:
-        assert data["CapacityReservationSpecification"] == {"CapacityReservationPreference": "none"}
-    else:
-        assert "CapacityReservationSpecification" not in data
+    instance_id = (launched.status.provider_id or "").rsplit("/", 1)[-1]
+    # (another test's open ODCR of the same type and zone may be the one EC2 picks)
+    absorbed = faults.reserved_instances.get(instance_id)
+    try:
+        if gate:
+            assert data["CapacityReservationSpecification"] == {
+                "CapacityReservationPreference": "none"
+            }
+            assert absorbed is None  # open ODCRs kept their slots for reserved launches
+            assert faults.capacity_reservations[open_odcr]["AvailableInstanceCount"] == 2
+        else:
+            assert "CapacityReservationSpecification" not in data
+            assert absorbed is not None  # EC2 placed the launch in an open ODCR
+        # either way karpy reads it back as on-demand
+        read = await provider.get(launched.status.provider_id or "")
+        assert read.metadata.labels[wk.LABEL_CAPACITY_TYPE] == "on-demand"
+    finally:
+        await provider.delete(launched)
+
+
+async def test_with_the_gate_off_no_reserved_offering_is_built_nor_read_back(
+    aws_account: Account, aws_settings: AWSSettings, aws_clients: AWSClients
+) -> None:
+    # FEATURE_GATES=ReservedCapacity=false: Karpenter AWS's open mode, end to end
+    faults: FleetFaults = aws_account.faults
+    team = uuid.uuid4().hex[:8]
+    rid = faults.add_capacity_reservation(TYPE, _zone(aws_account), count=2, tags={"team": team})
+    terms = [{"tags": {"team": team}}]
+    provider, node_class = await _provider_with(
+        aws_settings, aws_clients,
+        node_class_manifest(f"off-{team}", capacityReservationSelectorTerms=terms),
+    )  # fmt: skip
+    assert [o.reservation_id for _, o in await _reserved_offerings(provider, node_class)] == [rid]
+    provider.reserved_capacity = False
+    assert await _reserved_offerings(provider, node_class) == []
+    instance = {"InstanceId": "i-0123456789abcdef0", "InstanceType": TYPE,
+                "CapacityReservationId": rid, "Placement": {"AvailabilityZone": "us-east-1a"},
+                "Tags": []}  # fmt: skip
+    read = nodeclaim_from_instance(instance, None, region=REGION, reserved_capacity=False)
+    assert read.metadata.labels[wk.LABEL_CAPACITY_TYPE] == "on-demand"
+    assert aws.LABEL_CAPACITY_RESERVATION_ID not in read.metadata.labels
