@@ -7,9 +7,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Final, Literal, NewType, TypeAlias
 
-from karpy.apis import NodeClaim, NodePool
-from karpy.apis.model import CRDInfo
-from karpy.apis.v1alpha1 import NodeOverlay
 from karpy.runtime import Kind
 
 DriftReason = NewType("DriftReason", str)
@@ -48,17 +45,19 @@ NodeClassKind: TypeAlias = Kind
 ``namespaced=False`` (NodeClasses are cluster-scoped); write ``Kind(...)``. This name
 stays for providers written before the two descriptors were one."""
 
-
-def _kind_of(crd: CRDInfo) -> Kind:
-    # karpy.apis may not import the runtime (they are peers), so the Kind is made here
-    return Kind(group=crd.group, version=crd.version, plural=crd.plural, kind=crd.kind,
-                namespaced=crd.scope == "Namespaced")  # fmt: skip
-
-
-# From the API models' CRD descriptions, so the names and scope are written once.
-NODE_POOL: Final = _kind_of(NodePool.crd)
+NODE_POOL: Final = Kind(
+    group="karpenter.sh", version="v1", plural="nodepools", kind="NodePool", namespaced=False
+)
 """Karpenter's NodePool, for API calls and watches."""
-NODE_CLAIM: Final = _kind_of(NodeClaim.crd)
+NODE_CLAIM: Final = Kind(
+    group="karpenter.sh", version="v1", plural="nodeclaims", kind="NodeClaim", namespaced=False
+)
 """Karpenter's NodeClaim (providers read it too: interruption, garbage collection)."""
-NODE_OVERLAY: Final = _kind_of(NodeOverlay.crd)
+NODE_OVERLAY: Final = Kind(
+    group="karpenter.sh",
+    version="v1alpha1",
+    plural="nodeoverlays",
+    kind="NodeOverlay",
+    namespaced=False,
+)
 """Karpenter's NodeOverlay (feature gate NodeOverlay)."""

@@ -47,9 +47,10 @@ class Deps:
     NodePool templates, pending and moving pods, simulator options), built once and
     read by provisioning, disruption, the cost metrics and the nodeoverlay controller;
     its instance types apply :attr:`overlays`."""
-    overlays: OverlayStore = field(default_factory=OverlayStore)
+    overlays: OverlayStore
     """The NodeOverlays in force (kept by the nodeoverlay controller; empty with the
-    NodeOverlay gate off)."""
+    NodeOverlay gate off): the very store :attr:`scheduling` applies and the provider's
+    ``create`` was given, so it has no default (``operator.build_deps`` passes it)."""
     registration_health: RegistrationHealth = field(default_factory=RegistrationHealth)
     """Recent NodeClaim registrations per NodePool (NodeRegistrationHealthy), shared by
     the NodeClaim lifecycle and nodepool.registrationhealth."""

@@ -104,9 +104,6 @@ class SchedulingInputs:
         self.virtual_pods: VirtualPodSource | None = None
         """CapacityBuffer headroom, scheduled with the pending pods in every round
         (set by :mod:`karpy.controllers.capacitybuffer` behind its feature gate)."""
-        self.ready_pools = 0
-        """NodePools the last :meth:`templates` found ready (Karpenter's
-        ErrNodePoolsNotFound when none), whether or not they had instance types."""
         self._skipped_pools: dict[str, str] = {}
 
     # -- pods ----------------------------------------------------------------------------
@@ -182,15 +179,21 @@ class SchedulingInputs:
 
     # -- NodePools -----------------------------------------------------------------------
 
+    def ready_pools(self) -> int:
+        """How many NodePools are ready to provision for (not static), whether or not
+        they have instance types: none is Karpenter's ErrNodePoolsNotFound. Derived from
+        the cluster model each time, so the provisioner and disruption, which share these
+        inputs, never read each other's count."""
+        return sum(
+            1 for e in self.cluster.nodepools() if _unusable(e) is None and e.replicas is None
+        )
+
     async def templates(self) -> list[NodePoolTemplate]:
         """The simulator's view of every usable NodePool (ready, valid, with instance
         types), heaviest first; skipped pools are logged once per reason."""
         templates = []
-        self.ready_pools = 0
         for entry in self.cluster.nodepools():
             reason = _unusable(entry)
-            if reason is None and entry.replicas is None:
-                self.ready_pools += 1
             if entry.replicas is not None:
                 # Static: its nodes are karpy.controllers.static's, never pods'. Without
                 # the gate nothing acts on spec.replicas: say so rather than stay silent.

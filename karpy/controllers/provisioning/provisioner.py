@@ -199,7 +199,7 @@ class Provisioner:
             extra={"pending-pods": len(pending), "deleting-pods": len(deleting)},
         )
         templates = await self.inputs.templates()
-        if not templates and not self.inputs.ready_pools:
+        if not templates and not self.inputs.ready_pools():
             log.info("no nodepools found")
             # a verdict all the same: nowhere to go (Karpenter marks them failed too)
             self._mark_decisions(failed=self.inputs.real(pending), placed=())

@@ -202,7 +202,8 @@ def test_heartbeats_do_not_wake_the_controller_but_condition_changes_do() -> Non
 def test_the_controller_exists_only_behind_the_node_repair_gate() -> None:
     off = Deps(manager=None, client=None, cloud_provider=None, cluster=None,  # type: ignore[arg-type]
                unavailable_offerings=None, recorder=None, clock=None,  # type: ignore[arg-type]
-               settings=Settings(), metrics=None, scheduling=None)  # type: ignore[arg-type]
+               settings=Settings(), metrics=None, scheduling=None,  # type: ignore[arg-type]
+               overlays=None)  # type: ignore[arg-type]
     nodehealth.register(off)  # touches nothing: the manager is not even there
     on = Deps(**{**{f: getattr(off, f) for f in off.__dataclass_fields__},  # type: ignore[arg-type]
                  "settings": Settings(feature_gates=FeatureGates(node_repair=True))})
