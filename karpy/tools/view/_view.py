@@ -295,11 +295,11 @@ async def open_view(
         inner = await _connect(source)
         pools = []
     base = ReadOnlyClient(inner, owns=not isinstance(source, Snapshot), tool="karpy view")
+    # The operator's own wiring on a manager that never runs (no servers, no leader
+    # election): only its cache is run, by _running.
+    manager = Manager(base, metrics_bind_address="0", health_probe_bind_address="0",
+                      clock=clock)
     try:
-        # The operator's own wiring on a manager that never runs (no servers, no leader
-        # election): only its cache is run, by _running.
-        manager = Manager(base, metrics_bind_address="0", health_probe_bind_address="0",
-                          clock=clock)
         cache = manager.cache
         client = base.with_reader(cache)
         if provider is None and not pools and not isinstance(source, Snapshot):
@@ -349,6 +349,7 @@ async def open_view(
         finally:
             await close_provider(cloud)
     finally:
+        manager.metrics.shutdown()  # its meter provider, which nothing reads
         await base.close()
 
 
