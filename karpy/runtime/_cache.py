@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ._client import Selector
@@ -51,8 +51,10 @@ class Cache:
         namespace: str | None = None,
         by_kind: Mapping[Kind, InformerOptions] | None = None,
         strip_managed_fields: bool = True,
+        on_handler_error: Callable[[str, str], None] | None = None,
     ) -> None:
         self._client = client
+        self._on_handler_error = on_handler_error
         self._namespace = namespace
         self._by_kind = dict(by_kind or {})
         self._strip = strip_managed_fields
@@ -83,6 +85,7 @@ class Cache:
                 field_selector=options.field_selector,
                 indexers=options.indexers,
                 strip_managed_fields=self._strip,
+                on_handler_error=self._on_handler_error,
             )
             self._informers[kind] = informer
             self._created.set()

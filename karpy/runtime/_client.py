@@ -84,6 +84,7 @@ from .errors import (
     ClientError,
     RequestTimeout,
     TransportError,
+    WatchIdle,
     api_error_from_response,
 )
 from .kinds import Kind
@@ -687,8 +688,8 @@ class KubeClient:
         """Stream change events (read-only objects) from ``resource_version`` onwards.
 
         The server ends the stream after ``timeout_seconds``; if nothing at all arrives
-        for ``inactivity_timeout`` seconds (a half-open connection) this raises
-        :class:`errors.RequestTimeout`. An in-stream ERROR event is raised as its
+        for ``inactivity_timeout`` seconds (a half-open connection, or just a quiet kind)
+        this raises :class:`errors.WatchIdle`. An in-stream ERROR event is raised as its
         :class:`errors.ApiError` (410 → :class:`errors.Gone`). Use with
         ``contextlib.aclosing`` so the connection is released when you stop early.
         """
@@ -960,7 +961,7 @@ async def _lines(
             async with asyncio.timeout(inactivity_timeout):
                 chunk = await content.readany()
         except TimeoutError as exc:
-            raise RequestTimeout(
+            raise WatchIdle(
                 f"watch {path}: nothing received for {inactivity_timeout:g}s"
             ) from exc
         except (aiohttp.ClientError, OSError) as exc:

@@ -11,6 +11,27 @@ caught by the inactivity watchdog) reconnects after a jittered, growing backoff.
 Handlers are called synchronously, in event order, on the informer's task. A handler
 added late (after the first list) first receives every cached object as an add, as
 client-go does, so a controller started after leadership is won misses nothing.
+
+A handler that raises has not taken the event in, and the API server will not send it
+again until the object changes: left there, whatever the handler feeds (the cluster
+model) would differ from the cache until then. So the informer keeps the failed
+delivery per (handler, object) and delivers it again after a growing delay (0.5 s
+doubling to 60 s, until it is taken). A later event for the same object replaces it: if
+that one is taken, the handler is in step again and nothing is redelivered. Each failure
+is counted through ``on_handler_error(kind, handler_method)`` (the manager counts it as
+``karpy_informer_handler_errors_total``). client-go has no such path: its handlers'
+panics crash the process (``HandleCrash``), which loses nothing but takes the whole
+operator down for one bad object.
+
+The watch's inactivity watchdog (``inactivity_timeout``, 120 s) is not a failure: the API
+server sends bookmarks only once its watch cache has seen a change of that kind, so a
+kind that has not changed since the server started (Namespaces, StorageClasses on a quiet
+cluster) legitimately sends nothing for longer. The informer then opens a new watch from
+the last resourceVersion, quietly (debug log, no backoff): a half-open connection is
+replaced by a fresh one all the same, and a real outage shows up as a failed reconnect.
+client-go's reflector likewise treats a watch that ends without error as routine and
+re-watches; it finds half-open connections through HTTP/2 pings instead of a watchdog
+(k8s.io/client-go v0.34 tools/cache/reflector.go, rest/transport).
 """
 
 from __future__ import annotations
@@ -19,7 +40,8 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ._backoff import Backoff
@@ -28,7 +50,7 @@ from ._objects import FrozenDict, Object
 from ._predicates import EventHandler
 from ._protocol import ListerWatcher
 from ._store import INDEX_NAMESPACE, IndexFunc, Store, index_by_namespace, object_key
-from .errors import Gone
+from .errors import Gone, WatchIdle
 from .kinds import Kind
 
 __all__ = ["HandlerRegistration", "Informer"]
@@ -36,13 +58,29 @@ __all__ = ["HandlerRegistration", "Informer"]
 log = logging.getLogger("karpy.runtime.informer")
 
 
+_RETRY_INITIAL = 0.5
+_RETRY_MAXIMUM = 60.0
+
+
+@dataclass(slots=True)
+class _Failed:
+    """A delivery a handler raised on, kept to be delivered again."""
+
+    method: str
+    args: tuple[Object, ...]
+    attempts: int
+    timer: asyncio.TimerHandle | None = None
+
+
 class HandlerRegistration:
     """Returned by :meth:`Informer.add_handler`; pass it to ``remove_handler``."""
 
-    __slots__ = ("handler",)
+    __slots__ = ("failed", "handler")
 
     def __init__(self, handler: EventHandler) -> None:
         self.handler = handler
+        self.failed: dict[str, _Failed] = {}
+        """Object key -> the newest delivery this handler raised on (see module docs)."""
 
 
 def _strip_managed_fields(obj: Object) -> Object:
@@ -81,6 +119,7 @@ class Informer:
         watch_timeout: tuple[int, int] = (300, 600),
         inactivity_timeout: float = 120.0,
         backoff: Backoff | None = None,
+        on_handler_error: Callable[[str, str], None] | None = None,
     ) -> None:
         self.client = client
         self.kind = kind
@@ -102,8 +141,11 @@ class Informer:
         self._rv_override: str | None = None
         self._watch_scope: asyncio.Timeout | None = None
         self._running = False
+        self._on_handler_error = on_handler_error
         self.relists = 0
         """How many times the informer listed (1 after the first sync; +1 per 410 Gone)."""
+        self.handler_errors = 0
+        """How many deliveries a handler raised on (each retry that fails counts again)."""
 
     def __repr__(self) -> str:
         return f"Informer({self.kind}, namespace={self.namespace!r})"
@@ -140,16 +182,72 @@ class Informer:
         return registration
 
     def remove_handler(self, registration: HandlerRegistration) -> None:
-        """Stop delivering events to a handler. Idempotent."""
+        """Stop delivering events to a handler (and drop its pending retries). Idempotent."""
         with contextlib.suppress(ValueError):
             self._handlers.remove(registration)
+        for failed in registration.failed.values():
+            if failed.timer is not None:
+                failed.timer.cancel()
+        registration.failed.clear()
+
+    @property
+    def pending_retries(self) -> int:
+        """Deliveries a handler raised on that are still to be delivered again."""
+        return sum(len(r.failed) for r in self._handlers)
 
     def _call(self, registration: HandlerRegistration, method: str, *args: Object) -> None:
+        key = object_key(args[-1])
+        previous = registration.failed.pop(key, None)
+        if previous is not None and previous.timer is not None:
+            previous.timer.cancel()  # this delivery is newer: it replaces the failed one
         try:
             getattr(registration.handler, method)(*args)
         except Exception:
-            # One faulty handler must not stop the informer or starve other handlers.
-            log.exception("event handler failed", extra={"kind": str(self.kind), "handler": method})
+            # One faulty handler must not stop the informer or starve other handlers;
+            # the delivery is kept and retried so the handler does not silently diverge.
+            attempts = 1 if previous is None else previous.attempts + 1
+            self.handler_errors += 1
+            if self._on_handler_error is not None:
+                self._on_handler_error(str(self.kind), method)
+            extra = {"kind": str(self.kind), "handler": method, "object": key,
+                     "attempts": attempts}  # fmt: skip
+            if attempts == 1:
+                log.exception("event handler failed, will retry", extra=extra)
+            else:
+                log.debug("event handler failed again", extra=extra, exc_info=True)
+            failed = _Failed(method, args, attempts)
+            registration.failed[key] = failed
+            self._schedule_retry(registration, key, failed)
+
+    def _schedule_retry(self, registration: HandlerRegistration, key: str,
+                        failed: _Failed) -> None:
+        if not self._running:
+            return  # kept; run() schedules it when the informer starts (again)
+        delay = min(_RETRY_MAXIMUM, _RETRY_INITIAL * 2.0 ** (failed.attempts - 1))
+        failed.timer = asyncio.get_running_loop().call_later(
+            delay, self._retry, registration, key
+        )
+
+    def _retry(self, registration: HandlerRegistration, key: str) -> None:
+        failed = registration.failed.get(key)
+        if failed is None or registration not in self._handlers:
+            return
+        failed.timer = None
+        # _call pops the entry and keeps the attempt count if the handler raises again.
+        self._call(registration, failed.method, *failed.args)
+
+    def _start_retries(self) -> None:
+        for registration in self._handlers:
+            for key, failed in registration.failed.items():
+                if failed.timer is None:
+                    self._schedule_retry(registration, key, failed)
+
+    def _stop_retries(self) -> None:
+        for registration in self._handlers:
+            for failed in registration.failed.values():
+                if failed.timer is not None:
+                    failed.timer.cancel()
+                    failed.timer = None
 
     def _emit(self, method: str, *args: Object) -> None:
         for registration in list(self._handlers):
@@ -174,9 +272,11 @@ class Informer:
             raise RuntimeError(f"{self!r} is already running")
         self._running = True
         try:
+            self._start_retries()
             await self._loop()
         finally:
             self._running = False
+            self._stop_retries()
 
     async def _loop(self) -> None:
         while True:
@@ -187,6 +287,10 @@ class Informer:
                     await self._list_and_replace()
                     self._backoff.reset()
                 await self._watch()
+            except WatchIdle as exc:
+                # Quiet, not broken (see the module docstring): watch again at once.
+                log.debug("watch idle, watching again",
+                          extra={"kind": str(self.kind), "reason": str(exc)})
             except Gone as exc:
                 log.info(
                     "watch expired, relisting",

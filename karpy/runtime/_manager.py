@@ -94,7 +94,12 @@ class Manager:
         self.metrics = metrics or Metrics()
         if isinstance(client, KubeClient):  # the others send no requests of their own to count
             client._count_requests_in(self.metrics.client)
-        self.cache = Cache(client, namespace=namespace, by_kind=cache_options)
+        self.cache = Cache(
+            client,
+            namespace=namespace,
+            by_kind=cache_options,
+            on_handler_error=self.metrics.informer_handler_error,
+        )
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout
         # The elector keeps the ungated client: it must write the Lease to get it.

@@ -144,6 +144,19 @@ class Metrics:
             "'name' is the string used to identify the lease. Please make sure to group "
             "by name.",
         )
+        # karpy's own (neither Karpenter nor controller-runtime has one: client-go's
+        # handlers that panic crash the process). See _informer for the retry it counts.
+        self._handler_errors = meter.create_counter(
+            "karpy_informer_handler_errors_total",
+            description="Total number of informer events an event handler raised on "
+            "(each is delivered again until taken), by kind and handler method",
+        )
+        self._events_dropped = meter.create_counter(
+            "karpy_events_dropped_total",
+            description="Total number of Kubernetes Events not written, by component and "
+            "cause (rate_limited: over the object's budget; queue_full: the writer fell "
+            "behind; write_failed: the API server refused it)",
+        )
         self._queues = QueueCollector()
         self.registry.register(self._queues)
         self.client = ClientMetrics(self.registry)
@@ -183,6 +196,15 @@ class Metrics:
         Asking again for the same name (a restarted controller's new queue) returns the
         same recorder, so its counters keep counting."""
         return self._queues.recorder(name, queue)
+
+    def informer_handler_error(self, kind: str, handler: str) -> None:
+        """Count one delivery an informer's event handler raised on
+        (karpy_informer_handler_errors_total{kind, handler})."""
+        self._handler_errors.add(1, {"kind": kind, "handler": handler})
+
+    def event_dropped(self, component: str, cause: str) -> None:
+        """Count one Event not written (karpy_events_dropped_total{component, cause})."""
+        self._events_dropped.add(1, {"component": component, "cause": cause})
 
     def leader(self, lease: str, is_leader: bool) -> None:
         """Set leader_election_master_status{name=lease} to 1 or back to 0."""

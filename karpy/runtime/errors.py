@@ -9,6 +9,7 @@ The tree::
     ├── ClientError               raised *by Client* for a request that did not succeed
     │   ├── TransportError        no HTTP answer: connection refused/reset, TLS, timeout
     │   │   └── RequestTimeout    the request's own timeout expired
+    │   │       └── WatchIdle     a watch received nothing for its inactivity timeout
     │   ├── NotLeader             a write refused (or cut off) because the leader lease is lost
     │   └── ApiError              the API server answered with a non-2xx status
     │       ├── BadRequest        400
@@ -64,6 +65,7 @@ __all__ = [
     "TooManyRequests",
     "TransportError",
     "Unauthorized",
+    "WatchIdle",
     "api_error_from_response",
 ]
 
@@ -106,6 +108,13 @@ class TransportError(ClientError):
 
 class RequestTimeout(TransportError):  # noqa: N818
     """The request's timeout (``KubeClient(timeout=...)`` or per call) expired."""
+
+
+class WatchIdle(RequestTimeout):
+    """A watch received nothing at all (no event, no bookmark) for its inactivity
+    timeout. Not necessarily a fault: the API server sends no bookmarks for a kind its
+    watch cache has seen no change of, so a quiet kind's healthy watch is silent too. The
+    informer simply watches again from its last resourceVersion."""
 
 
 class NotLeader(ClientError):  # noqa: N818

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -161,3 +162,104 @@ async def test_a_failing_handler_does_not_stop_the_informer(
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert seen == ["b"] and len(informer.store) == 2
+
+
+async def test_a_delivery_a_handler_raised_on_is_delivered_again(
+    stub: tuple[StubServer, KubeClient],
+) -> None:
+    # Without the retry the handler never learns of "a" (until "a" changes), so whatever
+    # it feeds (the cluster model) silently lacks it.
+    server, client = stub
+    server.lists = [(10, [_cm("a", 1), _cm("b", 2)])]
+    seen: list[str] = []
+    failures = {"a": 2}
+    counted: list[tuple[str, str]] = []
+
+    def flaky(obj: Any) -> None:
+        name = obj["metadata"]["name"]
+        if failures.get(name, 0) > 0:
+            failures[name] -= 1
+            raise RuntimeError("handler bug")
+        seen.append(name)
+
+    informer = Informer(
+        client, kinds.CONFIG_MAP, inactivity_timeout=30,
+        on_handler_error=lambda kind, method: counted.append((kind, method)),
+    )  # fmt: skip
+    informer.add_handler(FuncHandler(add=flaky))
+    task = asyncio.create_task(informer.run())
+    await eventually(lambda: "a" in seen, within=5)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert seen == ["b", "a"]
+    assert informer.handler_errors == 2 and informer.pending_retries == 0
+    assert counted == [(str(kinds.CONFIG_MAP), "on_add")] * 2
+
+
+async def test_a_newer_event_taken_replaces_the_failed_delivery(
+    stub: tuple[StubServer, KubeClient],
+) -> None:
+    server, client = stub
+    server.lists = [(10, [_cm("a", 1)])]
+    server.watches = [[{"type": "MODIFIED", "object": _cm("a", 11)}, "hang"]]
+    updates: list[str] = []
+
+    def add(obj: Any) -> None:
+        raise RuntimeError("handler bug")
+
+    informer = Informer(client, kinds.CONFIG_MAP, inactivity_timeout=30)
+    informer.add_handler(
+        FuncHandler(add=add, update=lambda o, n: updates.append(n["metadata"]["resourceVersion"]))
+    )
+    task = asyncio.create_task(informer.run())
+    await eventually(lambda: updates == ["11"])
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    # The update was taken: the handler is in step, the stale add is not redelivered.
+    assert informer.pending_retries == 0 and informer.handler_errors == 1
+
+
+async def test_a_failed_delivery_counts_in_the_managers_metric(
+    stub: tuple[StubServer, KubeClient],
+) -> None:
+    from karpy.runtime.telemetry import Metrics
+
+    server, client = stub
+    server.lists = [(10, [_cm("a", 1)])]
+    metrics = Metrics()
+    informer = Informer(client, kinds.CONFIG_MAP, on_handler_error=metrics.informer_handler_error)
+
+    def add(obj: Any) -> None:
+        raise RuntimeError("handler bug")
+
+    informer.add_handler(FuncHandler(add=add))
+    task = asyncio.create_task(informer.run())
+    await informer.wait_for_sync(5)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    text = metrics.render().decode()
+    metrics.shutdown()
+    assert 'karpy_informer_handler_errors_total{handler="on_add",kind="' in text
+    series = "karpy_informer_handler_errors_total{"
+    line = next(x for x in text.splitlines() if x.startswith(series))
+    assert line.endswith(" 1.0")
+
+
+async def test_a_quiet_watch_is_renewed_without_a_warning(
+    stub: tuple[StubServer, KubeClient], caplog: pytest.LogCaptureFixture
+) -> None:
+    # A kind that does not change gets no bookmarks from a fresh API server's watch
+    # cache: the silent watch is healthy, and client-go says nothing about it either.
+    server, client = stub
+    server.lists = [(10, [])]
+    server.watches = [["hang"], ["hang"], ["hang"]]
+    informer = _informer(client)
+    caplog.set_level(logging.DEBUG, logger="karpy.runtime.informer")
+    task = asyncio.create_task(informer.run())
+    await eventually(lambda: len(server.watch_rvs) >= 3)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert server.watch_rvs[:3] == ["10", "10", "10"] and server.list_calls == 1
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == []
+    assert any(r.getMessage() == "watch idle, watching again" for r in caplog.records)
