@@ -4,19 +4,20 @@ controller would have said without writing to a cluster.
 
 It is a real ``EventRecorder`` (a controller typed against one accepts it without a
 cast) whose :meth:`~FakeEventRecorder.event` keeps a :class:`RecordedEvent` instead of
-queueing a write. What it does **not** do: write Events anywhere, de-duplicate repeats
-into a count or drop an object's spam (the real recorder does both when it writes), so
-:attr:`~FakeEventRecorder.events` holds every call, in order.
+queueing a write. What it does **not** do: write Events anywhere, drop events by their
+dedupe key, de-duplicate repeats into a count or drop an object's spam (the real
+recorder does all three), so :attr:`~FakeEventRecorder.events` holds every call, in
+order, with the dedupe values it was given (so a test can check them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ._clock import Clock
-from ._events import EventRecorder
+from ._events import DEDUPE_TIMEOUT, EventRecorder
 from ._fakeclient import FakeClient
 
 __all__ = ["FakeEventRecorder", "RecordedEvent"]
@@ -32,6 +33,7 @@ class RecordedEvent:
     type: str
     reason: str
     message: str
+    dedupe_values: tuple[str, ...] = ()
 
 
 class FakeEventRecorder(EventRecorder):
@@ -42,12 +44,15 @@ class FakeEventRecorder(EventRecorder):
         self.events: list[RecordedEvent] = []
         """Every event recorded, in order (repeats included)."""
 
-    def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+    def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str, *,
+              dedupe_values: Sequence[str] = (),
+              dedupe_timeout: float = DEDUPE_TIMEOUT) -> None:
         """Keep the event."""
         meta = obj.get("metadata") or {}
         self.events.append(RecordedEvent(
             kind=str(obj.get("kind", "")), namespace=str(meta.get("namespace") or ""),
             name=str(meta.get("name", "")), type=type_, reason=reason, message=message,
+            dedupe_values=tuple(dedupe_values),
         ))  # fmt: skip
 
     def reasons(self, name: str | None = None) -> list[str]:

@@ -184,7 +184,12 @@ class Manager:
         """The EventRecorder writing Events with ``source.component = component``."""
         recorder = self._recorders.get(component)
         if recorder is None:
-            recorder = EventRecorder(self.api_client, component=component, clock=self.clock)
+            recorder = EventRecorder(
+                self.api_client,
+                component=component,
+                clock=self.clock,
+                on_drop=self.metrics.event_dropped,
+            )
             self._recorders[component] = recorder
             self.add(recorder, name=f"events:{component}", needs_leader_election=False)
         return recorder

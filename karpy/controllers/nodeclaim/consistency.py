@@ -130,7 +130,8 @@ class Consistency:
             issues = node_shape_issues(stored, node)
             for issue in issues:
                 log.info("failed consistency check", extra={"issue": issue})
-                self._recorder.warning(stored, "FailedConsistencyCheck", issue)
+                self._recorder.warning(stored, "FailedConsistencyCheck", issue,
+                                       dedupe_values=(str(uid), issue))
             return await self._write_condition(stored, issues, uid)
 
     async def _write_condition(

@@ -1,5 +1,8 @@
-"""The Events termination records, with Karpenter's reasons and messages, so that
-``kubectl describe node`` and ``kubectl get events`` read as they do under Karpenter."""
+"""The Events termination records, with Karpenter's reasons, messages and dedupe values
+(the pod's or node's name, as pkg/controllers/node/termination/terminator/events at
+v1.14.1), so that ``kubectl describe node`` and ``kubectl get events`` read as they do
+under Karpenter: one FailedDraining per node per 2 minutes however many evictions a PDB
+refuses, not one per refusal."""
 
 from __future__ import annotations
 
@@ -35,12 +38,15 @@ Obj = Mapping[str, Any]
 class Recorder(Protocol):
     """What termination needs of an event recorder (``karpy.runtime.EventRecorder``)."""
 
-    def normal(self, obj: Obj, reason: str, message: str) -> None:
-        """Record a Normal event about ``obj``."""
+    def normal(self, obj: Obj, reason: str, message: str, *,
+               dedupe_values: Sequence[str] = ()) -> None:
+        """Record a Normal event about ``obj`` (dropped while one of the same reason and
+        ``dedupe_values`` was recorded in the last 2 minutes)."""
         ...
 
-    def warning(self, obj: Obj, reason: str, message: str) -> None:
-        """Record a Warning event about ``obj``."""
+    def warning(self, obj: Obj, reason: str, message: str, *,
+                dedupe_values: Sequence[str] = ()) -> None:
+        """Record a Warning event about ``obj`` (dedupe as :meth:`normal`)."""
         ...
 
 
@@ -58,7 +64,7 @@ def go_time(when: datetime) -> str:
 
 def evicted(recorder: Recorder, pod: Obj, reason: str) -> None:
     """A pod was evicted through the Eviction API."""
-    recorder.normal(pod, REASON_EVICTED, f"Evicted pod: {reason}")
+    recorder.normal(pod, REASON_EVICTED, f"Evicted pod: {reason}", dedupe_values=(_name(pod),))
 
 
 def disrupt_pod_delete(
@@ -73,12 +79,14 @@ def disrupt_pod_delete(
         f"the node. The pod was granted {grace_seconds} seconds of grace-period of its "
         f"{pod_grace} terminationGracePeriodSeconds. This bypasses the PDB of the pod and the "
         "do-not-disrupt annotation.",
+        dedupe_values=(_name(pod),),
     )
 
 
 def failed_to_drain(recorder: Recorder, node: Obj, error: str) -> None:
     """The node still holds pods waiting to be evicted, or an eviction was refused."""
-    recorder.warning(node, REASON_FAILED_DRAINING, f"Failed to drain node, {error}")
+    recorder.warning(node, REASON_FAILED_DRAINING, f"Failed to drain node, {error}",
+                     dedupe_values=(_name(node),))
 
 
 def awaiting_volume_detachment(recorder: Recorder, node: Obj, names: Sequence[str]) -> None:
@@ -86,10 +94,15 @@ def awaiting_volume_detachment(recorder: Recorder, node: Obj, names: Sequence[st
     recorder.normal(
         node, REASON_AWAITING_VOLUME_DETACHMENT,
         f"Awaiting deletion of bound volumeattachments ({pretty_slice(names, 5)})",
+        dedupe_values=(_name(node),),
     )
 
 
 def termination_grace_period_expiring(recorder: Recorder, obj: Obj, when: str) -> None:
     """The NodeClaim's terminationGracePeriod ends at ``when`` (RFC 3339)."""
     recorder.warning(obj, REASON_TERMINATION_GRACE_PERIOD_EXPIRING,
-                     f"All pods will be deleted by {when}")
+                     f"All pods will be deleted by {when}", dedupe_values=(_name(obj),))
+
+
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")

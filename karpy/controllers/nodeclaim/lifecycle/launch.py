@@ -124,6 +124,7 @@ class Launch:
                 nodeclaim.to_dict(),
                 REASON_INSUFFICIENT_CAPACITY,
                 f"NodeClaim {nodeclaim.metadata.name} event: {truncate_message(str(err))}",
+                dedupe_values=(str(nodeclaim.metadata.uid or nodeclaim.metadata.name),),
             )
             log.error("failed launching nodeclaim", extra={"error": str(err)})
             await self._delete(nodeclaim, "insufficient_capacity")
@@ -133,6 +134,7 @@ class Launch:
                 nodeclaim.to_dict(),
                 REASON_NODE_CLASS_NOT_READY,
                 f"NodeClaim {nodeclaim.metadata.name} event: {truncate_message(str(err))}",
+                dedupe_values=(str(nodeclaim.metadata.uid or nodeclaim.metadata.name),),
             )
             log.error("failed launching nodeclaim", extra={"error": str(err)})
             await self._delete(nodeclaim, "nodeclass_not_ready")

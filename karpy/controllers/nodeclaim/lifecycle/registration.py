@@ -128,6 +128,7 @@ class Registration:
                 REASON_UNREGISTERED_TAINT_MISSING,
                 f"Missing {TAINT_UNREGISTERED} taint which prevents registration related "
                 "race conditions on Karpenter-managed nodes",
+                dedupe_values=(str(nodeclaim.metadata.uid or nodeclaim.metadata.name),),
             )
         try:
             await self._patch_node(stored, _registered(nodeclaim, node))
