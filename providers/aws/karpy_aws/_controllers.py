@@ -9,7 +9,10 @@ on karpy.runtime only:
 * ``interruption.instancestatus`` — every minute, DescribeInstanceStatus health checks
   (:mod:`karpy_aws._instancestatus`), always, as in Karpenter;
 * ``capacityreservation.expiration`` — every minute, drains the nodes of capacity blocks
-  about to end (:mod:`karpy_aws._reservation_expiration`).
+  about to end (:mod:`karpy_aws._reservation_expiration`);
+* ``nodeclaim.tagging`` — writes each launched instance's ``Name``,
+  ``karpenter.sh/nodeclaim`` and ``eks:eks-cluster-name`` tags until they are, then marks
+  the NodeClaim ``karpenter.k8s.aws/tagged`` (:mod:`karpy_aws._tagging`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from typing import Final, Protocol
 
 from opentelemetry.metrics import Meter
 
-from karpy.runtime import Manager, Result
+from karpy.cloudprovider import NODE_CLAIM
+from karpy.runtime import Manager, Result, predicate_from
 from karpy_aws._instancestatus import INSTANCE_STATUS_INTERVAL, InstanceStatusController
 from karpy_aws._interruption import InterruptionController
 from karpy_aws._interruption_handler import InterruptionParts
@@ -29,6 +33,7 @@ from karpy_aws._reservation_expiration import (
     EXPIRATION_INTERVAL,
     ReservationExpirationController,
 )
+from karpy_aws._tagging import TaggingController, wanted
 
 __all__ = ["ControllerParts", "LaunchTemplateGC", "register_controllers"]
 
@@ -78,6 +83,11 @@ def register_controllers(provider: ControllerParts, manager: Manager) -> None:
     manager.singleton(instance_status.name, instance_status, period=INSTANCE_STATUS_INTERVAL)
     expiration = ReservationExpirationController(provider.reservations, manager.client)
     manager.singleton(expiration.name, expiration, period=EXPIRATION_INTERVAL)
+    tagging = TaggingController(provider, manager.client)
+    # One worker, as Karpenter's: CreateTags shares EC2's mutating-call budget.
+    manager.controller(tagging.name).for_(NODE_CLAIM, predicate=predicate_from(wanted)).complete(
+        tagging, workers=1
+    )
     if provider.settings.interruption_queue:
         manager.add(
             InterruptionController(
