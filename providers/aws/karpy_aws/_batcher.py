@@ -21,8 +21,12 @@ that never registers. Such a launch asks anew; the orphan is garbage collection'
 
 Batches run in tasks the batcher owns (named ``create-fleet-batch``); ``aclose``
 cancels the ones still waiting. A caller cancelled while its batch is in flight loses
-only its place: the instance launched for it, if any, is left to garbage collection,
-as in Karpenter.
+its place, and the instance launched for it (if any) is handed to ``release`` at once —
+the provider terminates it — instead of running unowned until garbage collection finds
+it (30 s later at best; Karpenter leaves it to garbage collection). If ``release``
+fails, the instance IDs are kept in :attr:`CreateFleetBatcher.unreleased`, logged, and
+handed over again with the next batch's answer; garbage collection remains the
+backstop (the instance is tagged as the cluster's).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ CREATE_FLEET_MAX_ITEMS: Final = 1000
 """Requests in one batch at most (Karpenter's 1000)."""
 
 CreateFleet = Callable[..., Awaitable[Mapping[str, Any]]]
+Release = Callable[[list[str]], Awaitable[object]]
 
 _BATCHER: Final = {"batcher": "create_fleet"}
 
@@ -78,8 +83,12 @@ class CreateFleetBatcher:
         idle: float = CREATE_FLEET_IDLE,
         max_wait: float = CREATE_FLEET_MAX_WAIT,
         max_items: int = CREATE_FLEET_MAX_ITEMS,
+        release: Release | None = None,
     ) -> None:
         self._create_fleet = create_fleet
+        self._release = release
+        self.unreleased: set[str] = set()
+        """Instances launched for cancelled callers whose release failed (retried)."""
         self._idle = idle
         self._max_wait = max_wait
         self._max_items = max_items
@@ -155,9 +164,33 @@ class CreateFleetBatcher:
                 waiter.cancel()
             raise
         shares = _split(answer, len(batch.waiters))
+        abandoned: list[str] = []
         for waiter, share in zip(batch.waiters, shares, strict=True):
             if not waiter.done():
                 waiter.set_result(share)
+            else:  # its caller was cancelled while the call was in flight
+                abandoned.extend(
+                    iid for i in share.get("Instances") or () for iid in i.get("InstanceIds") or ()
+                )
+        await self._release_abandoned(abandoned)
+
+    async def _release_abandoned(self, abandoned: list[str]) -> None:
+        ids = sorted({*abandoned, *self.unreleased})
+        if not ids or self._release is None:
+            return
+        log.info("terminating instances launched for cancelled launches",
+                 extra={"instance-ids": ids})  # fmt: skip
+        try:
+            await self._release(ids)
+        except Exception as exc:
+            self.unreleased.update(ids)
+            log.error(
+                "failed terminating instances of cancelled launches, retrying with the next "
+                "batch; garbage collection will find them otherwise",
+                extra={"instance-ids": ids, "error": str(exc)},
+            )
+        else:
+            self.unreleased.difference_update(ids)
 
     async def aclose(self) -> None:
         """Cancel the batches still waiting (their callers see CancelledError)."""

@@ -209,7 +209,12 @@ class AWSCloudProvider:
         self.launch_templates = LaunchTemplates(clients, cluster_name=settings.cluster_name)
         # through a lambda, so a test (or benchmark) that wraps clients.ec2.create_fleet
         # sees the merged calls
-        self.fleets = CreateFleetBatcher(lambda **kw: self.clients.ec2.create_fleet(**kw))
+        self.fleets = CreateFleetBatcher(
+            lambda **kw: self.clients.ec2.create_fleet(**kw),
+            # an instance launched for a caller that was cancelled meanwhile is ended at
+            # once rather than left running until garbage collection finds it
+            release=lambda ids: self.clients.ec2.terminate_instances(InstanceIds=ids),
+        )
         self.placement_groups = PlacementGroups(clients)
         self._plans = PlanCache()
         #: the EC2NodeClass dry-run validation (ValidationSucceeded)

@@ -17,6 +17,7 @@ from karpy.apis import labels as wk
 from karpy.apis.v1 import NodeClassReference
 from karpy.cloudprovider import CreateError
 from karpy.cloudprovider.testing import make_nodeclaim, make_nodepool
+from karpy.runtime.testing import eventually
 
 REF = NodeClassReference(group="karpenter.k8s.aws", kind="EC2NodeClass", name="default")
 ON_DEMAND = {"key": wk.LABEL_CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}
@@ -189,4 +190,74 @@ async def test_the_batch_window_closes_after_the_idle_time() -> None:
     second = await batcher.create_fleet(request, nodeclaim="b")
     assert calls == [1, 1]  # the first batch had closed: the second is its own call
     assert second["Instances"][0]["InstanceIds"] == ["i-0"]
+    await batcher.aclose()
+
+
+async def test_an_instance_launched_for_a_cancelled_launch_is_terminated_at_once(
+    aws_provider: AWSCloudProvider,
+) -> None:
+    # Left to garbage collection, the instance would run unowned for 30 s at least.
+    original = aws_provider.clients.ec2.create_fleet
+    entered, answer = asyncio.Event(), asyncio.Event()
+    launched_ids: list[str] = []
+
+    async def slow_create_fleet(**kwargs: Any) -> Any:
+        entered.set()
+        await answer.wait()
+        result = await original(**kwargs)
+        for i in result.get("Instances") or []:
+            launched_ids.extend(i.get("InstanceIds") or [])
+        return result
+
+    aws_provider.clients.ec2.create_fleet = slow_create_fleet
+    pool = make_nodepool(REF, name="cancelled")
+    claim = make_nodeclaim(pool, requests={"cpu": "1"}, requirements=[ON_DEMAND])
+    try:
+        launch = asyncio.create_task(aws_provider.create(claim))
+        await asyncio.wait_for(entered.wait(), 30)
+        launch.cancel()  # e.g. the NodeClaim was deleted, or the operator shuts down
+        await asyncio.gather(launch, return_exceptions=True)
+        answer.set()
+
+        def state() -> str:
+            (iid,) = launched_ids
+            return str(_ec2(aws_provider).describe_instances(InstanceIds=[iid])[
+                "Reservations"][0]["Instances"][0]["State"]["Name"])  # fmt: skip
+
+        await eventually(lambda: bool(launched_ids) and state() in ("shutting-down",
+                                                                     "terminated"), within=10)
+    finally:
+        aws_provider.clients.ec2.create_fleet = original
+    assert aws_provider.fleets.unreleased == set()
+
+
+async def test_a_failed_release_is_kept_and_handed_over_with_the_next_answer() -> None:
+    released: list[list[str]] = []
+    fail = [True]
+
+    async def release(ids: list[str]) -> None:
+        if fail[0]:
+            raise RuntimeError("throttled")
+        released.append(ids)
+
+    gate, entered = asyncio.Event(), asyncio.Event()
+    counter = iter(range(100))
+
+    async def create_fleet(**request: Any) -> dict[str, Any]:
+        entered.set()
+        await gate.wait()
+        return {"Instances": [{"InstanceIds": [f"i-{next(counter)}"]}]}
+
+    batcher = CreateFleetBatcher(create_fleet, idle=0.01, release=release)
+    request = {"TargetCapacitySpecification": {"TotalTargetCapacity": 1}}
+    waiting = asyncio.ensure_future(batcher.create_fleet(request, nodeclaim="a"))
+    await entered.wait()  # the batch window closed and the call is in flight
+    waiting.cancel()
+    gate.set()
+    await asyncio.gather(waiting, return_exceptions=True)
+    await eventually(lambda: batcher.unreleased == {"i-0"})
+    fail[0] = False
+    share = await batcher.create_fleet(request, nodeclaim="b")
+    assert share["Instances"][0]["InstanceIds"] == ["i-1"]  # b's own instance is b's
+    assert released == [["i-0"]] and batcher.unreleased == set()
     await batcher.aclose()
