@@ -6,16 +6,17 @@ and karpenter_consolidation_score for each move scored)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
-from karpy.apis.v1 import CONDITION_CONSOLIDATABLE
-from karpy.controllers.disruption._candidates import Candidate, _condition_true
+from karpy.controllers.disruption._candidates import Candidate
 from karpy.controllers.disruption._command import Command
 from karpy.controllers.disruption._whatif import BALANCED_K, balanced_score
 from karpy.controllers.instruments import KarpenterMetrics
+from karpy.runtime import parse_time
 from karpy.state import NodePoolEntry
 from karpy.state.statenode import StateNode
 
@@ -31,15 +32,24 @@ __all__ = [
 
 
 def settling_machines(
-    states: Iterable[StateNode], nodepool: Callable[[str], NodePoolEntry | None]
+    states: Iterable[StateNode],
+    nodepool: Callable[[str], NodePoolEntry | None],
+    *,
+    now: datetime,
 ) -> frozenset[str]:
-    """The machines still under their NodePool's ``consolidateAfter`` (Karpenter's
-    IsUnderConsolidateAfter): initialized, with a non-zero consolidateAfter, and not
-    ``Consolidatable`` yet — the condition ``nodeclaim.disruption`` keeps on exactly
-    that clock. Consolidation does not move pods onto them (see ``_whatif``)."""
+    """The machines still under their NodePool's ``consolidateAfter`` at ``now``
+    (Karpenter's IsUnderConsolidateAfter, pkg/utils/disruption, v1.14.1): the NodeClaim
+    Initialized, the NodePool's consolidateAfter set and non-zero, and less than that
+    since the NodeClaim's ``status.lastPodEventTime`` — or, with no pod event yet, since
+    its Initialized condition's lastTransitionTime. Measured on the clock here, as
+    Karpenter's scheduler does, not read from the ``Consolidatable`` condition, which
+    ``nodeclaim.disruption`` updates only on its next reconcile after a pod event (a
+    node that just took a pod would still be a destination until then). Consolidation
+    does not move a candidate's pods onto these (see ``_whatif``)."""
     out: set[str] = set()
     for state in states:
-        if state.nodeclaim is None or not state.initialized:
+        claim = state.nodeclaim
+        if claim is None:
             continue
         entry = nodepool(state.nodepool)
         if entry is None or entry.model is None:
@@ -47,9 +57,25 @@ def settling_machines(
         after = entry.model.spec.disruption.consolidate_after_timedelta
         if after is None or after <= timedelta(0):
             continue
-        if not _condition_true(state.nodeclaim, CONDITION_CONSOLIDATABLE):
+        since = _settling_since(claim)
+        if since is not None and now - since < after:
             out.add(state.name)
     return frozenset(out)
+
+
+def _settling_since(claim: Mapping[str, Any]) -> datetime | None:
+    """When consolidateAfter starts counting for this NodeClaim: its last pod event, or
+    its initialization; None while it is not Initialized."""
+    status = claim.get("status") or {}
+    initialized = next(
+        (c for c in status.get("conditions") or () if c.get("type") == "Initialized"), None
+    )
+    if initialized is None or initialized.get("status") != "True":
+        return None
+    last_pod_event = parse_time(status.get("lastPodEventTime"))
+    if last_pod_event is not None:
+        return last_pod_event
+    return parse_time(initialized.get("lastTransitionTime"))
 
 
 def consolidatable_reason(candidate: Candidate, *, empty_only: bool) -> bool | str:

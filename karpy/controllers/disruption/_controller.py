@@ -224,7 +224,9 @@ class DisruptionController:
             pending=tuple(self._scheduling.pending_pods()),
             deleting=tuple(self._scheduling.moving_pods()),
             namespaces=dict(self._cluster.namespaces()),
-            settling=settling_machines(self._cluster.nodes(), self._cluster.nodepool),
+            settling=settling_machines(
+                self._cluster.nodes(), self._cluster.nodepool, now=self._clock.now()
+            ),
             buffer=tuple(self._scheduling.buffer_pods()),
         )
 

@@ -108,11 +108,14 @@ class Scene:
                 cpu: str | None = None, memory: str | None = None,
                 ready: bool = True, deleting: bool = False, initialized: bool = True,
                 node_labels: Mapping[str, str] | None = None,
-                drifted_at: str = "2026-11-23T10:00:00Z") -> None:
+                drifted_at: str = "2026-11-23T10:00:00Z",
+                last_pod_event: str | None = None) -> None:
         """A launched, registered, initialized machine (Node + NodeClaim).
 
         ``type_name`` need not be in the catalogue (give ``cpu`` and ``memory`` then);
-        ``capacity_type=None`` leaves the capacity-type label off."""
+        ``capacity_type=None`` leaves the capacity-type label off. ``consolidatable_=False``
+        is what Karpenter's clock makes it: a pod event just now (``last_pod_event``,
+        default the scene's ``now``), so the node is also under consolidateAfter."""
         it = next((i for i in self.types if i.name == type_name), None)
         labels = {"node.kubernetes.io/instance-type": type_name,
                   "topology.kubernetes.io/zone": zone}
@@ -129,6 +132,9 @@ class Scene:
                             registered=True, initialized=initialized)
         if consolidatable_ and initialized:
             consolidatable(claim)
+        elif initialized:
+            claim["status"]["lastPodEventTime"] = last_pod_event or self.now.strftime(
+                "%Y-%m-%dT%H:%M:%SZ")
         if drifted:
             claim["status"]["conditions"].append(
                 {"type": "Drifted", "status": "True", "reason": "NodePoolDrifted",
@@ -196,7 +202,8 @@ class Scene:
                       nodes=tuple(self.cluster.existing_nodes()),
                       pending=tuple(pending), deleting=tuple(self.cluster.reschedulable_pods()),
                       namespaces={},
-                      settling=settling_machines(self.cluster.nodes(), self.cluster.nodepool),
+                      settling=settling_machines(self.cluster.nodes(), self.cluster.nodepool,
+                                                 now=self.now),
                       buffer=tuple(self.buffer))
 
 

@@ -1,15 +1,13 @@
 """``Consolidatable``: the NodeClaim may be consolidated now.
 
-Karpenter's ``nodeclaim/disruption/consolidation.go``. The condition is True once the
-NodeClaim is Initialized and its NodePool's ``consolidateAfter`` has passed since the
-later of the NodeClaim's initialization and its ``status.lastPodEventTime`` (a pod
-bound to, finishing on or leaving the node, see ``nodeclaim.podevents``). It is removed
-(not set False) while that is not so, and when ``consolidateAfter`` is ``Never``. The
-step asks to be run again at the moment the condition will turn True.
-
-Karpenter counts from ``lastPodEventTime`` alone when it is set; karpy counts from the
-later of the two, so pods bound while the node was still initializing do not shorten
-the wait after it is ready.
+Karpenter's ``nodeclaim/disruption/consolidation.go`` (v1.14.1). The condition is True
+once the NodeClaim is Initialized and its NodePool's ``consolidateAfter`` has passed
+since its ``status.lastPodEventTime`` (a pod bound to, finishing on or leaving the node,
+see ``nodeclaim.podevents``) — or, when it has had no pod event, since its Initialized
+transition — the same clock disruption applies to destination nodes
+(``settling_machines``, Karpenter's IsUnderConsolidateAfter). It is removed (not set
+False) while that is not so, and when ``consolidateAfter`` is ``Never``. The step asks
+to be run again at the moment the condition will turn True.
 """
 
 from __future__ import annotations
@@ -46,10 +44,10 @@ class Consolidatable:
                 log.debug("removing consolidatable status condition",
                           extra={"reason": "nodeclaim isn't initialized"})
             return None
-        since = initialized.last_transition_time
+        # Karpenter: the last pod event when there was one, else the initialization
+        # (pods bound while the node initialized count from their own event, too).
         last_pod_event = nodeclaim.status.last_pod_event_time
-        if last_pod_event is not None and last_pod_event > since:
-            since = last_pod_event
+        since = last_pod_event if last_pod_event is not None else initialized.last_transition_time
         now = self._clock.now()
         consolidatable_at = since + consolidate_after
         if now < consolidatable_at:
