@@ -135,7 +135,10 @@ class BalancedVerdict:
 
 def balanced_verdict(command: Command, all_candidates: Sequence[Candidate]) -> BalancedVerdict:
     """Score ``command`` for every Balanced NodePool among its candidates (Karpenter's
-    EvaluateBalancedMove)."""
+    EvaluateBalancedMove). A command without candidates is not approved (as Karpenter's:
+    there is nothing to weigh)."""
+    if not command.candidates:
+        return BalancedVerdict(approved=False)
     totals = _pool_totals(all_candidates)
     savings = command.estimated_savings
     source = command.source_price
