@@ -12,7 +12,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
-from karpy.controllers.disruption._candidates import Candidate
+from karpy.apis.pods import is_owned_by_daemonset
+from karpy.controllers.disruption._candidates import (
+    PER_NODE_DISRUPTION_COST,
+    Candidate,
+    Snapshot,
+    _price,
+    eviction_cost,
+)
 from karpy.controllers.disruption._command import Command
 from karpy.controllers.disruption._whatif import BALANCED_K, balanced_score
 from karpy.controllers.instruments import KarpenterMetrics
@@ -111,13 +118,58 @@ def consolidatable_reason(candidate: Candidate, *, empty_only: bool) -> bool | s
     return candidate.consolidatable()
 
 
+PoolTotals = Mapping[str, tuple[float, float]]
+"""Per NodePool: (total cost, total disruption cost), the Balanced score's denominators."""
+
+
 def _pool_totals(candidates: Sequence[Candidate]) -> dict[str, tuple[float, float]]:
-    """Per NodePool: the candidates' price and every node's disruption cost."""
+    """Per NodePool: the candidates' price and disruption cost (the denominators when the
+    pass's nodes are not known, as in a what-if over candidates alone)."""
     totals: dict[str, tuple[float, float]] = {}
     for c in candidates:
         cost, disruption = totals.get(c.nodepool, (0.0, 0.0))
         totals[c.nodepool] = (cost + c.price, disruption + c.disruption_cost)
     return totals
+
+
+def pool_totals(
+    all_candidates: Sequence[Candidate], states: Iterable[StateNode], snapshot: Snapshot
+) -> dict[str, tuple[float, float]]:
+    """Karpenter's computeNodePoolTotals (v1.14.1 balanced.go), for every NodePool among
+    ``all_candidates``: the cost of **all** the NodePool's machines (Karpenter's
+    ClusterCost; the candidates' prices when that is 0) and the disruption cost of all
+    its nodes, candidates or not ("non-candidate nodes still contribute to the
+    denominators"): a candidate's own, else 1 plus the positive eviction costs of its
+    bound pods that are not DaemonSet pods (StateNode.DisruptionCost)."""
+    by_name = {c.name: c for c in all_candidates}
+    fallback: dict[str, float] = {}
+    for c in all_candidates:
+        fallback[c.nodepool] = fallback.get(c.nodepool, 0.0) + c.price
+    cost: dict[str, float] = {}
+    disruption: dict[str, float] = {}
+    for state in states:
+        pool = state.labels.get("karpenter.sh/nodepool")
+        if pool is None or pool not in fallback:
+            continue
+        candidate = by_name.get(state.name)
+        if candidate is not None:
+            disruption[pool] = disruption.get(pool, 0.0) + candidate.disruption_cost
+            cost[pool] = cost.get(pool, 0.0) + candidate.price
+            continue
+        pods = [p for p in snapshot.pods_on(state.node_name) if not is_owned_by_daemonset(p)
+                and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+        disruption[pool] = disruption.get(pool, 0.0) + PER_NODE_DISRUPTION_COST + sum(
+            max(0.0, eviction_cost(p)) for p in pods)
+        catalogue = snapshot.pools.get(pool)
+        if state.nodeclaim is not None and catalogue is not None:
+            labels = state.labels
+            it = catalogue.instance_types.get(labels.get(LABEL_INSTANCE_TYPE, ""))
+            cost[pool] = cost.get(pool, 0.0) + _price(
+                it, labels.get(LABEL_ZONE, ""), labels.get(LABEL_CAPACITY_TYPE, ""))
+    return {
+        pool: (cost[pool] if cost.get(pool, 0.0) > 0 else total, disruption.get(pool, 0.0))
+        for pool, total in fallback.items()
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,13 +185,17 @@ class BalancedVerdict:
     the ConsolidationApproved message."""
 
 
-def balanced_verdict(command: Command, all_candidates: Sequence[Candidate]) -> BalancedVerdict:
+def balanced_verdict(
+    command: Command, all_candidates: Sequence[Candidate], totals: PoolTotals | None = None
+) -> BalancedVerdict:
     """Score ``command`` for every Balanced NodePool among its candidates (Karpenter's
-    EvaluateBalancedMove). A command without candidates is not approved (as Karpenter's:
+    EvaluateBalancedMove), against ``totals`` (:func:`pool_totals`; without them, the
+    candidates' own sums). A command without candidates is not approved (as Karpenter's:
     there is nothing to weigh)."""
     if not command.candidates:
         return BalancedVerdict(approved=False)
-    totals = _pool_totals(all_candidates)
+    if totals is None:
+        totals = _pool_totals(all_candidates)
     savings = command.estimated_savings
     source = command.source_price
     by_pool = _by_pool(command)

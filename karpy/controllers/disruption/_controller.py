@@ -40,7 +40,7 @@ from karpy.controllers.disruption._candidates import (
     build_candidate,
 )
 from karpy.controllers.disruption._command import Command, Decision
-from karpy.controllers.disruption._consolidation import settling_machines
+from karpy.controllers.disruption._consolidation import pool_totals, settling_machines
 from karpy.controllers.disruption._drift import Drift
 from karpy.controllers.disruption._emptiness import Emptiness
 from karpy.controllers.disruption._events import DisruptionEvents
@@ -285,6 +285,7 @@ class DisruptionController:
             settings=self._settings,
             validate=self.validate,
             all_candidates=everything,
+            pool_totals=pool_totals(everything, self._cluster.nodes(), snapshot),
             metrics=self._metrics,
         )
 

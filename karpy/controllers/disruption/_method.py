@@ -8,7 +8,7 @@ pass, the budgets, events, settings and the validation step the controller provi
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -43,6 +43,9 @@ class Context:
     validate: Validate
     all_candidates: list[Candidate] = field(default_factory=list)
     """Every candidate of the pass, before the method's filter (Balanced totals)."""
+    pool_totals: Mapping[str, tuple[float, float]] | None = None
+    """Per NodePool over all its nodes: (cost, disruption cost), the Balanced score's
+    denominators (``_consolidation.pool_totals``); None: the candidates' own sums."""
     metrics: KarpenterMetrics | None = None
     """Where consolidation moves and their Balanced scores are counted."""
 

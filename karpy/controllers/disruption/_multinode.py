@@ -61,7 +61,7 @@ class MultiNodeConsolidation:
                 record_move(context.metrics, *rejected[-1])
             return []
         if command.decision is not Decision.NOOP:
-            verdict = balanced_verdict(command, context.all_candidates)
+            verdict = balanced_verdict(command, context.all_candidates, context.pool_totals)
             record_move(context.metrics, command, verdict)
             pools = {c.nodepool: c.pool.entry.raw for c in command.candidates}
             for pool, raw in pools.items():
@@ -125,7 +125,7 @@ class MultiNodeConsolidation:
         )
         if not isinstance(outcome, Command):
             return None
-        verdict = balanced_verdict(outcome, context.all_candidates)
+        verdict = balanced_verdict(outcome, context.all_candidates, context.pool_totals)
         if verdict.approved:
             return outcome
         if outcome.decision is not Decision.NOOP:

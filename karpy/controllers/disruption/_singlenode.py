@@ -91,7 +91,7 @@ class SingleNodeConsolidation:
                 continue
             if outcome.decision is Decision.NOOP:
                 continue
-            verdict = balanced_verdict(outcome, context.all_candidates)
+            verdict = balanced_verdict(outcome, context.all_candidates, context.pool_totals)
             record_move(context.metrics, outcome, verdict)
             if not verdict.approved:
                 continue

@@ -10,7 +10,7 @@ import pytest
 from disruption_support import Scene, SceneController
 
 from karpy.controllers.disruption import Candidate, Command, _multinode
-from karpy.controllers.disruption._consolidation import BalancedVerdict
+from karpy.controllers.disruption._consolidation import BalancedVerdict, PoolTotals
 from karpy.controllers.disruption._method import Method
 
 
@@ -80,10 +80,11 @@ def refusing(monkeypatch: pytest.MonkeyPatch, at_least: int) -> None:
     0.2): the search's verdicts as a test wants them."""
     real = _multinode.balanced_verdict
 
-    def verdict(command: Command, everything: Sequence[Candidate]) -> BalancedVerdict:
+    def verdict(command: Command, everything: Sequence[Candidate],
+                totals: PoolTotals | None = None) -> BalancedVerdict:
         if len(command.candidates) >= at_least:
             return BalancedVerdict(False, {"default": (0.2, False)})
-        return real(command, everything)
+        return real(command, everything, totals)
 
     monkeypatch.setattr(_multinode, "balanced_verdict", verdict)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from disruption_support import Scene, instance_type
+from disruption_support import Scene, SceneController, instance_type
 
 from karpy.controllers.disruption import Candidate, Command, build_candidate
 from karpy.controllers.disruption._candidates import GRACEFUL
@@ -17,6 +17,7 @@ from karpy.controllers.disruption._consolidation import (
     _pool_totals,
     balanced_verdict,
     consolidatable_reason,
+    pool_totals,
 )
 from karpy.controllers.disruption._whatif import balanced_score
 
@@ -219,3 +220,44 @@ def test_should_disrupt_accepts_balanced_and_when_empty_or_underutilized(policy:
     scene.pool("pool", consolidationPolicy=policy, consolidateAfter="0s")
     [candidate] = _candidates(scene, _machines(scene, "test-node", 1, pool="pool"))
     assert consolidatable_reason(candidate, empty_only=False) is True
+
+
+# -- the denominators cover every node of the NodePool (GetCandidatesWithTotals) ---------
+
+
+def test_totals_count_nodes_that_are_not_candidates() -> None:
+    """computeNodePoolTotals's contract as GetCandidatesWithTotals calls it: "Non-candidate
+    nodes still contribute to the denominators" — a do-not-disrupt node's cost and its
+    pods' disruption count (1 + 1 per pod), DaemonSet pods not."""
+    scene = _scene()
+    scene.pool("pool-a", consolidationPolicy="Balanced")
+    candidates = _candidates(scene, _machines(scene, "node-", 2, pool="pool-a"))
+    scene.machine("kept", "m7i.xlarge", pool="pool-a",
+                  node_annotations={"karpenter.sh/do-not-disrupt": "true"})
+    for j in range(3):
+        scene.pod(f"kept-pod-{j}", "kept", cpu="10m", memory="10Mi")
+    totals = pool_totals(candidates, scene.cluster.nodes(), scene.snapshot())
+    cost, disruption = totals["pool-a"]
+    assert cost == pytest.approx(3 * 4.84, abs=0.01)
+    assert disruption == pytest.approx(2 * 2.0 + (1.0 + 3.0), abs=0.01)
+
+
+async def test_a_move_cheap_against_the_whole_nodepool_is_rejected() -> None:
+    """Against the candidates alone, deleting "a" saves half of their cost for half of
+    their disruption (score 1.0, approved); against the whole NodePool, with an idle
+    expensive node that is not a candidate, it saves 10 % of the cost for 40 % of the
+    disruption (0.25 < 1/2): Karpenter refuses it."""
+    scene = Scene()
+    scene.pool(consolidationPolicy="Balanced")
+    for name in ("a", "b"):
+        scene.machine(name, "m-4x")
+        scene.pod(f"{name}-pod", name, cpu="1")
+    scene.machine("big", "m-32x", node_annotations={"karpenter.sh/do-not-disrupt": "true"})
+    controller = SceneController(scene)
+    single = next(m for m in controller.methods if m.consolidation_type == "single")
+    assert await controller.run(single) == []
+    rejected = {"nodepool": "default", "policy": "Balanced", "decision": "rejected"}
+    # both "a" and "b" were weighed, each at (0.2 / 2.0) / (2 / 5) = 0.25
+    assert controller.metric("karpenter_consolidation_score_count", **rejected) == 2.0
+    assert controller.metric("karpenter_consolidation_score_sum", **rejected) == pytest.approx(
+        2 * (0.2 / 2.0) / (2.0 / 5.0))
