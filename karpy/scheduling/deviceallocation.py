@@ -97,6 +97,21 @@ class Usage:
                 key = (device.id.driver, device.id.pool, set_name, counter)
                 self.counters[key] = self.counters.get(key, Fraction(0)) + amount
 
+    def release(self, device: Device, amounts: Mapping[str, Fraction]) -> None:
+        """Undo :meth:`take` (the search backtracks this way instead of copying)."""
+        if device.allow_multiple_allocations:
+            used = self.consumed[device.id]
+            for name, amount in amounts.items():
+                used[name] -= amount
+            if not any(used.values()):
+                del self.consumed[device.id]
+        else:
+            self.exclusive.discard(device.id)
+        for set_name, values in device.consumes_counters.items():
+            for counter, amount in values.items():
+                key = (device.id.driver, device.id.pool, set_name, counter)
+                self.counters[key] -= amount
+
     def commit(self, allocation: Allocation) -> None:
         """Record ``allocation``: its devices are no longer free."""
         for pick in allocation.picks:
@@ -180,27 +195,33 @@ class Allocator:
         return hit
 
     def allocate(
-        self, claims: Sequence[DeviceClaim], inventory: Inventory, usage: Usage
+        self, claims: Sequence[DeviceClaim], inventory: Inventory, usage: Usage,
+        *, explain: bool = True,
     ) -> Allocation | str:
         """Devices for every claim not yet allocated in ``claims`` from ``inventory``
-        given ``usage``, or the reason there are none. ``usage`` is not changed:
-        :meth:`Usage.commit` the answer when the pod is placed."""
+        given ``usage``, or the reason there are none (a short one unless
+        ``explain``). ``usage`` is left as it was: :meth:`Usage.commit` the answer when
+        the pod is placed."""
         todo = [c for c in claims if not c.allocated and c.key not in usage.claims]
         reason = self.check(todo)
         if reason is not None:
             return reason
-        search = _Search(self, inventory, usage.copy())
+        search = _Search(self, inventory, usage)
         picks: list[Pick] = []
+        failed: DeviceClaim | None = None
         for claim in todo:
-            found = search.claim(claim)
-            if found is None:
-                return search.shortfall(claim)
-            picks.extend(found)
-        return Allocation(tuple(picks), frozenset(c.key for c in todo))
+            if not search.claim(claim, picks):
+                failed = claim
+                break
+        chosen = tuple(picks)
+        search.undo(picks, 0)  # leave ``usage`` as it came
+        if failed is not None:
+            return search.shortfall(failed) if explain else "cannot allocate all claims"
+        return Allocation(chosen, frozenset(c.key for c in todo))
 
 
 class _Search:
-    """One depth-first search; ``usage`` is its working copy."""
+    """One depth-first search on ``usage``: it takes and gives back as it goes."""
 
     def __init__(self, allocator: Allocator, inventory: Inventory, usage: Usage) -> None:
         self.allocator = allocator
@@ -219,17 +240,20 @@ class _Search:
         return (f"cannot allocate all claims: claim {claim.key}: "
                 + "; ".join(parts or ["no requests"]))
 
-    def claim(self, claim: DeviceClaim) -> list[Pick] | None:
-        """Devices for ``claim``, taken into ``self.usage``, or None (usage unchanged)."""
-        saved = self.usage.copy()
-        picks: list[Pick] = []
-        if self._requests(claim, 0, picks):
-            if len(picks) > ALLOCATION_RESULTS_MAX_SIZE:
-                self.usage = saved
-                return None
-            return picks
-        self.usage = saved
-        return None
+    def undo(self, picks: list[Pick], mark: int) -> None:
+        """Give back the picks after ``mark``."""
+        for pick in picks[mark:]:
+            self.usage.release(pick.device, pick.consumed)
+        del picks[mark:]
+
+    def claim(self, claim: DeviceClaim, picks: list[Pick]) -> bool:
+        """Append devices for ``claim`` to ``picks`` (taken into ``self.usage``); False
+        with nothing taken when there are none."""
+        mark = len(picks)
+        if self._requests(claim, 0, picks) and len(picks) - mark <= ALLOCATION_RESULTS_MAX_SIZE:
+            return True
+        self.undo(picks, mark)
+        return False
 
     def _requests(self, claim: DeviceClaim, index: int, picks: list[Pick]) -> bool:
         if index == len(claim.requests):
@@ -237,7 +261,6 @@ class _Search:
         request = claim.requests[index]
         for r in request.first_available or (request,):
             mark = len(picks)
-            saved = self.usage.copy()
             candidates = [d for d in self.inventory.devices
                           if self.allocator._matches_request(r, d)]
             if r.all:
@@ -254,8 +277,7 @@ class _Search:
                     return True
             elif self._choose(claim, index, r, candidates, 0, r.count, picks):
                 return True
-            del picks[mark:]
-            self.usage = saved
+            self.undo(picks, mark)
         return False
 
     def _choose(self, claim: DeviceClaim, index: int, r: DeviceRequest,
@@ -266,13 +288,12 @@ class _Search:
             device = candidates[i]
             if not self._fits(device, r):
                 continue
-            saved = self.usage.copy()
+            mark = len(picks)
             picks.append(self._take(claim, r, device))
             if self._constraints_hold(claim, picks) and self._choose(
                     claim, index, r, candidates, i + 1, left - 1, picks):
                 return True
-            picks.pop()
-            self.usage = saved
+            self.undo(picks, mark)
         return False
 
     def _consumes(self, device: Device, r: DeviceRequest) -> dict[str, Fraction]:

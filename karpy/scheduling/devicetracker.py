@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from karpy.scheduling.catalog import iter_bits
 from karpy.scheduling.deviceallocation import Allocation, Allocator, Inventory, Usage
-from karpy.scheduling.devices import DeviceClaim, DeviceClass
+from karpy.scheduling.devices import DeviceClaim, DeviceClass, DeviceRequest
 from karpy.scheduling.instancetype import InstanceType
 from karpy.scheduling.pod import Pod
 
@@ -46,6 +46,11 @@ class DeviceTracker:
         self._node_usage: dict[str, Usage] = {}
         self._claim_usage: dict[tuple[int, int], Usage] = {}
         self._templates: dict[int, Inventory] = {}
+        self._fresh_by_shape: dict[tuple[object, ...], dict[int, bool]] = {}
+        """claim shape -> template inventory id -> fits an empty node of that type."""
+        self._held: list[object] = []
+        self._dead: dict[tuple[int, tuple[object, ...]], int] = {}
+        """(planned NodeClaim id, claim shape) -> instance type bits that cannot take it."""
         self._located: dict[str, str] = {}
         """claim key -> where it is allocated: a node name, or "claim:<id>"."""
         for claim in inputs.allocated:
@@ -96,24 +101,51 @@ class DeviceTracker:
         """The instance types of ``mask`` (bits into ``types``) on which planned
         NodeClaim ``claim`` can give ``pod`` its devices, with the allocation for each;
         or why none can."""
+        # Keyed by id(): held here so no id is reused by a later NodeClaim in the solve.
+        self._held.append(claim)
         where = f"claim:{id(claim)}"
         reason = self._follows(pod, where)
         if reason is not None:
             return reason
         kept = 0
         allocations: dict[int, Allocation] = {}
-        last = "no instance type offers the devices"
-        for bit in iter_bits(mask):
-            usage = self._claim_usage.get((id(claim), bit)) or Usage()
-            answer = self.allocator.allocate(pod.device_claims, self._template(types[bit]), usage)
+        shape = tuple(_shape(c) for c in pod.device_claims if not c.allocated)
+        fresh = self._fresh_by_shape.setdefault(shape, {})
+        # Within a solve a NodeClaim's devices only get fewer: a type that could not
+        # take this shape of claims once never can again (checked once, then skipped).
+        dead_key = (id(claim), shape)
+        dead = self._dead.get(dead_key, 0)
+        tried = -1
+        for bit in iter_bits(mask & ~dead):
+            inventory = self._template(types[bit])
+            if fresh.get(id(inventory)) is False:
+                dead |= 1 << bit
+                continue  # cannot fit on an empty node of this type: not on this one
+            usage = self._claim_usage.get((id(claim), bit))
+            answer = self.allocator.allocate(pod.device_claims, inventory,
+                                             usage or Usage(), explain=False)
+            if usage is None:
+                fresh[id(inventory)] = not isinstance(answer, str)
+            tried = bit
             if isinstance(answer, str):
-                last = answer
+                dead |= 1 << bit
                 continue
             kept |= 1 << bit
             allocations[bit] = answer
+        self._dead[dead_key] = dead
         if not kept:
-            return last
+            if tried < 0:
+                tried = next(iter(iter_bits(mask)), -1)
+            if tried < 0:
+                return "no instance type offers the devices"
+            # the reason for the last type tried, spelled out once
+            usage = self._claim_usage.get((id(claim), tried)) or Usage()
+            answer = self.allocator.allocate(pod.device_claims, self._template(types[tried]),
+                                             usage)
+            return answer if isinstance(answer, str) else "cannot allocate all claims"
         return kept, allocations
+
+
 
     def commit_claim(self, claim: object, allocations: Mapping[int, Allocation]) -> None:
         """Record ``allocations`` (per instance type bit) on planned NodeClaim ``claim``;
@@ -128,3 +160,11 @@ class DeviceTracker:
                 self._located[name] = f"claim:{id(claim)}"
         for key in [k for k in self._claim_usage if k[0] == id(claim) and k[1] not in allocations]:
             del self._claim_usage[key]
+
+
+def _shape(claim: DeviceClaim) -> object:
+    """What decides where ``claim`` fits, without its name."""
+    def request(r: DeviceRequest) -> object:
+        return (r.device_class, r.selectors, r.count, r.all, tuple(sorted(r.capacity.items())),
+                tuple(request(s) for s in r.first_available))
+    return (tuple(request(r) for r in claim.requests), claim.constraints)

@@ -126,13 +126,18 @@ class SchedulingInputs:
         """Provisionable pods as the simulator sees them, volume topology included;
         pods that cannot be provisioned for yet are left out (Karpenter's Validate)."""
         ignored = 0
+        dra: dict[str, Mapping[str, Any]] = {}
 
         def skip(obj: Mapping[str, Any], pod: Pod) -> bool:
             nonlocal ignored
             if _avoids_managed_nodes(pod):
                 ignored += 1
                 return True
-            return self._skips_dra(obj, pod)
+            if self._skips_dra(obj, pod):
+                return True
+            if has_dra_requirements(obj):
+                dra[pod.key] = obj
+            return False
 
         def invalid(pod: Pod, exc: VolumeError) -> None:
             nonlocal ignored
@@ -145,8 +150,20 @@ class SchedulingInputs:
                 )
 
         out = self.cluster.pending_pods(skip=skip, invalid=invalid)
+        if dra:
+            resolved = (self._with_claims(p, dra[p.key]) if p.key in dra else p for p in out)
+            out = [p for p in resolved if p is not None]
         self.metrics.scheduler_ignored_pods.set(ignored)
         return out
+
+    def _with_claims(self, pod: Pod, obj: Mapping[str, Any]) -> Pod | None:
+        """``pod`` with its ResourceClaims resolved (IGNORE_DRA_REQUESTS false); None,
+        with a FailedScheduling event saying why, while they cannot be."""
+        resolved = self.cluster.devices.resolve(obj, pod)
+        if isinstance(resolved, str):
+            self.events.failed_to_schedule(pod, f"failed to validate pod, {resolved}")
+            return None
+        return resolved
 
     def moving_pods(self) -> list[Pod]:
         """Pods on machines being deleted, restricted to where their volumes can go;
