@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpy.apis.labels import LABEL_NODEPOOL
+from karpy.apis.pods import has_dra_requirements
 from karpy.cloudprovider import CloudProvider, UnavailableOfferings
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning.events import NodePoolEvents, PodEvents
@@ -48,16 +49,6 @@ log = logging.getLogger("controller")
 _DRA_UNSUPPORTED = (
     "pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter"
 )
-
-
-def has_dra_requirements(pod: Mapping[str, Any] | None) -> bool:
-    """Whether ``pod`` references a ResourceClaim, itself or in any container
-    (Karpenter's HasDRARequirements)."""
-    spec = (pod or {}).get("spec") or {}
-    if spec.get("resourceClaims"):
-        return True
-    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
-    return any(((c.get("resources") or {}).get("claims")) for c in containers)
 
 
 def scheduler_options(settings: Settings) -> SchedulerOptions:
