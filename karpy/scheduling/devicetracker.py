@@ -49,6 +49,7 @@ class DeviceTracker:
         self._fresh_by_shape: dict[tuple[object, ...], dict[int, bool]] = {}
         """claim shape -> template inventory id -> fits an empty node of that type."""
         self._held: list[object] = []
+        self._drivers: dict[str, set[str]] = {}
         self._dead: dict[tuple[int, tuple[object, ...]], int] = {}
         """(planned NodeClaim id, claim shape) -> instance type bits that cannot take it."""
         self._located: dict[str, str] = {}
@@ -147,9 +148,20 @@ class DeviceTracker:
 
 
 
-    def commit_claim(self, claim: object, allocations: Mapping[int, Allocation]) -> None:
-        """Record ``allocations`` (per instance type bit) on planned NodeClaim ``claim``;
-        the types left out return what they held (their usage is dropped)."""
+    def drivers(self, hostname: str) -> tuple[str, ...]:
+        """The drivers whose devices pods were allocated on planned NodeClaim
+        ``hostname`` (sorted)."""
+        return tuple(sorted(self._drivers.get(hostname, ())))
+
+    def commit_claim(
+        self, claim: object, allocations: Mapping[int, Allocation], hostname: str
+    ) -> None:
+        """Record ``allocations`` (per instance type bit) on planned NodeClaim ``claim``
+        (placeholder ``hostname``); the types left out return what they held (their
+        usage is dropped)."""
+        drivers = self._drivers.setdefault(hostname, set())
+        for allocation in allocations.values():
+            drivers.update(p.device.id.driver for p in allocation.picks)
         for bit, allocation in allocations.items():
             key = (id(claim), bit)
             usage = self._claim_usage.get(key)

@@ -284,6 +284,15 @@ class Solve:
         return start
 
     def _results(self, errors: Mapping[str, tuple[Pod, str]]) -> Results:
+        results = self._built(errors)
+        devices = self.devices
+        if devices is None:
+            return results
+        return replace(results, new_nodeclaims=tuple(
+            replace(plan, dra_drivers=devices.drivers(plan.hostname))
+            for plan in results.new_nodeclaims))
+
+    def _built(self, errors: Mapping[str, tuple[Pod, str]]) -> Results:
         reservations = self.reservations
         return build_results(
             self.claims,
@@ -408,7 +417,7 @@ class Solve:
                     continue
                 self._commit_claim(claim, sig, vec, pods[start : start + 1], reqs, mask)
                 if devices is not None and allocations is not None:
-                    devices.commit_claim(claim, allocations)
+                    devices.commit_claim(claim, allocations, claim.hostname)
                 self._hold(claim, offerings)
                 sig.cursor = position + 1
                 self._compact(sig)
@@ -438,7 +447,7 @@ class Solve:
             self._open(new)
             self._commit_claim(new, sig, vec, pods[start : start + count], reqs, mask)
             if devices is not None and allocations is not None:
-                devices.commit_claim(new, allocations)
+                devices.commit_claim(new, allocations, new.hostname)
             self._hold(new, offerings)
             return count
         if not self.templates:

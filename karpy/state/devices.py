@@ -126,8 +126,14 @@ class DeviceIndex:
     # -- reads --------------------------------------------------------------------------
 
     def has_slices(self, node: str) -> bool:
-        """Whether any ResourceSlice names ``node`` (initialization waits for them)."""
-        return any(s.devices and s.devices[0].node_name == node for s in self._slices.values())
+        """Whether any ResourceSlice names ``node``."""
+        return bool(self.drivers_on(node))
+
+    def drivers_on(self, node: str) -> frozenset[str]:
+        """The drivers that published a ResourceSlice for ``node`` (``spec.nodeName``);
+        NodeClaim initialization waits for the ones it requested."""
+        return frozenset(s.driver for s in self._slices.values()
+                         if s.devices and s.devices[0].node_name == node)
 
     def inputs(self) -> DeviceInputs:
         """The simulator's device inputs (rebuilt after a change)."""

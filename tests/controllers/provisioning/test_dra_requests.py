@@ -100,3 +100,7 @@ async def test_with_the_setting_off_only_types_with_the_devices_are_asked_for() 
     [types] = [r["values"] for r in claim["spec"]["requirements"]
                if r["key"] == "node.kubernetes.io/instance-type"]
     assert types == [chosen]
+    # Karpenter v1.14.1: the drivers whose template devices were allocated, for
+    # initialization to wait on
+    assert claim["metadata"]["annotations"]["karpenter.sh/requested-dra-drivers"] == (
+        "gpu.example.com")
