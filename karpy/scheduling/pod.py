@@ -369,6 +369,9 @@ class Pod:
             self.preferred_pod_anti_affinity,
             self.host_ports,
             self.volume_requirements,
+            # DRA pods are placed one by one with their devices: never in one run with
+            # claim-less pods (their claims themselves are checked per pod).
+            bool(self.device_claims),
         )
         object.__setattr__(self, "signature", _shared(("signature", signature),
                                                       partial(_same, signature)))

@@ -114,3 +114,13 @@ def test_pods_without_claims_are_unaffected() -> None:
     """The claim-less path: no tracker, the cheapest type as before."""
     results = simulator().solve([pod("p", cpu="100m")], devices=INPUTS)
     assert results.new_nodeclaims[0].instance_types[0].name == "cpu-only"
+
+
+def test_dra_pods_are_not_packed_with_claim_less_twins() -> None:
+    """A DRA pod identical to claim-less pods but for its claim is still checked for
+    devices (it must not ride in their run of interchangeable pods)."""
+    twins = [pod(f"plain{i}", cpu="100m") for i in range(3)]
+    results = simulator().solve([*twins, dra_pod("gpu", 2)], devices=INPUTS)
+    assert not results.errors
+    (with_gpu,) = [p for p in results.new_nodeclaims if any(q.name == "gpu" for q in p.pods)]
+    assert {it.name for it in with_gpu.instance_types} == {"four-gpu"}
