@@ -246,7 +246,7 @@ def _exact(obj: Mapping[str, Any], name: str, what: str) -> DeviceRequest:
     mode = obj.get("allocationMode") or "ExactCount"
     if mode not in ("ExactCount", "All"):
         raise DeviceError(f"{what}.allocationMode: {mode!r} is neither ExactCount nor All")
-    count = int(obj.get("count") or 1) if mode == "ExactCount" else 0
+    count = int(obj.get("count", 1)) if mode == "ExactCount" else 0
     if mode == "ExactCount" and not 1 <= count <= ALLOCATION_RESULTS_MAX_SIZE:
         raise DeviceError(f"{what}.count: {count} is outside 1..{ALLOCATION_RESULTS_MAX_SIZE}")
     if not obj.get("deviceClassName"):
@@ -269,7 +269,7 @@ def claim_spec(spec: Mapping[str, Any], namespace: str, name: str, what: str) ->
     for i, r in enumerate(devices.get("requests") or []):
         rname = r.get("name") or str(i)
         where = f"{what}.devices.requests[{rname}]"
-        if r.get("exactly"):
+        if r.get("exactly") is not None:
             requests.append(_exact(r["exactly"], rname, f"{where}.exactly"))
         elif r.get("firstAvailable"):
             subs = tuple(_exact(s, f"{rname}/{s.get('name')}",
