@@ -90,7 +90,7 @@ def build_deps(
     if recorder is None:
         recorder = manager.event_recorder("karpenter")
     cluster = Cluster(clock=clock, nomination_ttl=settings.pod_nomination_ttl)
-    cluster.attach(manager.cache)
+    cluster.attach(manager.cache, dynamic_resources=not settings.ignore_dra_requests)
     cloud_provider = InstrumentedCloudProvider(provider, metrics)
     unavailable = UnavailableOfferings(clock=clock, ttl=settings.insufficient_capacity_ttl)
     overlays = overlays if overlays is not None else OverlayStore()

@@ -278,7 +278,8 @@ SETTINGS: tuple[Setting, ...] = (
             "POLICY"),
     Setting("--ignore-dra-requests", "IGNORE_DRA_REQUESTS", "true",
             "pods with Dynamic Resource Allocation claims get a FailedScheduling event and no "
-            "capacity; false: provisioned for by their other requests alone", _bool, "BOOL"),
+            "capacity; false: their claims are allocated against the instance types' device "
+            "templates and the nodes' ResourceSlices", _bool, "BOOL"),
     Setting("--disable-cluster-state-observability", "DISABLE_CLUSTER_STATE_OBSERVABILITY",
             "false", "no pod, node and NodePool state metrics, no operator_* status metrics",
             _bool, "BOOL"),

@@ -15,11 +15,15 @@ __all__ = [
     "ANNOTATION_NODEPOOL_HASH_VERSION",
     "ANNOTATION_PRICE_OVERLAY_APPLIED",
     "ANNOTATION_PROVIDER_COMPATIBILITY",
+    "ANNOTATION_REQUESTED_DRA_DRIVERS",
     "FINALIZER_TERMINATION",
     "KARPENTER_NODEPOOL_HASH_VERSION",
     "NODEPOOL_HASH_VERSION",
 ]
 
+#: On a NodeClaim: the DRA drivers (comma-separated) whose devices its pods were
+#: allocated; initialization waits for their ResourceSlices (Karpenter v1.14.1).
+ANNOTATION_REQUESTED_DRA_DRIVERS: Final = GROUP + "/requested-dra-drivers"
 #: On a pod or node: Karpenter must not voluntarily disrupt it.
 ANNOTATION_DO_NOT_DISRUPT: Final = GROUP + "/do-not-disrupt"
 #: On a NodeClaim: the hash of its NodePool's template when it was created (drift).

@@ -15,6 +15,7 @@ from typing import Any
 
 __all__ = [
     "daemonset_reference",
+    "has_dra_requirements",
     "is_active",
     "is_owned_by",
     "is_owned_by_daemonset",
@@ -40,6 +41,16 @@ def is_terminal(pod: Pod) -> bool:
 def is_terminating(pod: Pod) -> bool:
     """Deletion was requested (it still holds its node's resources until it is gone)."""
     return bool(_meta(pod).get("deletionTimestamp"))
+
+
+def has_dra_requirements(pod: Pod | None) -> bool:
+    """Whether ``pod`` references a ResourceClaim, itself or in any container
+    (Karpenter's HasDRARequirements)."""
+    spec = (pod or {}).get("spec") or {}
+    if spec.get("resourceClaims"):
+        return True
+    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    return any(((c.get("resources") or {}).get("claims")) for c in containers)
 
 
 def is_active(pod: Pod) -> bool:

@@ -117,8 +117,8 @@ class Settings:
     span and annotates it ``karpenter.sh/nodeclaim-min-values-relaxed: "true"``."""
     ignore_dra_requests: bool = True
     """IGNORE_DRA_REQUESTS: pods with Dynamic Resource Allocation claims get a
-    FailedScheduling event and no capacity (Karpenter's default); false: provisioned for
-    by their other requests alone, the claims unmodelled."""
+    FailedScheduling event and no capacity (Karpenter's default); false: their claims
+    are resolved and allocated (:mod:`karpy.scheduling.deviceallocation`)."""
     disable_cluster_state_observability: bool = False
     """DISABLE_CLUSTER_STATE_OBSERVABILITY: no per-pod, per-node and per-NodePool state
     gauges and no ``operator_*`` status metrics (Karpenter's "cluster state metrics and

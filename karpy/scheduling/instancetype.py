@@ -22,6 +22,7 @@ from karpy.apis.labels import (
     LABEL_ZONE,
 )
 from karpy.scheduling import resources as res
+from karpy.scheduling.devices import ResourceSliceTemplate
 from karpy.scheduling.requirements import IN, Requirement, Requirements
 
 __all__ = ["InstanceType", "Offering", "Overhead"]
@@ -104,6 +105,9 @@ class InstanceType:
     overhead: Overhead = field(default_factory=Overhead)
     capacity_overlays: tuple[str, ...] = ()
     """The NodeOverlays that added extended resources to ``capacity``."""
+    resource_slice_templates: tuple[ResourceSliceTemplate, ...] = ()
+    """The DRA devices a node of this type publishes once running (Karpenter's
+    cloudprovider.DynamicResources.ResourceSliceTemplates); none by default."""
     allocatable: Mapping[str, int] = field(init=False)
 
     def __post_init__(self) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Final, TypeVar, cast
 
 from karpy.apis.pods import is_owned_by_daemonset, is_terminal, is_terminating
 from karpy.scheduling import resources as res
+from karpy.scheduling.devices import DeviceClaim
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.selectors import LabelMatcher, SelectorTerm
 from karpy.scheduling.taints import Toleration
@@ -331,6 +332,9 @@ class Pod:
     is_daemon: bool = False
     terminal: bool = False
     terminating: bool = False
+    device_claims: tuple[DeviceClaim, ...] = ()
+    """The ResourceClaims the pod names, resolved (Dynamic Resource Allocation); set
+    by the caller that holds the claims (:func:`dataclasses.replace`)."""
     raw: Mapping[str, Any] | None = field(default=None, repr=False)
     key: str = field(init=False, repr=False)
     signature: tuple[Any, ...] = field(init=False, repr=False)
@@ -365,6 +369,9 @@ class Pod:
             self.preferred_pod_anti_affinity,
             self.host_ports,
             self.volume_requirements,
+            # DRA pods are placed one by one with their devices: never in one run with
+            # claim-less pods (their claims themselves are checked per pod).
+            bool(self.device_claims),
         )
         object.__setattr__(self, "signature", _shared(("signature", signature),
                                                       partial(_same, signature)))

@@ -49,6 +49,10 @@ class NodeClaimPlan:
     reservation_ids: tuple[str, ...] = ()
     """The capacity reservations the NodeClaim holds a slot of and is pinned to
     (capacity type ``reserved``); empty when it launches on-demand or spot."""
+    dra_drivers: tuple[str, ...] = ()
+    """The DRA drivers whose template devices its pods were allocated (sorted); the
+    NodeClaim records them in ``karpenter.sh/requested-dra-drivers`` and is initialized
+    only once each has published the node's ResourceSlices (Karpenter v1.14.1)."""
 
     @property
     def price(self) -> float:

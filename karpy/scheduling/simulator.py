@@ -42,6 +42,7 @@ from typing import Final, Literal
 from karpy.apis.labels import WELL_KNOWN_LABELS
 from karpy.scheduling import resources as res
 from karpy.scheduling.catalog import Catalog
+from karpy.scheduling.devicetracker import DeviceInputs
 from karpy.scheduling.instancetype import InstanceType
 from karpy.scheduling.node import ExistingNode
 from karpy.scheduling.nodepool import NodePoolTemplate
@@ -154,14 +155,19 @@ class Simulator:
         nodes: Sequence[ExistingNode] = (),
         namespaces: Mapping[str, Mapping[str, str]] | None = None,
         reservations_in_flight: Mapping[str, int] | None = None,
+        devices: DeviceInputs | None = None,
     ) -> Results:
         """Place ``pods`` on ``nodes`` (existing and in-flight capacity) or new
         NodeClaims. ``namespaces`` maps namespace names to their labels, for affinity
         terms with a ``namespaceSelector``. ``reservations_in_flight`` counts, per
         reservation ID, the slots NodeClaims not launched yet hold
-        (:func:`karpy.scheduling.reservations.held_in_flight`)."""
+        (:func:`karpy.scheduling.reservations.held_in_flight`). ``devices`` is what
+        the cluster says of DRA devices, for pods with ``device_claims``
+        (:mod:`karpy.scheduling.devicetracker`)."""
         with _collection_paused():
-            return Solve(self, pods, nodes, namespaces or {}, reservations_in_flight).run()
+            return Solve(
+                self, pods, nodes, namespaces or {}, reservations_in_flight, devices
+            ).run()
 
 
 def solve(

@@ -31,6 +31,7 @@ from karpy.scheduling.capacity import (
 from karpy.scheduling.catalog import iter_bits as _bits
 from karpy.scheduling.checks import Checker, taint_reason
 from karpy.scheduling.daemons import daemon_groups
+from karpy.scheduling.devicetracker import DeviceInputs, DeviceTracker
 from karpy.scheduling.effectivezone import effective_zone
 from karpy.scheduling.improve import Improver
 from karpy.scheduling.instancetype import Offering
@@ -72,6 +73,7 @@ class Solve:
         nodes: Sequence[ExistingNode],
         namespaces: Mapping[str, Mapping[str, str]],
         in_flight: Mapping[str, int] | None = None,
+        devices: DeviceInputs | None = None,
     ) -> None:
         self.sim = simulator
         options = simulator.options
@@ -97,6 +99,11 @@ class Solve:
         )
         self.claims: list[Claim] = []
         self.hostnames = 0
+        # Only a solve with DRA pods tracks devices; the others pay nothing for it.
+        self.devices = (
+            DeviceTracker(devices or DeviceInputs())
+            if any(p.device_claims for p in self.pods) else None
+        )
         requirements = RequirementCache(self.well_known)
         self.topology = TopologyRules(
             pods=self.pods,
@@ -230,6 +237,10 @@ class Solve:
         per_pod = self.sim.options.improvement_budget
         if per_pod <= 0 or len(self.claims) < 2:
             return
+        if self.devices is not None:
+            # The improver moves pods between NodeClaims without the device tracker:
+            # a plan with DRA pods keeps its first-fit placement (a documented gap).
+            return
         pods = sum(len(c.pods) for c in self.claims)
         Improver(
             self.claims,
@@ -273,6 +284,15 @@ class Solve:
         return start
 
     def _results(self, errors: Mapping[str, tuple[Pod, str]]) -> Results:
+        results = self._built(errors)
+        devices = self.devices
+        if devices is None:
+            return results
+        return replace(results, new_nodeclaims=tuple(
+            replace(plan, dra_drivers=devices.drivers(plan.hostname))
+            for plan in results.new_nodeclaims))
+
+    def _built(self, errors: Mapping[str, tuple[Pod, str]]) -> Results:
         reservations = self.reservations
         return build_results(
             self.claims,
@@ -355,6 +375,9 @@ class Solve:
         """Place up to all of ``pods[start:]`` (one run) in one step; the count placed
         (>0), or why none fits anywhere."""
         want = len(pods) - start
+        devices = self.devices if pods[start].device_claims else None
+        if devices is not None:
+            want = 1  # each DRA pod is allocated its own devices, one at a time
         # 1. existing nodes, first fit
         if self.node_groups:
             placed = self._place_existing(sig, vec, pods, start, want)
@@ -382,10 +405,19 @@ class Solve:
                         sig.claims_dead += 1
                     continue
                 _, reqs, mask = outcome
+                allocations = None
+                if devices is not None:
+                    found = devices.check_claim(
+                        pods[start], claim, claim.template.catalog.types, mask)
+                    if isinstance(found, str):
+                        continue
+                    mask, allocations = found
                 offerings = self._offerings_to_reserve(claim, reqs, mask)
                 if isinstance(offerings, ReservedOfferingError):
                     continue
                 self._commit_claim(claim, sig, vec, pods[start : start + 1], reqs, mask)
+                if devices is not None and allocations is not None:
+                    devices.commit_claim(claim, allocations, claim.hostname)
                 self._hold(claim, offerings)
                 sig.cursor = position + 1
                 self._compact(sig)
@@ -399,6 +431,13 @@ class Solve:
                 reasons.append(f'nodepool "{template.pool.name}": {created}')
                 continue
             new, count, reqs, mask = created
+            allocations = None
+            if devices is not None:
+                found = devices.check_claim(pods[start], new, template.catalog.types, mask)
+                if isinstance(found, str):
+                    reasons.append(f'nodepool "{template.pool.name}": {found}')
+                    continue
+                mask, allocations = found
             offerings = self._offerings_to_reserve(new, reqs, mask)
             if isinstance(offerings, ReservedOfferingError):
                 # No fall back to a lower-weight NodePool: this one has reserved capacity
@@ -407,6 +446,8 @@ class Solve:
                 return ReservedOfferingError("; ".join(reasons))
             self._open(new)
             self._commit_claim(new, sig, vec, pods[start : start + count], reqs, mask)
+            if devices is not None and allocations is not None:
+                devices.commit_claim(new, allocations, new.hostname)
             self._hold(new, offerings)
             return count
         if not self.templates:
@@ -442,9 +483,19 @@ class Solve:
             node = group.members[slot]
             if node.order not in dead_nodes:
                 result = self.checker.check_node(node, sig, vec, want)
+                allocation = None
+                if not isinstance(result, Reject) and self.devices is not None \
+                        and pods[start].device_claims:
+                    found = self.devices.check_node(pods[start], node.node.name)
+                    if isinstance(found, str):
+                        result = Reject(found, False)
+                    else:
+                        allocation = found
                 if not isinstance(result, Reject):
                     count, reqs = result
                     self._commit_node(node, sig, vec, pods[start : start + count], reqs)
+                    if self.devices is not None and allocation is not None:
+                        self.devices.commit_node(pods[start], node.node.name, allocation)
                     group.index.update(slot, node.available)
                     return count
                 if result.permanent:

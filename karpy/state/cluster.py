@@ -52,6 +52,13 @@ from karpy.scheduling import resources as res
 from karpy.scheduling.daemons import daemon_runs_on
 from karpy.scheduling.taints import untolerated
 from karpy.state.daemonsets import daemonset_pod
+from karpy.state.devices import (
+    DEVICE_CLASS,
+    RESOURCE_CLAIM,
+    RESOURCE_CLAIM_TEMPLATE,
+    RESOURCE_SLICE,
+    DeviceIndex,
+)
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
 from karpy.state.nodepool import NodePoolEntry
 from karpy.state.nominations import Nomination, Nominations, node_target, nodeclaim_target
@@ -115,6 +122,9 @@ class Cluster:
         self._with_volumes: dict[tuple[str, bool], tuple[int, Pod]] = {}
         self.volumes = VolumeIndex()
         """PersistentVolumeClaims, PersistentVolumes and StorageClasses, indexed."""
+        self.devices = DeviceIndex()
+        """ResourceClaims, their templates, DeviceClasses and ResourceSlices (only fed
+        when :meth:`attach` is asked for dynamic resources)."""
         self._provisionable: dict[str, Object] = {}
         self.pod_scheduling = PodSchedulingTimes()
         """When each pending pod was first seen, decided and found a place (the pod
@@ -137,8 +147,9 @@ class Cluster:
 
     # -- wiring --------------------------------------------------------------------------
 
-    def attach(self, cache: Cache) -> None:
-        """Register on the cache's shared informers of the kinds the model follows.
+    def attach(self, cache: Cache, *, dynamic_resources: bool = False) -> None:
+        """Register on the cache's shared informers of the kinds the model follows;
+        with ``dynamic_resources`` (IGNORE_DRA_REQUESTS false) resource.k8s.io's too.
 
         Call before the manager runs so that its cache sync also waits for them;
         objects already cached are replayed, so attaching later loses nothing.
@@ -170,6 +181,18 @@ class Cluster:
                 lambda _o, n: self.volumes.update_storage_class(n),
                 self.volumes.delete_storage_class)),
         ]
+        if dynamic_resources:
+            d = self.devices
+            handlers += [
+                (RESOURCE_CLAIM, FuncHandler(d.update_claim, lambda _o, n: d.update_claim(n),
+                                             d.delete_claim)),
+                (RESOURCE_CLAIM_TEMPLATE, FuncHandler(
+                    d.update_template, lambda _o, n: d.update_template(n), d.delete_template)),
+                (DEVICE_CLASS, FuncHandler(d.update_class, lambda _o, n: d.update_class(n),
+                                           d.delete_class)),
+                (RESOURCE_SLICE, FuncHandler(d.update_slice, lambda _o, n: d.update_slice(n),
+                                             d.delete_slice)),
+            ]
         for kind, handler in handlers:
             informer = cache.informer(kind)
             registration = informer.add_handler(handler)

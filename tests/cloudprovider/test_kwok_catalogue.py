@@ -187,3 +187,40 @@ def test_a_reserved_offering_without_its_reservation_is_rejected(tmp_path: Path)
     path.write_text(_reserved_entry("unbooked", ReservationCapacity=3))
     with pytest.raises(CatalogueError, match=r"entry unbooked.*reservation-id"):
         load_catalogue(path)
+
+
+def _gpu_entry(slices: list[dict[str, object]]) -> dict[str, object]:
+    return {
+        "name": "g-8x-amd64-linux", "architecture": "amd64", "operatingSystems": ["linux"],
+        "resources": {"cpu": "8", "memory": "32Gi"},
+        "offerings": [{"Price": 1.0, "Available": True, "Requirements": [
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-a"]},
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]}],
+        "resourceSlices": slices,
+    }
+
+
+def test_catalogue_entry_declares_devices_as_slice_templates(tmp_path: Path) -> None:
+    """dra-kwok-driver's DRAConfig analogue: devices per instance type, in the
+    ResourceSlice spec's shape, become the type's resource_slice_templates."""
+
+    path = tmp_path / "types.json"
+    path.write_text(json.dumps([_gpu_entry([{
+        "driver": "gpu.example.com",
+        "devices": [{"name": f"gpu-{i}", "attributes": {"model": {"string": "A100"}},
+                     "capacity": {"memory": {"value": "80Gi"}}} for i in range(4)],
+    }])]))
+    (it,) = to_instance_types(load_catalogue(path))
+    (template,) = it.resource_slice_templates
+    assert (template.driver, template.pool) == ("gpu.example.com", "g-8x-amd64-linux")
+    assert [d.id.name for d in template.devices] == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+    assert template.devices[0].capacity["memory"] == 80 * 2**30
+
+
+def test_catalogue_device_without_a_name_is_refused_naming_the_type(tmp_path: Path) -> None:
+
+    path = tmp_path / "types.json"
+    path.write_text(json.dumps([_gpu_entry([{"driver": "gpu.example.com",
+                                             "devices": [{"attributes": {}}]}])]))
+    with pytest.raises(CatalogueError, match=r"instance type g-8x-amd64-linux: .*name"):
+        to_instance_types(load_catalogue(path))

@@ -15,6 +15,13 @@ Reserved capacity: an offering with ``karpenter.sh/capacity-type In [reserved]``
 its reservation with ``karpenter.kwok.sh/reservation-id In [<id>]`` and says how many
 instances the reservation holds in ``ReservationCapacity`` (Karpenter kwok's field).
 The provider counts its running instances in each reservation against that number.
+
+Devices (Dynamic Resource Allocation): an entry may carry ``resourceSlices``, a list of
+ResourceSlice ``spec``s (``driver``, optional ``pool.name`` -- default the type's
+name --, ``devices``, ``sharedCounters``) that a node of the type publishes, as
+Karpenter's dra-kwok-driver DRAConfig pools declare per node selector. They become the
+type's :attr:`~karpy.scheduling.InstanceType.resource_slice_templates`, and the local
+cluster's test driver publishes them for kwok nodes of that type.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +47,7 @@ from karpy.cloudprovider.kwok._wellknown import (
 )
 from karpy.scheduling import InstanceType, Offering, Overhead, Requirement, Requirements
 from karpy.scheduling import resources as res
+from karpy.scheduling.devices import DeviceError, ResourceSliceTemplate, slice_from_dict
 
 ZONES = ("test-zone-a", "test-zone-b", "test-zone-c", "test-zone-d")
 CAPACITY_TYPES = (wk.CAPACITY_TYPE_SPOT, wk.CAPACITY_TYPE_ON_DEMAND)
@@ -136,6 +145,7 @@ class InstanceTypeSpec(BaseModel):
     operating_systems: tuple[str, ...] = Field(alias="operatingSystems", min_length=1)
     resources: dict[str, str]
     offerings: tuple[OfferingSpec, ...] = Field(min_length=1)
+    resource_slices: tuple[dict[str, Any], ...] = Field(default=(), alias="resourceSlices")
 
     @field_validator("resources", mode="before")
     @classmethod
@@ -243,6 +253,8 @@ def dump_catalogue(specs: Sequence[InstanceTypeSpec]) -> str:
     """Write ``specs`` as JSON in the format :func:`load_catalogue` reads."""
     entries = [s.model_dump(by_alias=True, mode="json") for s in specs]
     for entry in entries:
+        if not entry.get("resourceSlices"):
+            entry.pop("resourceSlices", None)  # a karpy field: absent unless used
         for offering in entry["offerings"]:
             # only reserved offerings carry it, as in Karpenter kwok's files
             if not offering.get("ReservationCapacity"):
@@ -283,7 +295,7 @@ def to_instance_type(spec: InstanceTypeSpec) -> InstanceType:
         )
         for o in spec.offerings
     ]
-    return InstanceType.build(
+    return replace(InstanceType.build(
         spec.name,
         capacity=capacity,
         offerings=offerings,
@@ -308,7 +320,22 @@ def to_instance_type(spec: InstanceTypeSpec) -> InstanceType:
                 else (Requirement.new(LABEL_RESERVATION_ID, "DoesNotExist", ()),)
             ),
         ],
-    )
+    ), resource_slice_templates=slice_templates(spec))
+
+
+def slice_templates(spec: InstanceTypeSpec) -> tuple[ResourceSliceTemplate, ...]:
+    """The entry's ``resourceSlices`` as slice templates (see the module docstring)."""
+    out = []
+    for i, slice_spec in enumerate(spec.resource_slices):
+        pool = (slice_spec.get("pool") or {}).get("name") or spec.name
+        try:
+            out.append(slice_from_dict({
+                "metadata": {"name": f"{spec.name} resourceSlices[{i}]"},
+                "spec": {**slice_spec, "pool": {"name": pool}},
+            }))
+        except DeviceError as exc:
+            raise CatalogueError(f"instance type {spec.name}: {exc}") from exc
+    return tuple(out)
 
 
 def to_instance_types(specs: Sequence[InstanceTypeSpec]) -> list[InstanceType]:

@@ -7,7 +7,8 @@ a new home, and what moving them costs (Karpenter's Candidate).
 :func:`node_blockers` is the one place that says why a node is **not** a candidate —
 it is not managed, not initialized, already going away, nominated for pending pods,
 annotated ``karpenter.sh/do-not-disrupt``, or one of its pods is protected by that
-annotation or by a PodDisruptionBudget. The controller turns its first answer into a
+annotation or by a PodDisruptionBudget, or has ResourceClaims (karpy's: the what-if
+solves do not carry allocated devices yet). The controller turns its first answer into a
 ``DisruptionBlocked`` event, exactly as Karpenter words it; it returns all of them so
 that a ``karpy explain node`` command (not written yet) can show every one.
 """
@@ -23,7 +24,7 @@ from typing import Any, Literal
 
 from karpy.apis.annotations import ANNOTATION_DO_NOT_DISRUPT
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
-from karpy.apis.pods import is_active
+from karpy.apis.pods import has_dra_requirements, is_active
 from karpy.apis.v1 import CONDITION_CONSOLIDATABLE
 from karpy.controllers.disruption._pdb import PdbLimits
 
@@ -231,6 +232,15 @@ def pod_blockers(pods: Sequence[Object], snapshot: Snapshot) -> list[str]:
             reasons.append(
                 f'pod has "{ANNOTATION_DO_NOT_DISRUPT}" annotation '
                 f"(Pod={meta.get('namespace') or 'default'}/{meta.get('name')})"
+            )
+    for pod in pods:
+        # karpy's what-if solves do not move a pod's allocated devices yet: a pod with
+        # ResourceClaims could be "rescheduled" onto a node without them (issue 40).
+        if is_active(pod) and has_dra_requirements(pod):
+            meta = pod.get("metadata") or {}
+            reasons.append(
+                "pod has Dynamic Resource Allocation claims, which disruption does not "
+                f"simulate yet (Pod={meta.get('namespace') or 'default'}/{meta.get('name')})"
             )
     for pod in pods:
         if not _evictable_for_pdbs(pod, snapshot.now):

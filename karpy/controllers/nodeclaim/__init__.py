@@ -72,6 +72,9 @@ def register(deps: Deps) -> None:
         metrics=deps.metrics,
         clock=deps.clock,
         registration_health=deps.registration_health,
+        # Karpenter waits for requested DRA drivers only with IGNORE_DRA_REQUESTS off.
+        dra_drivers_on=(None if deps.settings.ignore_dra_requests
+                        else deps.cluster.devices.drivers_on),
     )
     limiter: MaxOfRateLimiter[Request] = MaxOfRateLimiter(
         # Karpenter's: 1 s doubling to 1 min per NodeClaim, and an overall bucket.

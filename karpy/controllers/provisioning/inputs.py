@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpy.apis.labels import LABEL_NODEPOOL
+from karpy.apis.pods import has_dra_requirements
 from karpy.cloudprovider import CloudProvider, UnavailableOfferings
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning.events import NodePoolEvents, PodEvents
@@ -48,16 +49,6 @@ log = logging.getLogger("controller")
 _DRA_UNSUPPORTED = (
     "pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter"
 )
-
-
-def has_dra_requirements(pod: Mapping[str, Any] | None) -> bool:
-    """Whether ``pod`` references a ResourceClaim, itself or in any container
-    (Karpenter's HasDRARequirements)."""
-    spec = (pod or {}).get("spec") or {}
-    if spec.get("resourceClaims"):
-        return True
-    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
-    return any(((c.get("resources") or {}).get("claims")) for c in containers)
 
 
 def scheduler_options(settings: Settings) -> SchedulerOptions:
@@ -126,13 +117,18 @@ class SchedulingInputs:
         """Provisionable pods as the simulator sees them, volume topology included;
         pods that cannot be provisioned for yet are left out (Karpenter's Validate)."""
         ignored = 0
+        dra: dict[str, Mapping[str, Any]] = {}
 
         def skip(obj: Mapping[str, Any], pod: Pod) -> bool:
             nonlocal ignored
             if _avoids_managed_nodes(pod):
                 ignored += 1
                 return True
-            return self._skips_dra(obj, pod)
+            if self._skips_dra(obj, pod):
+                return True
+            if has_dra_requirements(obj):
+                dra[pod.key] = obj
+            return False
 
         def invalid(pod: Pod, exc: VolumeError) -> None:
             nonlocal ignored
@@ -145,8 +141,20 @@ class SchedulingInputs:
                 )
 
         out = self.cluster.pending_pods(skip=skip, invalid=invalid)
+        if dra:
+            resolved = (self._with_claims(p, dra[p.key]) if p.key in dra else p for p in out)
+            out = [p for p in resolved if p is not None]
         self.metrics.scheduler_ignored_pods.set(ignored)
         return out
+
+    def _with_claims(self, pod: Pod, obj: Mapping[str, Any]) -> Pod | None:
+        """``pod`` with its ResourceClaims resolved (IGNORE_DRA_REQUESTS false); None,
+        with a FailedScheduling event saying why, while they cannot be."""
+        resolved = self.cluster.devices.resolve(obj, pod)
+        if isinstance(resolved, str):
+            self.events.failed_to_schedule(pod, f"failed to validate pod, {resolved}")
+            return None
+        return resolved
 
     def moving_pods(self) -> list[Pod]:
         """Pods on machines being deleted, restricted to where their volumes can go;

@@ -29,6 +29,7 @@ from karpy.apis.annotations import (
     ANNOTATION_NODEPOOL_HASH,
     ANNOTATION_NODEPOOL_HASH_VERSION,
     ANNOTATION_PRICE_OVERLAY_APPLIED,
+    ANNOTATION_REQUESTED_DRA_DRIVERS,
     FINALIZER_TERMINATION,
     NODEPOOL_HASH_VERSION,
 )
@@ -62,6 +63,8 @@ def nodeclaim_manifest(
         # Karpenter writes it on every NodeClaim its scheduler makes, true or false.
         ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED: str(plan.min_values_relaxed).lower(),
     }
+    if plan.dra_drivers:
+        annotations[ANNOTATION_REQUESTED_DRA_DRIVERS] = ",".join(plan.dra_drivers)
     # As Karpenter: set (to "true") only when an overlay touched one of the types.
     if any(o.overlay for it in plan.instance_types for o in it.offerings):
         annotations[ANNOTATION_PRICE_OVERLAY_APPLIED] = "true"

@@ -227,6 +227,7 @@ class Provisioner:
                 nodes=nodes,
                 namespaces=self.cluster.namespaces(),
                 reservations_in_flight=in_flight,
+                devices=self.cluster.devices.inputs(),
             )
         finally:
             unfinished.remove(*solve_labels)

@@ -32,6 +32,29 @@ def test_do_not_disrupt_pod_and_node_annotations_block_with_karpenters_words() -
     ]
 
 
+def test_a_pod_with_resource_claims_blocks_until_what_ifs_carry_devices() -> None:
+    """karpy's (issue 40): disruption's what-if solves do not move allocated devices,
+    so a node whose pod has ResourceClaims is not a candidate, and says why."""
+    from karpy.apis.pods import has_dra_requirements
+    from karpy.runtime import thaw
+
+    scene = Scene()
+    scene.pool()
+    scene.machine("a", "m-4x")
+    obj = thaw(scene.pod("gpu", "a"))
+    obj["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu-claim"}]
+    assert has_dra_requirements(obj)
+    scene.cluster.update_pod(freeze(obj))
+    scene.pods["a"][-1] = obj
+    assert verdict(scene, "a") == [
+        "pod has Dynamic Resource Allocation claims, which disruption does not simulate "
+        "yet (Pod=default/gpu)"
+    ]
+    scene.machine("b", "m-4x")
+    scene.pod("plain", "b")
+    assert isinstance(verdict(scene, "b"), Candidate)
+
+
 def test_a_pdb_allowing_no_eviction_blocks_and_two_pdbs_block_too() -> None:
     scene = Scene()
     scene.pool()

@@ -255,3 +255,31 @@ async def test_a_node_changed_since_the_cache_saw_it_registers_in_the_same_recon
     assert not any(t["key"] == "karpenter.sh/unregistered" for t in node["spec"]["taints"])
     assert node["status"]["phase"] == "Running"  # the concurrent write was not lost
     assert not result.requeue  # no trip through the rate limiter
+
+
+async def test_initialization_waits_for_requested_dra_drivers(
+    kube: FakeClient, provider, recorder, unavailable, settings, metrics, clock
+) -> None:
+    """Karpenter v1.14.1 initialization (d): with IGNORE_DRA_REQUESTS off, each driver of
+    karpenter.sh/requested-dra-drivers must have published the node's ResourceSlices."""
+    from karpy.state.devices import DeviceIndex
+
+    slices = DeviceIndex()
+    lifecycle = LifecycleController(
+        client=kube, index=kube, cloud_provider=provider, recorder=recorder,
+        unavailable_offerings=unavailable, settings=settings, metrics=metrics.instruments,
+        clock=clock, dra_drivers_on=slices.drivers_on,
+    )
+    pid = await launch(kube, lifecycle,
+                       annotations={"karpenter.sh/requested-dra-drivers": "gpu.example.com"})
+    await kube.create(NODE, node_manifest("node-1", pid))
+    await lifecycle.reconcile(REQUEST)
+    initialized = condition(kube.peek(NODE_CLAIM, NAME), "Initialized")
+    assert (initialized["status"], initialized["reason"], initialized["message"]) == (
+        "Unknown", "DRADriverPoolsNotPublished",
+        'DRA driver "gpu.example.com" has not published a complete resource pool')
+    slices.update_slice({"metadata": {"name": "node-1-gpu"}, "spec": {
+        "driver": "gpu.example.com", "pool": {"name": "node-1"}, "nodeName": "node-1",
+        "devices": [{"name": "gpu-0"}]}})
+    await lifecycle.reconcile(REQUEST)
+    assert condition(kube.peek(NODE_CLAIM, NAME), "Initialized")["status"] == "True"

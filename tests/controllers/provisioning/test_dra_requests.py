@@ -1,9 +1,12 @@
 """IGNORE_DRA_REQUESTS (Karpenter's default true): a pod with Dynamic Resource
 Allocation claims gets a FailedScheduling event saying so and no capacity; with the
-setting off it is provisioned for by its other requests alone."""
+setting off its claims are resolved and allocated against the instance types' slice
+templates (issue 40: planning it as if it had no claims launched nodes it cannot run
+on)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from provisioning_support import build
@@ -43,10 +46,61 @@ async def test_a_pod_with_resource_claims_gets_no_capacity_and_is_told_why() -> 
         "that are not yet supported by Karpenter")
 
 
-async def test_with_the_setting_off_the_pod_is_provisioned_for() -> None:
+GPU_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+             "metadata": {"name": "gpu"},
+             "spec": {"selectors": [{"cel": {"expression":
+                                              'device.driver == "gpu.example.com"'}}]}}
+
+
+def gpu_claim(count: int) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "gpu-claim", "namespace": "default"},
+            "spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": count}}]}}}
+
+
+async def test_with_the_setting_off_a_missing_claim_waits_with_a_reason() -> None:
     h = build(Settings(ignore_dra_requests=False))
     h.cluster.update_nodepool(nodepool("default"))
     h.cluster.update_pod(claiming("dra"))
     await h.provisioner.provision()
-    assert len(h.client.created) == 1
-    assert h.recorder.reasons("FailedScheduling") == []
+    assert h.client.created == []
+    [event] = h.recorder.reasons("FailedScheduling")
+    assert "ResourceClaim default/gpu-claim not found" in event.message
+
+
+async def test_with_the_setting_off_no_type_without_devices_is_bought() -> None:
+    h = build(Settings(ignore_dra_requests=False))
+    h.cluster.update_nodepool(nodepool("default"))
+    h.cluster.devices.update_class(GPU_CLASS)
+    h.cluster.devices.update_claim(gpu_claim(2))
+    h.cluster.update_pod(claiming("dra"))
+    await h.provisioner.provision()
+    assert h.client.created == []
+    [event] = h.recorder.reasons("FailedScheduling")
+    assert "cannot allocate all claims" in event.message
+
+
+async def test_with_the_setting_off_only_types_with_the_devices_are_asked_for() -> None:
+    from karpy.scheduling.devices import Device, DeviceID, ResourceSliceTemplate
+
+    h = build(Settings(ignore_dra_requests=False))
+    gpus = ResourceSliceTemplate("gpu.example.com", "gpus", tuple(
+        Device(DeviceID("gpu.example.com", "gpus", f"gpu-{i}")) for i in range(2)))
+    chosen = h.provider.instance_types[-1].name
+    h.provider.instance_types = [
+        replace(it, resource_slice_templates=(gpus,)) if it.name == chosen else it
+        for it in h.provider.instance_types]
+    h.cluster.update_nodepool(nodepool("default"))
+    h.cluster.devices.update_class(GPU_CLASS)
+    h.cluster.devices.update_claim(gpu_claim(2))
+    h.cluster.update_pod(claiming("dra"))
+    await h.provisioner.provision()
+    [claim] = h.client.created
+    [types] = [r["values"] for r in claim["spec"]["requirements"]
+               if r["key"] == "node.kubernetes.io/instance-type"]
+    assert types == [chosen]
+    # Karpenter v1.14.1: the drivers whose template devices were allocated, for
+    # initialization to wait on
+    assert claim["metadata"]["annotations"]["karpenter.sh/requested-dra-drivers"] == (
+        "gpu.example.com")

@@ -27,7 +27,7 @@ reconcile that would act on one of them; the event of the newer version follows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from karpy.apis import NodeClaim
@@ -91,6 +91,7 @@ class LifecycleController:
         metrics: KarpenterMetrics,
         clock: Clock,
         registration_health: RegistrationHealth | None = None,
+        dra_drivers_on: Callable[[str], frozenset[str]] | None = None,
     ) -> None:
         health = registration_health if registration_health is not None \
             else RegistrationHealth()
@@ -108,7 +109,8 @@ class LifecycleController:
             health=health,
         )
         self.initialization = Initialization(
-            client=client, index=index, metrics=metrics, clock=clock
+            client=client, index=index, metrics=metrics, clock=clock,
+            dra_drivers_on=dra_drivers_on,
         )
         self.liveness = Liveness(
             client=client, recorder=recorder, settings=settings, metrics=metrics, clock=clock,

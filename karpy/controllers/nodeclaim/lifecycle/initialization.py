@@ -10,10 +10,11 @@ plugin registers). The Node is labelled ``karpenter.sh/initialized=true``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from karpy.apis import NodeClaim
+from karpy.apis.annotations import ANNOTATION_REQUESTED_DRA_DRIVERS
 from karpy.apis.labels import LABEL_INITIALIZED, LABEL_NODEPOOL
 from karpy.apis.taints import UNREGISTERED_NO_EXECUTE_TAINT
 from karpy.apis.v1.nodeclaim import CONDITION_INITIALIZED, CONDITION_REGISTERED
@@ -105,8 +106,11 @@ class Initialization:
     """The initialization step (see the module docstring)."""
 
     def __init__(
-        self, *, client: Client, index: Index, metrics: KarpenterMetrics, clock: Clock
+        self, *, client: Client, index: Index, metrics: KarpenterMetrics, clock: Clock,
+        dra_drivers_on: Callable[[str], frozenset[str]] | None = None,
     ) -> None:
+        self._dra_drivers_on = dra_drivers_on
+        """The drivers with ResourceSlices for a node (None: IGNORE_DRA_REQUESTS)."""
         self._client = client
         self._index = index
         self._metrics = metrics
@@ -131,7 +135,7 @@ class Initialization:
             )
             return Outcome(requeue_after=INITIALIZATION_POLL)
         node = nodes[0]
-        waiting = _waiting_for(node, nodeclaim)
+        waiting = _waiting_for(node, nodeclaim) or self._waiting_for_drivers(node, nodeclaim)
         if waiting is not None:
             conds.set_unknown(CONDITION_INITIALIZED, *waiting)
             return Outcome(requeue_after=INITIALIZATION_POLL)
@@ -154,6 +158,24 @@ class Initialization:
             1, {"nodepool": nodeclaim.metadata.labels.get(LABEL_NODEPOOL, "")}
         )
         return Outcome()
+
+
+    def _waiting_for_drivers(
+        self, node: Mapping[str, Any], nodeclaim: NodeClaim
+    ) -> tuple[str, str] | None:
+        """Karpenter's draDriverPoolsPublished (v1.14.1): each driver the NodeClaim's
+        requested-dra-drivers annotation names must have published a ResourceSlice for
+        the node. Karpenter also wants the pool complete (every slice of its latest
+        generation); karpy takes one slice of the driver on the node as published."""
+        wanted = nodeclaim.metadata.annotations.get(ANNOTATION_REQUESTED_DRA_DRIVERS, "")
+        if self._dra_drivers_on is None or not wanted.strip():
+            return None
+        published = self._dra_drivers_on(node["metadata"]["name"])
+        for driver in (d.strip() for d in wanted.split(",")):
+            if driver and driver not in published:
+                return ("DRADriverPoolsNotPublished",
+                        f'DRA driver "{driver}" has not published a complete resource pool')
+        return None
 
 
 def _waiting_for(node: Mapping[str, Any], nodeclaim: NodeClaim) -> tuple[str, str] | None:
