@@ -38,13 +38,14 @@ finish() {
 }
 trap finish EXIT
 
-bash scripts/timed.sh "setup (venv)" bash scripts/setup.sh python
-export PATH="$root/.venv/bin:$root/tests/controlplane/bin:$PATH"
-
 # The Go builds (a cold one takes about 8 minutes) and the image (about 4, root only) run
-# in the background while ruff, mypy, import-linter and the pure tests run: pytest runs
-# the cluster tests last (tests/controlplane/fixtures.py), and each build is cached and
-# locked, so the fixture that needs one waits for it, or builds it itself if this failed.
+# in the background while the venv is set up and ruff, mypy, import-linter and the pure
+# tests run: pytest runs the cluster tests last (tests/controlplane/fixtures.py), and each
+# build is cached and locked, so the fixture that needs one waits for it, or builds it
+# itself if this failed. They need nothing from the venv, so they start first: on a cold
+# run the cluster tests' start waits for the Go builds (time per phase: "waiting for the
+# Go builds"), and the venv's pip install is mostly downloads. The image comes after the
+# Go builds, by when setup.sh's own apt-get (tmux) is long done.
 # Its own session (setsid), so a check failing early stops the whole build with it.
 setsid bash -c '
   set -e
@@ -55,6 +56,9 @@ setsid bash -c '
     echo "not root: the image is not built and tests/e2e/test_image_e2e.py skips"
   fi' >"$builds_log" 2>&1 &
 builds=$!
+
+bash scripts/timed.sh "setup (venv)" bash scripts/setup.sh python
+export PATH="$root/.venv/bin:$root/tests/controlplane/bin:$PATH"
 
 echo "== ruff"
 bash scripts/timed.sh ruff ruff check karpy providers tests examples
