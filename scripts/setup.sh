@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything karpy needs on a fresh machine into ./.venv and builds the local
-# control plane (tests/controlplane) and nodeadm's validator (tests/providers/aws/nodeadm).
+# control plane (tests/controlplane), helm for the chart tests (tests/controlplane/
+# build-helm.sh) and nodeadm's validator (tests/providers/aws/nodeadm).
 # Safe to run again: each step is skipped or cached when nothing changed.
 #
 #   bash scripts/setup.sh          everything
@@ -52,9 +53,11 @@ fi
 fi
 
 if [ "$what" != python ]; then
-  # nodeadm's own NodeConfig validation, which the AWS provider's user-data tests run
-  # (first: those are pure tests, run before the cluster's)
-  # (scripts/timed.sh: the test command prints each build's time at its end)
+  # In the order the tests need them (scripts/timed.sh: the test command prints each
+  # build's time at its end): nodeadm's own NodeConfig validation, which the AWS
+  # provider's user-data tests run (pure tests, midway through); helm, for the chart tests
+  # (pure, run last of the pure tests); the control plane, for the cluster tests.
   bash scripts/timed.sh "build: nodeadm's validator" bash tests/providers/aws/nodeadm/build.sh >/dev/null
+  bash scripts/timed.sh "build: helm" bash tests/controlplane/build-helm.sh >/dev/null
   bash scripts/timed.sh "build: control plane" bash tests/controlplane/build.sh
 fi

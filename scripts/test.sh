@@ -70,7 +70,8 @@ echo "== pytest"
 status=0
 # -rs: every skip is printed with its reason (tests/testrun/skips.py fails one without);
 # the pytest plugin tests/testrun/phases.py records the pure and the cluster tests' times.
-pytest -p no:cacheprovider -rs "$@" || status=$?
+# -m "not soak": the long soaks run from scripts/chaos.sh (a -m of your own replaces it).
+pytest -p no:cacheprovider -rs -m "not soak" "$@" || status=$?
 echo "== builds (control plane, nodeadm's validator, image)"
 if wait "$builds"; then
   tail -n 5 "$builds_log"

@@ -346,9 +346,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def _phase(item: pytest.Item) -> int:
-    """0: pure tests; 1: the AWS provider's cluster tests, which share the session's moto
-    account with its pure tests (tests/providers/aws/conftest.py) and must see it before
-    any other test resets moto; 2: every other cluster test (some reset moto's state)."""
+    """0: pure tests; 1: the pure chart tests, which need helm (a Go build that
+    scripts/test.sh starts first in the background: run last of the pure tests, they find
+    it built instead of holding every pure test up while it builds — 197 s cold in a CI
+    run); 2: the AWS provider's cluster tests, which share the session's moto account with
+    its pure tests (tests/providers/aws/conftest.py) and must see it before any other test
+    resets moto; 3: every other cluster test (some reset moto's state)."""
     if item.get_closest_marker("cluster") is None:
-        return 0
-    return 1 if "providers/aws/" in item.nodeid else 2
+        return 1 if item.nodeid.startswith("tests/charts/") else 0
+    return 2 if "providers/aws/" in item.nodeid else 3
