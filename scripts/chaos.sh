@@ -4,7 +4,9 @@
 # takes about half an hour on 2 CPUs. The short version of scenarios 1-4 runs with the
 # test command (tests/chaos/, marked cluster + slow).
 #
-# usage: scripts/chaos.sh [SCENARIO...]     1 2 3 4 (pytest) 5 (load) 6 (scale-up); default all
+# usage: scripts/chaos.sh [SCENARIO...]     1 2 3 4 (pytest) 5 (load) 6 (scale-up)
+#          7 (the partitioned leader, tests/chaos/test_chaos_partition.py: a soak, marked
+#          `soak`, which the test command leaves out); default all
 #   KARPY_CHAOS_SEED=N fixes the random kill and restart points.
 #   On a shared machine set CHAOS_LOCK=/tmp/karpy-cluster.lock: each scenario then takes
 #   the lock for itself only, so others can use the cluster in between.
@@ -24,14 +26,15 @@ declare -A files=(
   [2]=tests/chaos/test_chaos_apiserver.py
   [3]=tests/chaos/test_chaos_leader.py
   [4]=tests/chaos/test_chaos_cloud_faults.py
+  [7]=tests/chaos/test_chaos_partition.py
 )
 scenarios=("$@")
-[[ ${#scenarios[@]} -gt 0 ]] || scenarios=(1 2 3 4 5 6)
+[[ ${#scenarios[@]} -gt 0 ]] || scenarios=(1 2 3 4 5 6 7)
 status=0
 for s in "${scenarios[@]}"; do
   echo "== scenario $s"
   case $s in
-    1|2|3|4) locked pytest -p no:cacheprovider -s -q "${files[$s]}" || status=1 ;;
+    1|2|3|4|7) locked pytest -p no:cacheprovider -s -q "${files[$s]}" || status=1 ;;
     5) locked python benchmarks/load_bench.py || status=1 ;;
     6) locked python benchmarks/scaleup_bench.py --pods 3000 --max-cpu 4 || status=1
        # the floor: the control plane alone binding the same pods onto pre-made nodes

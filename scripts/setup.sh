@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything karpy needs on a fresh machine into ./.venv and builds the local
-# control plane (tests/controlplane) and nodeadm's validator (tests/providers/aws/nodeadm).
+# control plane (tests/controlplane), helm for the chart tests (tests/controlplane/
+# build-helm.sh) and nodeadm's validator (tests/providers/aws/nodeadm).
 # Safe to run again: each step is skipped or cached when nothing changed.
 #
 #   bash scripts/setup.sh          everything
@@ -22,18 +23,41 @@ if [ ! -x .venv/bin/python ]; then
   "$py" -m venv .venv
 fi
 stamp=.venv/.karpy-installed
-deps="pyproject.toml providers/aws/pyproject.toml providers/azure/pyproject.toml"
+deps="pyproject.toml providers/aws/pyproject.toml providers/azure/pyproject.toml
+      examples/provider-plugin/pyproject.toml"
 if [ ! -f "$stamp" ] || [ -n "$(find $deps -newer "$stamp" 2>/dev/null)" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[dev]" -e "providers/aws[test]" -e providers/azure -e examples/provider-plugin 2>/dev/null \
-    || .venv/bin/python -m pip install -q -e ".[dev]" -e "providers/aws[test]" -e providers/azure
+  # The example provider plugin too: its tests (examples/provider-plugin/tests) and the
+  # plugin-discovery tests need it installed, so a failure here fails the setup.
+  .venv/bin/python -m pip install -q -e ".[dev]" -e "providers/aws[test]" -e providers/azure \
+    -e examples/provider-plugin
   touch "$stamp"
+fi
+
+# Programs the tests drive besides Python's: tmux (tests/e2e/test_top_e2e.py runs
+# `karpy top` in a real terminal). Installed with apt-get when root, as scripts/image.sh
+# does for its tools; otherwise said here, and the test's skip says it again.
+missing=()
+command -v tmux >/dev/null || missing+=(tmux)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup.sh: installing ${missing[*]} with apt-get" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get -q -o DPkg::Lock::Timeout=600 update >/dev/null
+    apt-get -q -y -o DPkg::Lock::Timeout=600 install --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "setup.sh: ${missing[*]} missing (install it; not root, so not installed here):" \
+      "tests/e2e/test_top_e2e.py will skip" >&2
+  fi
 fi
 fi
 
 if [ "$what" != python ]; then
-  # nodeadm's own NodeConfig validation, which the AWS provider's user-data tests run
-  # (first: those are pure tests, run before the cluster's)
-  bash tests/providers/aws/nodeadm/build.sh >/dev/null
-  bash tests/controlplane/build.sh
+  # In the order the tests need them (scripts/timed.sh: the test command prints each
+  # build's time at its end): nodeadm's own NodeConfig validation, which the AWS
+  # provider's user-data tests run (pure tests, midway through); helm, for the chart tests
+  # (pure, run last of the pure tests); the control plane, for the cluster tests.
+  bash scripts/timed.sh "build: nodeadm's validator" bash tests/providers/aws/nodeadm/build.sh >/dev/null
+  bash scripts/timed.sh "build: helm" bash tests/controlplane/build-helm.sh >/dev/null
+  bash scripts/timed.sh "build: control plane" bash tests/controlplane/build.sh
 fi

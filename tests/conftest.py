@@ -23,7 +23,12 @@ _AZURE_TESTS = str(Path(__file__).resolve().parent / "providers" / "azure")
 if _AZURE_TESTS not in sys.path:
     sys.path.append(_AZURE_TESTS)
 
-pytest_plugins = ["controlplane.fixtures"]
+pytest_plugins = [
+    "controlplane.fixtures",
+    "testrun.skips",  # a skip without a reason fails
+    "testrun.phases",  # time per phase, for scripts/test.sh
+    "pytester",  # tests/testrun tests those two in a pytest of their own
+]
 
 # Hypothesis's per-example deadline (200 ms) is a timing check, not a property: on a
 # loaded 2-core CI an example that is correct can still take longer, and the test would

@@ -21,6 +21,7 @@ marker, so ``pytest -m "not cluster"`` runs only the tests that need no cluster.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -47,6 +48,11 @@ COMPONENTS = ("controlplane", "etcd", "apiserver", "controller-manager", "schedu
 
 _START_TIMEOUT = 90.0
 _STOP_TIMEOUT = 30.0
+
+#: What the session's cluster start spent its time on, in seconds by step, for the run's
+#: time per phase (tests/testrun/phases.py): the wait for the Go builds first of all,
+#: which scripts/test.sh runs in the background while the pure tests run.
+STARTUP = pytest.StashKey[dict[str, float]]()
 
 
 class ControlPlaneError(RuntimeError):
@@ -220,18 +226,25 @@ def _install_crds(cluster: Cluster) -> None:
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[Cluster]:
     """A running control plane for the whole session (see the module docstring)."""
+    steps = pytestconfig.stash.setdefault(STARTUP, {})
     external = os.environ.get("KARPY_KUBECONFIG")
     if external:
         if not CONTROLPLANE.exists():
-            build()  # for its kubectl
+            with _timed(steps, "waiting for the Go builds"):
+                build()  # for its kubectl
         c = Cluster(kubeconfig=external, server=_server_of(external), dir=_dir_of(external))
-        _install_crds(c)
+        with _timed(steps, "installing the CRDs"):
+            _install_crds(c)
         yield c
         return
 
-    build()
+    with _timed(steps, "waiting for the Go builds"):
+        build()  # cached and locked: waits for the test command's background build
+    start = time.monotonic()
     directory = tmp_path_factory.mktemp("controlplane")
     with (directory / "controlplane.log").open("ab") as log:
         proc = subprocess.Popen(
@@ -258,9 +271,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             what=f"starting the control plane in {directory}",
             timeout=_START_TIMEOUT + 10,
         )
+        steps["starting the control plane"] = time.monotonic() - start
         info = json.loads((directory / "cluster.json").read_text())
         c = Cluster(kubeconfig=info["kubeconfig"], server=info["server"], dir=directory)
-        _install_crds(c)
+        with _timed(steps, "installing the CRDs"):
+            _install_crds(c)
         yield c
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -269,6 +284,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextlib.contextmanager
+def _timed(steps: dict[str, float], name: str) -> Iterator[None]:
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        steps[name] = steps.get(name, 0.0) + time.monotonic() - start
 
 
 @pytest.fixture
@@ -322,9 +346,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def _phase(item: pytest.Item) -> int:
-    """0: pure tests; 1: the AWS provider's cluster tests, which share the session's moto
-    account with its pure tests (tests/providers/aws/conftest.py) and must see it before
-    any other test resets moto; 2: every other cluster test (some reset moto's state)."""
+    """0: pure tests; 1: the pure chart tests, which need helm (a Go build that
+    scripts/test.sh starts first in the background: run last of the pure tests, they find
+    it built instead of holding every pure test up while it builds — 197 s cold in a CI
+    run); 2: the AWS provider's cluster tests, which share the session's moto account with
+    its pure tests (tests/providers/aws/conftest.py) and must see it before any other test
+    resets moto; 3: every other cluster test (some reset moto's state)."""
     if item.get_closest_marker("cluster") is None:
-        return 0
-    return 1 if "providers/aws/" in item.nodeid else 2
+        return 1 if item.nodeid.startswith("tests/charts/") else 0
+    return 2 if "providers/aws/" in item.nodeid else 3

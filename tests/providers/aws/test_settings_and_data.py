@@ -17,8 +17,24 @@ from karpy.cloudprovider.errors import ProviderLoadError
 from karpy.cloudprovider.registry import build_provider
 from karpy.state import OverlayStore
 
-SCRIPT = Path(__file__).resolve().parents[3] / "providers/aws/scripts/generate_static_data.py"
-SOURCE = Path(os.environ.get("KARPY_AWS_DATA_SOURCE", "/work/shared/data"))
+ROOT = Path(__file__).resolve().parents[3]
+SCRIPT = ROOT / "providers/aws/scripts/generate_static_data.py"
+
+
+def _data_source() -> Path | None:
+    """The generator's input: KARPY_AWS_DATA_SOURCE, else karpy's reference data in
+    shared/data beside the checkout (CI lays shared/ out next to the clone) or beside one
+    of its parent directories (a git worktree under the main checkout's directory)."""
+    if env := os.environ.get("KARPY_AWS_DATA_SOURCE"):
+        return Path(env)
+    for parent in ROOT.parents:
+        candidate = parent / "shared" / "data"
+        if (candidate / "aws-ondemand-prices.json").is_file():
+            return candidate
+    return None
+
+
+SOURCE = _data_source()
 
 
 def settings(values: dict[str, str], environ: dict[str, str] | None = None) -> AWSSettings:
@@ -129,8 +145,13 @@ def test_static_tables_cover_common_types() -> None:
     assert len(data.on_demand_prices["us-east-1"]) > 1000
 
 
-@pytest.mark.skipif(not SOURCE.is_dir(), reason=f"{SOURCE} (the generator's input) is absent")
+@pytest.mark.skipif(
+    SOURCE is None or not SOURCE.is_dir(),
+    reason=f"the generator's input is absent: no shared/data beside {ROOT} or its parents, "
+    f"and KARPY_AWS_DATA_SOURCE ({os.environ.get('KARPY_AWS_DATA_SOURCE')!r}) names none",
+)
 def test_shipped_table_is_what_the_generator_writes() -> None:
+    assert SOURCE is not None
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--source", str(SOURCE), "--check"],
         capture_output=True,

@@ -1,0 +1,62 @@
+"""pytest plugin: how long the pure tests and the cluster tests took, and what the
+cluster's start spent waiting for.
+
+Registered from tests/conftest.py. pytest runs the tests needing the local control plane
+after the pure ones (``controlplane.fixtures.pytest_collection_modifyitems``), so the run
+splits in two at the first cluster test. At the end of the run the split is printed in
+the terminal summary and, when ``KARPY_PHASE_TIMES`` names a file, appended to it as
+``name<TAB>seconds`` lines, which scripts/test.sh prints with its own phases in one
+table. The cluster's start is split as ``controlplane.fixtures`` records it: the wait
+for the Go builds (running in the background since the test command began), the control
+plane's start, the CRDs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+from controlplane.fixtures import STARTUP
+
+_STARTED = pytest.StashKey[float]()
+_FIRST_CLUSTER_TEST = pytest.StashKey[float]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_STARTED] = time.monotonic()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> None:
+    stash = item.config.stash
+    if _FIRST_CLUSTER_TEST not in stash and item.get_closest_marker("cluster") is not None:
+        stash[_FIRST_CLUSTER_TEST] = time.monotonic()
+
+
+def phases(config: pytest.Config, now: float) -> list[tuple[str, float]]:
+    """The run's phases so far, as (name, seconds): collection is counted with the pure
+    tests, the cluster's start with the cluster tests (and shown on its own below)."""
+    started = config.stash.get(_STARTED, now)
+    boundary = config.stash.get(_FIRST_CLUSTER_TEST, now)
+    rows = [("pure tests", boundary - started)]
+    if _FIRST_CLUSTER_TEST in config.stash:
+        rows.append(("cluster tests", now - boundary))
+        rows += [(f"  {name}", seconds) for name, seconds in config.stash.get(STARTUP, {}).items()]
+    return rows
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> Generator[None, None, None]:
+    yield
+    rows = phases(config, time.monotonic())
+    terminalreporter.write_sep("-", "time per phase (pytest)")
+    for name, seconds in rows:
+        terminalreporter.write_line(f"{name:<36} {seconds:8.1f} s")
+    if out := os.environ.get("KARPY_PHASE_TIMES"):
+        with Path(out).open("a") as file:
+            file.writelines(f"{name}\t{seconds:.1f}\n" for name, seconds in rows)

@@ -1,0 +1,57 @@
+"""The run's time per phase: pure tests up to the first cluster test, cluster tests after."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+INNER = ("-p", "no:asyncio", "-p", "no:cacheprovider", "-p", "testrun.phases")
+
+# The pure test is the longer one, so a split in the wrong place shows in the numbers.
+TESTS = """
+import time
+import pytest
+
+def test_pure():
+    time.sleep(1.5)
+
+@pytest.mark.cluster
+def test_needs_the_cluster():
+    time.sleep(0.2)
+"""
+
+
+def _rows(path: Path) -> dict[str, float]:
+    return {
+        name: float(seconds)
+        for name, seconds in (line.split("\t") for line in path.read_text().splitlines())
+    }
+
+
+def test_the_split_is_at_the_first_cluster_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "times"
+    monkeypatch.setenv("KARPY_PHASE_TIMES", str(out))
+    pytester.makepyfile(test_inner_phases=TESTS)
+    result = pytester.runpytest_inprocess(*INNER)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([
+        "*time per phase (pytest)*", "pure tests * s", "cluster tests * s",
+    ])
+    rows = _rows(out)
+    assert list(rows) == ["pure tests", "cluster tests"]
+    assert rows["pure tests"] >= 1.5
+    assert 0.2 <= rows["cluster tests"] < 1.5
+
+
+def test_a_run_without_cluster_tests_has_one_phase(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "times"
+    monkeypatch.setenv("KARPY_PHASE_TIMES", str(out))
+    pytester.makepyfile(test_inner_phases=TESTS)
+    result = pytester.runpytest_inprocess(*INNER, "-m", "not cluster")
+    result.assert_outcomes(passed=1, deselected=1)
+    assert list(_rows(out)) == ["pure tests"]
