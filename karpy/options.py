@@ -142,7 +142,7 @@ def _qps(text: str) -> float:
 def _burst(text: str) -> int:
     burst = _go_int(text) or 0
     if burst < 1:
-        raise ValueError(f"{text!r} is not a whole number >= 1 (e.g. 300)")
+        raise ValueError(f"{text!r} is not a whole number >= 1 and <= 2^63-1 (e.g. 300)")
     return burst
 
 
