@@ -100,7 +100,8 @@ def test_a_truncated_snapshot_fails_fast_naming_the_file_and_position(
     "text",
     ["[" * 100_000 + "]" * 100_000, '{"a":' * 150 + "1" + "}" * 150, "a: &a [*a]\n",
      "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
-         f"{n}: &{n} [{','.join(['*' + p] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True))],
+         f"{n}: &{n} [{','.join(['*' + p] * 9)}]\n"
+         for p, n in zip("abcdefgh", "bcdefghi", strict=True))],
     ids=["deep-json", "deep-json-object", "alias-cycle", "alias-bomb"],
 )  # fmt: skip
 def test_a_hostile_snapshot_is_refused_in_one_line(tmp_path: Path, text: str) -> None:
