@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy.apis.duration import parse_duration
+from karpy.apis.strconv import parse_go_bool, parse_go_int
 from karpy.cloudprovider.registry import CLOUD_PROVIDER_ENV, installed_providers
 from karpy.controllers.settings import FeatureGates, Settings
 from karpy.scheduling.simulator import IMPROVEMENT_BUDGET
@@ -92,25 +93,29 @@ def _positive_duration(text: str) -> float:
     return seconds
 
 
-def _port(text: str) -> int:
+# Numbers are read as Karpenter reads its environment (strconv.Atoi / ParseBool, Go's
+# int64): Python's int() and float() would also take " 8080", "1_000" and full-width or
+# Arabic-Indic digits, and int() has no bound (KUBE_CLIENT_BURST=10^30).
+
+
+def _go_int(text: str) -> int | None:
     try:
-        port = int(text)
+        return parse_go_int(text)
     except ValueError:
+        return None
+
+
+def _port(text: str) -> int:
+    port = _go_int(text)
+    if port is None:
         port = -1
     if not 0 <= port <= 65535:
         raise ValueError(f"{text!r} is not a port number (expected 0-65535)")
     return port
 
 
-_TRUE = ("true", "1", "yes", "on")
-_FALSE = ("false", "0", "no", "off")
-
-
 def _bool(text: str) -> bool:
-    value = text.strip().lower()
-    if value not in _TRUE + _FALSE:
-        raise ValueError(f"{text!r} is not true or false")
-    return value in _TRUE
+    return parse_go_bool(text)
 
 
 _LOG_LEVELS = ("debug", "info", "warn", "error")
@@ -125,23 +130,22 @@ def _log_level(text: str) -> str:
     return value
 
 
+# karpy takes a fractional QPS where Karpenter's flag is an int; the text is still ASCII
+# decimal, never "inf", "nan", "1_0" or full-width digits.
+_DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,3})?", re.ASCII)
+
+
 def _qps(text: str) -> float:
-    try:
-        qps = float(text)
-    except ValueError:
-        qps = -1.0
+    qps = float(text) if _DECIMAL.fullmatch(text) else -1.0
     if not 0 < qps < float("inf"):
         raise ValueError(f"{text!r} is not a number of requests per second > 0 (e.g. 200)")
     return qps
 
 
 def _burst(text: str) -> int:
-    try:
-        burst = int(text)
-    except ValueError:
-        burst = 0
+    burst = _go_int(text) or 0
     if burst < 1:
-        raise ValueError(f"{text!r} is not a whole number >= 1 (e.g. 300)")
+        raise ValueError(f"{text!r} is not a whole number >= 1 and <= 2^63-1 (e.g. 300)")
     return burst
 
 
@@ -160,9 +164,8 @@ def _gates(text: str) -> FeatureGates:
 
 
 def _budget(text: str) -> int:
-    try:
-        budget = int(text)
-    except ValueError:
+    budget = _go_int(text)
+    if budget is None:
         budget = -1
     if budget < 0:
         raise ValueError(

@@ -148,7 +148,8 @@ def parse_duration(text: str) -> timedelta:
 
     Raises ValueError naming the text when it is not a duration Go accepts.
     """
-    nanos = go_duration_nanoseconds(text.strip())
+    # No strip: time.ParseDuration refuses " 5m" and "5m\n" alike.
+    nanos = go_duration_nanoseconds(text)
     # Truncate toward zero, as Go's Duration.Microseconds does.
     micros = abs(nanos) // 1000
     return timedelta(microseconds=-micros if nanos < 0 else micros)

@@ -12,6 +12,7 @@ go in ``json_schema_extra`` and are copied into the OpenAPI schema as they are.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -39,9 +40,11 @@ __all__ = [
     "OwnerReference",
     "PrinterColumn",
     "Quantity",
+    "QuantityString",
     "Resource",
     "ResourceList",
     "Rule",
+    "go_pattern",
     "validation_problems",
     "validations",
 ]
@@ -53,6 +56,15 @@ class IntOrString:
 
     pattern: str | None = None
     max_length: int | None = None
+
+
+def go_pattern(text: str) -> re.Pattern[str]:
+    """A CRD ``pattern`` as the API server reads it: RE2, where ``\\d`` is ``[0-9]`` and
+    ``\\s`` is ASCII white space. pydantic's engine (and Python's ``re``) read them as
+    Unicode classes, which let ``"\\u0661"`` or a no-break space through; a compiled re.ASCII
+    pattern keeps the text (the CRD generator writes ``pattern.pattern``) and the meaning.
+    (Python's ASCII ``\\s`` also takes ``\\v``, which RE2's does not.)"""
+    return re.compile(text, re.ASCII)
 
 
 def _check_quantity(value: int | str) -> int | str:
@@ -67,6 +79,14 @@ Quantity = Annotated[
     int | str,
     AfterValidator(_check_quantity),
     IntOrString(QUANTITY_PATTERN, max_length=MAX_QUANTITY_LENGTH),
+]
+#: A quantity a CRD types as a plain string (EC2NodeClass kubeReserved, ...): the CRD
+#: pattern, and the parser as its judge ("1.5e3.5" matches the pattern; ParseQuantity
+#: refuses it).
+QuantityString = Annotated[
+    str,
+    Field(pattern=QUANTITY_PATTERN, max_length=MAX_QUANTITY_LENGTH),
+    AfterValidator(_check_quantity),
 ]
 #: Resource name to quantity, as in core/v1 ResourceList.
 ResourceList = dict[str, Quantity]

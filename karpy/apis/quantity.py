@@ -75,8 +75,8 @@ def _parse_text(text: str) -> Fraction:
     if len(text) > MAX_QUANTITY_LENGTH:
         raise _refuse(text[:MAX_QUANTITY_LENGTH] + "...",
                       f"longer than {MAX_QUANTITY_LENGTH} characters")
-    body = text.strip()
-    match = _SYNTAX.fullmatch(body)
+    # No strip: ParseQuantity and the CRD pattern refuse " 1Gi" and "1Gi\n" alike.
+    match = _SYNTAX.fullmatch(text)
     if match is None or not (match.group(2) or match.group(3)):
         raise _refuse(text, "expected a number with an optional suffix (e.g. 500m, 2, 4Gi)")
     sign, whole, frac, exponent, suffix = match.groups()

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
+from karpy.apis.strconv import parse_go_bool
 from karpy.scheduling.simulator import IMPROVEMENT_BUDGET
 
 __all__ = ["FeatureGates", "Settings"]
@@ -38,26 +39,36 @@ class FeatureGates:
 
     @classmethod
     def parse(cls, text: str) -> FeatureGates:
-        """Parse Karpenter's ``Name=true,Other=false`` form.
+        """Parse Karpenter's ``Name=true,Other=false`` form as Karpenter does
+        (component-base's ``MapStringBool.Set``, k8s.io/component-base v0.34): empty
+        items are skipped, each other item must be ``NAME=BOOL`` ("malformed pair"
+        otherwise, so ``NodeRepair`` alone is an error, not true), the value is read by
+        ``strconv.ParseBool`` (true, false, 1, 0, t, f, TRUE, True, ...).
 
         Raises ValueError naming the gate for an unknown name or a value that is not a
-        boolean, so a typo fails at start-up instead of being ignored.
+        boolean, so a typo fails at start-up instead of being ignored (Karpenter
+        ignores an unknown name; karpy refuses it).
         """
         known = {_camel(f.name): f.name for f in fields(cls)}
         values: dict[str, bool] = {}
-        for item in (part.strip() for part in text.split(",")):
+        for item in text.split(","):
             if not item:
                 continue
             name, sep, value = item.partition("=")
-            attr = known.get(name.strip())
+            name = name.strip()
+            if not sep:
+                raise ValueError(f"malformed pair {item.strip()!r}, expect NAME=BOOL")
+            attr = known.get(name)
             if attr is None:
                 raise ValueError(
-                    f"unknown feature gate {name.strip()!r}; known: {', '.join(sorted(known))}"
+                    f"unknown feature gate {name!r}; known: {', '.join(sorted(known))}"
                 )
-            flag = value.strip().lower() if sep else "true"
-            if flag not in ("true", "false"):
-                raise ValueError(f"feature gate {name.strip()}: {value!r} is not true or false")
-            values[attr] = flag == "true"
+            try:
+                values[attr] = parse_go_bool(value.strip())
+            except ValueError:
+                raise ValueError(
+                    f"feature gate {name}: {value.strip()!r} is not true or false"
+                ) from None
         return cls(**values)
 
     def as_mapping(self) -> Mapping[str, bool]:

@@ -13,7 +13,7 @@ from karpy.scheduling.lowerbound import CostFloor, cost_floor
 from karpy.scheduling.node import ExistingNode
 from karpy.scheduling.nodepool import NodePoolTemplate
 from karpy.scheduling.pod import AffinityTerm, HostPort, Pod, SpreadConstraint
-from karpy.scheduling.requirements import Requirement, Requirements
+from karpy.scheduling.requirements import InvalidRequirement, Requirement, Requirements
 from karpy.scheduling.reservations import (
     ReservationManager,
     ReservedOfferingError,
@@ -32,6 +32,7 @@ __all__ = [
     "ExistingNodePlan",
     "HostPort",
     "InstanceType",
+    "InvalidRequirement",
     "LabelMatcher",
     "NodeClaimPlan",
     "NodePoolTemplate",

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Literal
 
 from karpy.apis.labels import NORMALIZED_LABELS
+from karpy.apis.strconv import parse_go_int
 
 __all__ = [
     "DOES_NOT_EXIST",
@@ -39,6 +40,7 @@ __all__ = [
     "LT",
     "LTE",
     "NOT_IN",
+    "InvalidRequirement",
     "Operator",
     "Requirement",
     "Requirements",
@@ -58,9 +60,17 @@ _OPERATORS: Final = frozenset({IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT, GTE, 
 _EMPTY: frozenset[str] = frozenset()
 
 
+class InvalidRequirement(ValueError):  # noqa: N818 - a ValueError, named for what is wrong
+    """A node-selector requirement that cannot be read: a missing or unknown operator, a
+    Gt/Lt/Gte/Lte value that is not one integer, a key or values of the wrong type. The
+    message names the field (``key``, ``operator``, ``values``) and the requirement."""
+
+
 def _as_int(value: str) -> int | None:
+    # Karpenter and kube-scheduler read these with strconv.Atoi / ParseInt(10, 64):
+    # "1_000", "\u0661" and values past int64 are no integers to them, so none here either.
     try:
-        return int(value)
+        return parse_go_int(value)
     except ValueError:
         return None
 
@@ -135,9 +145,11 @@ class Requirement:
         """A requirement from a node-selector operator. Deprecated label keys (the beta
         zone/arch/os/instance-type labels) are normalised to their well-known names.
 
-        Raises ValueError for an unknown operator or a Gt/Lt/Gte/Lte without one integer
-        value.
+        Raises :class:`InvalidRequirement` (a ValueError) for an unknown operator or a
+        Gt/Lt/Gte/Lte without one integer value.
         """
+        if not isinstance(key, str):
+            raise InvalidRequirement(f"requirement key {key!r}: key must be a string")
         key = NORMALIZED_LABELS.get(key, key)
         if operator == IN:
             return cls(key, False, frozenset(values), None, None, min_values)
@@ -149,11 +161,11 @@ class Requirement:
             return cls(key, False, _EMPTY, None, None, min_values)
         if operator in (GT, LT, GTE, LTE):
             vals = list(values)
-            number = _as_int(vals[0]) if len(vals) == 1 else None
+            number = _as_int(vals[0]) if len(vals) == 1 and isinstance(vals[0], str) else None
             if number is None:
-                raise ValueError(
-                    f"requirement {key} {operator} {vals}: operator {operator} needs exactly "
-                    "one integer value"
+                raise InvalidRequirement(
+                    f"requirement {key} {operator} {vals}: values: operator {operator} needs "
+                    "exactly one integer value (ASCII digits within int64)"
                 )
             if operator == GT:
                 return cls(key, True, _EMPTY, number + 1, None, min_values)
@@ -162,20 +174,38 @@ class Requirement:
             if operator == LT:
                 return cls(key, True, _EMPTY, None, number - 1, min_values)
             return cls(key, True, _EMPTY, None, number, min_values)
-        raise ValueError(
-            f"requirement on {key}: unknown operator {operator!r} "
+        raise InvalidRequirement(
+            f"requirement on {key}: operator: unknown operator {operator!r} "
             "(use In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte or Lte)"
         )
 
     @classmethod
     def from_dict(cls, requirement: Mapping[str, Any]) -> Requirement:
-        """From a node-selector requirement dict: ``{key, operator, values, minValues}``."""
-        return cls.new(
-            requirement["key"],
-            requirement["operator"],
-            requirement.get("values") or (),
-            requirement.get("minValues"),
-        )
+        """From a node-selector requirement dict: ``{key, operator, values, minValues}``.
+
+        Raises :class:`InvalidRequirement` naming the field that is missing or malformed.
+        """
+        if not isinstance(requirement, Mapping):
+            raise InvalidRequirement(
+                f"requirement {requirement!r}: expected an object with key and operator"
+            )
+        for name in ("key", "operator"):
+            if not isinstance(requirement.get(name), str):
+                raise InvalidRequirement(
+                    f"requirement {dict(requirement)!r}: {name}: required, a string"
+                )
+        values = requirement.get("values") or ()
+        if not isinstance(values, list | tuple) or not all(isinstance(v, str) for v in values):
+            raise InvalidRequirement(
+                f"requirement on {requirement['key']}: values: must be a list of strings"
+            )
+        min_values = requirement.get("minValues")
+        if min_values is not None and (isinstance(min_values, bool)
+                                       or not isinstance(min_values, int)):  # fmt: skip
+            raise InvalidRequirement(
+                f"requirement on {requirement['key']}: minValues: must be an integer"
+            )
+        return cls.new(requirement["key"], requirement["operator"], values, min_values)
 
     # -- queries ---------------------------------------------------------------------
 

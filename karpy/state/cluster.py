@@ -37,6 +37,7 @@ from pydantic import ValidationError
 
 from karpy.apis import NodePool
 from karpy.apis.labels import LABEL_NODEPOOL
+from karpy.apis.model import validation_problems
 from karpy.apis.pods import daemonset_reference, is_terminal
 from karpy.runtime import (
     Cache,
@@ -743,7 +744,9 @@ class Cluster:
             model: NodePool | None = NodePool.from_dict(nodepool)
             error = None
         except ValidationError as exc:
-            model, error = None, str(exc)
+            # One line naming each field ("spec.template.spec.requirements[0]: values:
+            # ..."), not pydantic's multi-line report.
+            model, error = None, "; ".join(validation_problems(exc))
             log.error("ignoring invalid nodepool", extra={"NodePool": {"name": name},
                                                           "error": error})
         self._nodepools[name] = NodePoolEntry(raw=nodepool, model=model, error=error)

@@ -3,8 +3,9 @@
 Karpenter's own kinds are converted here (``karpenter.py``); providers convert their
 NodeClasses through the ``converters`` of their ``APIExtension``. Every field that is
 dropped, moved or changed becomes a ``Note``; input with no v1 meaning raises
-``ConversionError`` naming the object, the field and the fix. Objects already at the
-current version pass through unchanged.
+``ConversionError`` naming the object, the field and the fix, and so does a v1 object
+its model refuses (one the API server would refuse too). Objects already at the current
+version pass through unchanged, checked the same way.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from pathlib import Path
 from typing import TextIO
 
 import yaml
+from pydantic import ValidationError
 
+from karpy.apis.convert.fieldpath import Trail, plain, track
 from karpy.apis.convert.karpenter import CONVERTERS as KARPENTER_CONVERTERS
 from karpy.apis.convert.types import (
     ConversionContext,
@@ -26,6 +29,7 @@ from karpy.apis.convert.types import (
     describe,
 )
 from karpy.apis.extension import APIExtension, load_extensions
+from karpy.apis.model import Resource, validation_problems
 
 __all__ = [
     "ConversionError",
@@ -52,9 +56,14 @@ def load_documents(paths: Sequence[str], *, stdin: TextIO | None = None) -> list
     docs: list[Document] = []
     for path in paths:
         try:
-            text = stdin.read() if path == "-" and stdin is not None else Path(path).read_text()
+            text = (stdin.read() if path == "-" and stdin is not None
+                    else Path(path).read_text(encoding="utf-8"))  # fmt: skip
         except OSError as err:
             raise ConversionError(f"cannot read {path}: {err.strerror}") from err
+        except UnicodeDecodeError as err:
+            raise ConversionError(
+                f"{path} is not UTF-8 text (byte {err.start}); Kubernetes manifests are UTF-8"
+            ) from err
         try:
             loaded = list(yaml.safe_load_all(text))
         except (yaml.YAMLError, ValueError, RecursionError) as err:
@@ -140,17 +149,25 @@ def convert_documents(
         plan.append((conv.phase if conv else 0, index, conv, doc))
 
     out: dict[int, list[Document]] = {}
+    models = _models(exts)
     for _, index, conv, doc in sorted(plan, key=lambda p: (p[0], p[1])):
+        trail = Trail()
         try:
-            out[index] = [doc] if conv is None else conv.convert(doc, ctx)
-        except (AttributeError, TypeError, KeyError, IndexError, ValueError) as err:
+            converted = [doc] if conv is None else conv.convert(track(doc, trail), ctx)
+            out[index] = [plain(d) for d in converted]
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError, OverflowError,
+                RecursionError) as err:  # fmt: skip
             # The converters read the shapes Karpenter writes; a field of another shape
-            # (a string where a mapping belongs, a list of numbers ...) ends up here.
+            # (a string where a mapping belongs, a list of numbers ...) ends up here,
+            # named by the last field the converter read.
+            field = trail.last or "(object)"
             raise ConversionError(
-                f"{describe(doc)}: a field has the wrong shape for a {doc.get('kind')} "
+                f"{describe(doc)}: {field}: wrong shape or value for a {doc.get('kind')} "
                 f"({type(err).__name__}: {_one_line(err)}); compare it with Karpenter's "
                 "API reference"
             ) from err
+        for converted_doc in out[index]:
+            _refuse_invalid(converted_doc, doc, models)
 
     for (group, kind, name), pending in ctx.kubelets.items():
         if not pending.consumed:
@@ -158,10 +175,34 @@ def convert_documents(
                 Note(
                     pending.source,
                     f"{kind}/{name} ({group}) is not in the input: add to its spec.kubelet "
-                    f"{yaml.safe_dump(pending.kubelet, default_flow_style=True).strip()}",
+                    f"{yaml.safe_dump(plain(pending.kubelet), default_flow_style=True).strip()}",
                 )
             )
     return ConversionResult([d for i in sorted(out) for d in out[i]], ctx.notes)
+
+
+def _models(extensions: Sequence[APIExtension]) -> dict[tuple[str, str], type[Resource]]:
+    return {(cls.crd.api_version, cls.crd.kind): cls for e in extensions for cls in e.resources}
+
+
+def _refuse_invalid(
+    converted: Document, source: Document, models: dict[tuple[str, str], type[Resource]]
+) -> None:
+    # A v1 object the API server would refuse is no conversion: say which field, exit 2,
+    # rather than write a manifest that fails at kubectl apply. (Schema-level checks of
+    # the models; the CRDs' CEL rules are not evaluated here.)
+    model = models.get((str(converted.get("apiVersion", "")), str(converted.get("kind", ""))))
+    if model is None:
+        return
+    try:
+        model.model_validate(converted)
+    except ValidationError as err:
+        problems = validation_problems(err)
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ConversionError(
+            f"{describe(source)}: the v1 {converted.get('kind')} would be refused: "
+            f"{_one_line(Exception(problems[0]))}{more}"
+        ) from err
 
 
 def parse_nodeclass(text: str) -> tuple[str, str]:

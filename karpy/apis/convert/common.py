@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from karpy.apis.convert.fieldpath import copy_of
 from karpy.apis.convert.types import ConversionContext, ConversionError, Document, describe
 from karpy.apis.duration import format_duration
 
@@ -32,7 +33,7 @@ _DROPPED_ANNOTATIONS = (
 
 def carry_metadata(doc: Document, ctx: ConversionContext) -> dict[str, Any]:
     """The metadata to write: the user's, without what the server or old versions set."""
-    metadata = dict(doc.get("metadata") or {})
+    metadata = copy_of(doc.get("metadata") or {})
     if not metadata.get("name"):
         raise ConversionError(f"{describe(doc)}: metadata.name is missing; every object needs one")
     dropped = [key for key in SERVER_SET_METADATA if key in metadata]
@@ -40,7 +41,7 @@ def carry_metadata(doc: Document, ctx: ConversionContext) -> dict[str, Any]:
         del metadata[key]
     if dropped:
         ctx.note(doc, f"dropped server-set metadata ({', '.join(dropped)})")
-    annotations = dict(metadata.get("annotations") or {})
+    annotations = copy_of(metadata.get("annotations") or {})
     for key in _DROPPED_ANNOTATIONS:
         if key in annotations:
             del annotations[key]
@@ -81,6 +82,22 @@ def node_class_ref(
     return {"group": group, "kind": kind, "name": str(ref["name"])}
 
 
+#: The most whole seconds a Go time.Duration holds (v1's expireAfter and consolidateAfter
+#: are Go durations; 2562047h47m16s).
+MAX_DURATION_SECONDS = (2**63 - 1) // 10**9
+
+
 def seconds_to_duration(seconds: Any) -> str:
-    """A duration string from a number of seconds (the v1alpha5 TTL fields)."""
-    return format_duration(timedelta(seconds=int(seconds)))
+    """A duration string from a number of seconds (the v1alpha5 TTL fields, Go int64s).
+
+    Raises ValueError for a value that is not a whole number of seconds from 0 to
+    Go's duration limit (``1e999``, ``.inf``, ``true``, ``"30"``, ``-1``, 10**20).
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, int):
+        raise ValueError(f"{seconds!r} is not a whole number of seconds")
+    if not 0 <= seconds <= MAX_DURATION_SECONDS:
+        raise ValueError(
+            f"{seconds} is out of range: from 0 to {MAX_DURATION_SECONDS} seconds (Go's "
+            "duration limit, about 292 years)"
+        )
+    return format_duration(timedelta(seconds=seconds))

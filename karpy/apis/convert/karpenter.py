@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from karpy.apis.convert.common import carry_metadata, node_class_ref, seconds_to_duration
+from karpy.apis.convert.fieldpath import copy_of
 from karpy.apis.convert.types import ConversionContext, ConversionError, Converter, Document
 from karpy.apis.labels import LABEL_NODEPOOL
 
@@ -28,7 +29,7 @@ def _kubelet(
         return
     if not isinstance(kubelet, dict):
         raise ConversionError(f"{doc.get('kind')}: {field} is not a mapping")
-    ctx.hand_kubelet_to_nodeclass(doc, (ref["group"], ref["kind"], ref["name"]), dict(kubelet))
+    ctx.hand_kubelet_to_nodeclass(doc, (ref["group"], ref["kind"], ref["name"]), copy_of(kubelet))
     ctx.note(doc, f"{field} moved to {ref['kind']}/{ref['name']} spec.kubelet")
 
 
@@ -42,7 +43,7 @@ def _requirements(
 ) -> list[Any]:
     out = []
     for index, req in enumerate(reqs or []):
-        req = dict(req)
+        req = copy_of(req)
         key = req.get("key")
         if key in (_PROVISIONER_NAME_LABEL, LABEL_NODEPOOL) and in_nodepool:
             # A NodePool's nodes carry karpenter.sh/nodepool=<its name> anyway, and v1
@@ -60,7 +61,7 @@ def _convert_nodepool_v1beta1(doc: Document, ctx: ConversionContext) -> list[Doc
     spec = doc.get("spec") or {}
     template = spec.get("template") or {}
     tspec = template.get("spec") or {}
-    disruption = dict(spec.get("disruption") or {})
+    disruption = copy_of(spec.get("disruption") or {})
 
     ref = node_class_ref(
         doc, tspec.get("nodeClassRef"), ctx, field="spec.template.spec.nodeClassRef"
@@ -149,7 +150,7 @@ def _convert_nodeclaim_v1beta1(doc: Document, ctx: ConversionContext) -> list[Do
 
 
 def _convert_provisioner_v1alpha5(doc: Document, ctx: ConversionContext) -> list[Document]:
-    spec = dict(doc.get("spec") or {})
+    spec = copy_of(doc.get("spec") or {})
     if spec.get("provider"):
         raise ConversionError(
             f"Provisioner/{(doc.get('metadata') or {}).get('name')}: spec.provider (an inline "
@@ -168,7 +169,7 @@ def _convert_provisioner_v1alpha5(doc: Document, ctx: ConversionContext) -> list
     ctx.note(doc, "spec.providerRef is now spec.template.spec.nodeClassRef")
     if template_meta:
         ctx.note(doc, "spec.labels/annotations moved to spec.template.metadata")
-    kubelet = dict(spec.get("kubeletConfiguration") or {})
+    kubelet = copy_of(spec.get("kubeletConfiguration") or {})
     if kubelet.pop("containerRuntime", None) is not None:
         ctx.note(doc, "dropped spec.kubeletConfiguration.containerRuntime (containerd only)")
     _kubelet(doc, ctx, kubelet, ref, "spec.kubeletConfiguration")

@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from karpy.apis.convert.fieldpath import untracked_get
+
 __all__ = [
     "ConversionContext",
     "ConversionError",
@@ -39,9 +41,12 @@ class Note:
 
 def describe(doc: Mapping[str, Any]) -> str:
     """``Kind/name (apiVersion)`` for messages."""
-    metadata = doc.get("metadata")
-    name = metadata.get("name", "<unnamed>") if isinstance(metadata, Mapping) else "<unnamed>"
-    return f"{doc.get('kind', '<no kind>')}/{name} ({doc.get('apiVersion', '<no apiVersion>')})"
+    # Untracked reads: describing the object is not reading a field of it (fieldpath).
+    metadata = untracked_get(doc, "metadata")
+    name = untracked_get(metadata, "name", "<unnamed>") if isinstance(metadata, Mapping) \
+        else "<unnamed>"
+    kind = untracked_get(doc, "kind", "<no kind>")
+    return f"{kind}/{name} ({untracked_get(doc, 'apiVersion', '<no apiVersion>')})"
 
 
 @dataclass

@@ -11,6 +11,7 @@ instructions to this generator and are removed).
 from __future__ import annotations
 
 import inspect
+import re
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -79,7 +80,8 @@ def _apply_constraints(node: dict[str, Any], metadata: list[Any]) -> None:
             suffix = {"array": "Items", "object": "Properties"}.get(str(kind), "Length")
             node[f"{bound}{suffix}"] = value
         elif getattr(item, "pattern", None) is not None:
-            node["pattern"] = item.pattern
+            pattern = item.pattern  # the text of a compiled (re.ASCII) pattern, or text
+            node["pattern"] = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
 
 
 def _merge_extra(node: dict[str, Any], extra: Any, ctx: _Context) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Annotated, Final, Literal
+from typing import Annotated, Final, Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from karpy.apis.conditions import CONDITION_READY, ConditionSet, utc_now
 from karpy.apis.core import (
@@ -33,6 +33,7 @@ from karpy.apis.model import (
     Rule,
     validations,
 )
+from karpy.apis.strconv import parse_go_int
 
 __all__ = [
     "CONDITION_CONSISTENT_STATE_FOUND",
@@ -123,6 +124,22 @@ class NodeSelectorRequirementWithMinValues(KubeModel):
             "types must span (In only); scheduling keeps that much flexibility."
         ),
     )
+
+    @model_validator(mode="after")
+    def _integer_value(self) -> Self:
+        # The CRD's rule reads the value with CEL's int(), which is Go's
+        # strconv.ParseInt(s, 10, 64): "1_000", "\u0661" and 20-digit values are refused there,
+        # so the model refuses them too instead of failing in scheduling later.
+        if self.operator in ("Gt", "Lt", "Gte", "Lte"):
+            if len(self.values) != 1:
+                raise ValueError(f"values: operator {self.operator} needs exactly one value")
+            try:
+                number = parse_go_int(self.values[0])
+            except ValueError as err:
+                raise ValueError(f"values: {err}") from None
+            if number < 0:
+                raise ValueError(f"values: {self.values[0]!r} must be an integer >= 0")
+        return self
 
 
 def requirement_rules() -> dict[str, object]:

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Final, Literal
 
-from croniter import croniter
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from karpy.apis.conditions import ConditionSet, utc_now
 from karpy.apis.core import Condition, ConditionList, LabelValue, ObjectMeta, Resource
+from karpy.apis.cron import parse_cron
 from karpy.apis.duration import DURATION_OR_NEVER_PATTERN, parse_duration, parse_nillable_duration
 from karpy.apis.labels import GROUP, LABEL_NODEPOOL
 from karpy.apis.model import (
@@ -21,6 +21,7 @@ from karpy.apis.model import (
     PrinterColumn,
     ResourceList,
     Rule,
+    go_pattern,
     validations,
 )
 from karpy.apis.v1.nodeclaim import (
@@ -84,7 +85,7 @@ class Budget(KubeModel):
     )
     schedule: str | None = Field(
         None,
-        pattern=(
+        pattern=go_pattern(
             r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))"
             r"|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
         ),
@@ -113,20 +114,19 @@ class Budget(KubeModel):
     def is_active(self, now: datetime) -> bool:
         """Whether the budget applies at ``now``.
 
-        It is active when a schedule hit falls within the last ``duration``. Raises
-        ValueError when the schedule is not a valid cron expression.
+        It is active when a schedule hit falls within the last ``duration``, read as
+        Karpenter reads it (:mod:`karpy.apis.cron`). Raises ValueError (CronError) when
+        robfig/cron would refuse the schedule.
         """
         if self.schedule is None and self.duration is None:
             return True
         if self.schedule is None or self.duration is None:
             raise ValueError("a budget's schedule and duration must be set together")
         now = now.astimezone(UTC)
-        checkpoint = now - parse_duration(self.duration)
-        try:
-            next_hit: datetime = croniter(self.schedule, checkpoint).get_next(datetime)
-        except (ValueError, KeyError) as err:
-            raise ValueError(f"budget schedule {self.schedule!r} is not valid cron: {err}") from err
-        return next_hit <= now
+        # Karpenter's IsActive: the next hit after (now - duration) is not after now. A
+        # schedule that never fires has Go's zero time as its next hit: active.
+        next_hit = parse_cron(self.schedule).next_after(now - parse_duration(self.duration))
+        return next_hit is None or next_hit <= now
 
     def allowed_disruptions(self, now: datetime, num_nodes: int) -> int:
         """How many nodes this budget lets be disrupted now; ``UNLIMITED`` when inactive.

@@ -29,7 +29,15 @@ from karpy.apis.core import (
     Resource,
 )
 from karpy.apis.labels import GROUP, LABEL_CAPACITY_TYPE, LABEL_HOSTNAME, LABEL_NODEPOOL
-from karpy.apis.model import CRDInfo, KubeModel, PrinterColumn, ResourceList, Rule, validations
+from karpy.apis.model import (
+    CRDInfo,
+    KubeModel,
+    PrinterColumn,
+    ResourceList,
+    Rule,
+    go_pattern,
+    validations,
+)
 from karpy.apis.v1.nodeclaim import Operator
 
 __all__ = [
@@ -125,7 +133,9 @@ class NodeOverlaySpec(KubeModel):
     )
     price_adjustment: str | None = Field(
         None,
-        pattern=r"^(([+-]{1}(\d*\.?\d+))|(\+{1}\d*\.?\d+%)|(^(-\d{1,2}(\.\d+)?%)$)|(-100%))$",
+        pattern=go_pattern(
+            r"^(([+-]{1}(\d*\.?\d+))|(\+{1}\d*\.?\d+%)|(^(-\d{1,2}(\.\d+)?%)$)|(-100%))$"
+        ),
         description=(
             "Changes the price of the selected offerings: a signed amount (-0.5, +1.2) or "
             "a signed percentage (+10%, -15%). A price never goes below 0."
@@ -133,7 +143,7 @@ class NodeOverlaySpec(KubeModel):
     )
     price: str | None = Field(
         None,
-        pattern=r"^\d+(\.\d+)?$",
+        pattern=go_pattern(r"^\d+(\.\d+)?$"),
         description="Replaces the price per hour of the selected offerings.",
     )
     capacity: ResourceList = Field(

@@ -8,9 +8,8 @@ its nodes is disrupted, and its status says why."""
 
 from __future__ import annotations
 
-from croniter import croniter
-
 from karpy.apis import NodePool
+from karpy.apis.cron import CronError, parse_cron
 from karpy.apis.labels import LABEL_NODEPOOL, restricted_label_reason
 from karpy.apis.v1 import CONDITION_VALIDATION_SUCCEEDED
 from karpy.cloudprovider import CloudProvider
@@ -34,10 +33,15 @@ def validation_errors(nodepool: NodePool) -> list[str]:
         if requirement.key == LABEL_NODEPOOL:
             problems.append(f'invalid key: "{requirement.key}" in requirements, restricted')
     for i, budget in enumerate(nodepool.spec.disruption.budgets):
-        if budget.schedule is not None and not croniter.is_valid(budget.schedule):
+        if budget.schedule is None:
+            continue
+        try:
+            parse_cron(budget.schedule)
+        except CronError as err:
             problems.append(
                 f"spec.disruption.budgets[{i}].schedule: {budget.schedule!r} is not a cron "
-                "schedule (e.g. '0 9 * * 1-5' or @daily); the budget allows no disruption"
+                f"schedule ({err}; e.g. '0 9 * * 1-5' or @daily); the budget allows no "
+                "disruption"
             )
     return problems
 

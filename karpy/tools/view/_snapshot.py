@@ -146,22 +146,66 @@ class Snapshot:
         return yaml.dump(self.to_list(), Dumper=dumper, sort_keys=False, width=120)
 
 
+#: How deeply a snapshot may nest. A Kubernetes object nests a few dozen levels at most;
+#: anything deeper is hostile or broken, and would end in a RecursionError somewhere
+#: further on (a JSON decoder, a deep copy) instead of a message naming the file.
+MAX_DEPTH = 100
+
+
 def _documents(text: str, source: str) -> list[Any]:
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
-            return [json.loads(text)]
+            documents = [json.loads(text)]
         except json.JSONDecodeError as exc:
             raise SnapshotError(
                 f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
             ) from exc
-    try:
-        return [d for d in yaml.load_all(text, Loader=_loader()) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise SnapshotError(f"{source}: not valid YAML{at}: {problem}") from exc
+        except RecursionError:
+            raise SnapshotError(
+                f"{source}: not valid JSON: nested deeper than {MAX_DEPTH} levels"
+            ) from None
+    else:
+        try:
+            documents = [d for d in yaml.load_all(text, Loader=_loader()) if d is not None]
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise SnapshotError(f"{source}: not valid YAML{at}: {problem}") from exc
+        except RecursionError:
+            raise SnapshotError(
+                f"{source}: not valid YAML: nested deeper than {MAX_DEPTH} levels"
+            ) from None
+    for index, document in enumerate(documents, start=1):
+        problem = _shape_problem(document, budget=len(text) + 1000)
+        if problem:
+            raise SnapshotError(f"{source}: document {index} {problem}")
+    return documents
+
+
+def _shape_problem(document: Any, *, budget: int) -> str | None:
+    # Iterative, so the check itself cannot overflow the stack. Without YAML aliases
+    # every value takes at least one character of the text, so a document holding more
+    # values than the text has characters is an alias bomb ("billion laughs"), and an
+    # alias cycle (&a [*a]) shows as unbounded depth.
+    stack: list[tuple[Any, int]] = [(document, 1)]
+    seen = 0
+    while stack:
+        node, depth = stack.pop()
+        seen += 1
+        if seen > budget:
+            return "expands (through YAML aliases) to more values than the file has characters"
+        if isinstance(node, dict):
+            children: Iterable[Any] = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            return f"nests deeper than {MAX_DEPTH} levels"
+        stack.extend((child, depth + 1) for child in children)
+    return None
 
 
 def _items(document: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:

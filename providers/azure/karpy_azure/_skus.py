@@ -9,12 +9,22 @@ GPUs only where AKS installs a driver.
 
 from __future__ import annotations
 
+import logging
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["Sku", "VMSize", "gpu_manufacturer", "parse_skus", "parse_vm_size"]
+__all__ = ["MalformedSku", "Sku", "VMSize", "gpu_manufacturer", "parse_skus", "parse_vm_size"]
+
+log = logging.getLogger("karpy.cloudprovider.azure")
+
+
+class MalformedSku(ValueError):  # noqa: N818 - a ValueError, named for what is wrong
+    """A Resource SKUs entry karpy cannot read (a capability without a name, a number
+    that is ``inf``, ``nan``, negative or not a number). :func:`parse_skus` logs it and
+    leaves that SKU out; every other SKU of the listing is still offered."""
 
 # [Family][Subfamily][vCPUs][-constrained vCPUs][additive features][_accelerator][_version]
 _VM_SIZE = re.compile(
@@ -81,10 +91,26 @@ def _bool(caps: Mapping[str, str], key: str) -> bool:
 
 
 def _num(caps: Mapping[str, str], key: str) -> float:
+    # Absent or empty reads as 0, as before; anything else must be a finite number >= 0,
+    # or the SKU is malformed (int(float("inf")) would raise OverflowError further on).
+    text = caps.get(key, "") or "0"
     try:
-        return float(caps.get(key, "0") or 0)
+        value = float(text)
     except ValueError:
-        return 0.0
+        raise MalformedSku(f"capability {key}={text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise MalformedSku(f"capability {key}={text!r} is not a finite number >= 0")
+    return value
+
+
+def _capabilities(raw: Mapping[str, Any]) -> dict[str, str]:
+    caps: dict[str, str] = {}
+    for i, cap in enumerate(raw.get("capabilities") or ()):
+        name = cap.get("name") if isinstance(cap, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise MalformedSku(f"capabilities[{i}] has no name")
+        caps[name] = str(cap.get("value", ""))
+    return caps
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +201,13 @@ class Sku:
 
     @classmethod
     def from_arm(cls, raw: Mapping[str, Any], location: str) -> Sku:
-        """Parse one entry of a Resource SKUs list response (wire format)."""
-        caps = {c["name"]: str(c.get("value", "")) for c in raw.get("capabilities") or ()}
+        """Parse one entry of a Resource SKUs list response (wire format).
+
+        Raises :class:`MalformedSku` naming the capability or field it cannot read.
+        """
+        if not isinstance(raw.get("name"), str) or not raw["name"]:
+            raise MalformedSku("the SKU has no name")
+        caps = _capabilities(raw)
         zones: tuple[str, ...] = ()
         ultra: tuple[str, ...] = ()
         for info in raw.get("locationInfo") or ():
@@ -227,11 +258,17 @@ def parse_skus(raw: Iterable[Mapping[str, Any]], location: str) -> Sequence[Sku]
     """The ``virtualMachines`` SKUs of ``location`` in a Resource SKUs listing."""
     found: dict[str, Sku] = {}
     for item in raw:
-        if item.get("resourceType") != "virtualMachines":
+        if not isinstance(item, Mapping) or item.get("resourceType") != "virtualMachines":
             continue
-        locations = [str(loc).lower() for loc in item.get("locations") or ()]
-        if locations and location.lower() not in locations:
+        try:
+            locations = [str(loc).lower() for loc in item.get("locations") or ()]
+            if locations and location.lower() not in locations:
+                continue
+            sku = Sku.from_arm(item, location)
+        except (MalformedSku, AttributeError, TypeError) as err:
+            # Malformed cloud data: one SKU left out (and said so), not the whole listing.
+            log.warning("skipping a malformed Resource SKU", extra={
+                "sku": str(item.get("name")), "error": f"{type(err).__name__}: {err}"})  # fmt: skip
             continue
-        sku = Sku.from_arm(item, location)
         found.setdefault(sku.name, sku)
     return tuple(found.values())

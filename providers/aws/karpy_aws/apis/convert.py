@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from karpy.apis.convert.common import carry_metadata
+from karpy.apis.convert.fieldpath import copy_of
 from karpy.apis.convert.types import (
     ConversionContext,
     ConversionError,
@@ -135,11 +136,11 @@ def _field_order(key: str) -> tuple[int, str]:
 
 
 def _convert_ec2nodeclass_v1beta1(doc: Document, ctx: ConversionContext) -> list[Document]:
-    old = dict(doc.get("spec") or {})
+    old = copy_of(doc.get("spec") or {})
     spec: dict[str, Any] = {
         k: old[k] for k in _UNCHANGED_FIELDS if old.get(k) not in (None, [], {})
     }
-    terms = [dict(t) for t in old.get("amiSelectorTerms") or []]
+    terms = [copy_of(t) for t in old.get("amiSelectorTerms") or []]
     _ami_terms(doc, ctx, old.get("amiFamily"), terms, spec)
     _kubelet(doc, ctx, spec)
     return _finish(doc, ctx, spec)
@@ -152,7 +153,7 @@ def _split(value: Any) -> list[str]:
 def _selector_terms(
     doc: Document, ctx: ConversionContext, selector: dict[str, Any] | None, field: str, new: str
 ) -> list[dict[str, Any]]:
-    selector = dict(selector or {})
+    selector = copy_of(selector or {})
     ids = [*_split(selector.pop("aws-ids", "")), *_split(selector.pop("aws::ids", ""))]
     terms: list[dict[str, Any]] = [{"id": i} for i in ids]
     if selector:
@@ -164,7 +165,7 @@ def _selector_terms(
 def _ami_selector_terms(
     doc: Document, ctx: ConversionContext, selector: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
-    selector = dict(selector or {})
+    selector = copy_of(selector or {})
     if not selector:
         return []
     ids = [*_split(selector.pop("aws-ids", "")), *_split(selector.pop("aws::ids", ""))]
@@ -183,7 +184,7 @@ def _ami_selector_terms(
 
 
 def _convert_awsnodetemplate_v1alpha1(doc: Document, ctx: ConversionContext) -> list[Document]:
-    old = dict(doc.get("spec") or {})
+    old = copy_of(doc.get("spec") or {})
     subject = describe(doc)
     if old.get("launchTemplate"):
         raise ConversionError(

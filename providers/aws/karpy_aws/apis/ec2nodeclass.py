@@ -16,10 +16,10 @@ from pydantic import ConfigDict, Field
 from karpy.apis.conditions import ConditionSet, utc_now
 from karpy.apis.core import Condition, ConditionList, NodeSelectorRequirement, ObjectMeta, Resource
 from karpy.apis.model import (
-    QUANTITY_PATTERN,
     CRDInfo,
     KubeModel,
     PrinterColumn,
+    QuantityString,
     Rule,
     validations,
 )
@@ -222,9 +222,7 @@ def _reserved_rules(name: str) -> dict[str, object]:
 EvictionThreshold = Annotated[
     str, Field(pattern=_EVICTION_THRESHOLD_PATTERN, max_length=MAX_QUANTITY_LENGTH)
 ]
-ReservedQuantity = Annotated[
-    str, Field(pattern=QUANTITY_PATTERN, max_length=MAX_QUANTITY_LENGTH)
-]
+ReservedQuantity = QuantityString
 EvictionHard = Annotated[
     dict[str, EvictionThreshold], Field(json_schema_extra=_eviction_rules("evictionHard"))
 ]

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Final, Literal
+from typing import Annotated, Final, Literal, Self
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from karpy.apis.conditions import ConditionSet, utc_now
 from karpy.apis.core import Condition, ConditionList, NodeSelectorRequirement, ObjectMeta, Resource
 from karpy.apis.duration import DURATION_PATTERN
-from karpy.apis.model import CRDInfo, KubeModel, PrinterColumn, Rule, validations
+from karpy.apis.model import CRDInfo, KubeModel, PrinterColumn, Rule, go_pattern, validations
 from karpy_azure.apis.labels import GROUP
 
 __all__ = [
@@ -368,7 +368,7 @@ class SysctlConfiguration(KubeModel):
         json_schema_extra={"format": "int32"},
     )
     net_ipv4_ip_local_port_range: str | None = Field(
-        None, alias="netIPv4IPLocalPortRange", pattern=r"^\d+ \d+$",
+        None, alias="netIPv4IPLocalPortRange", pattern=go_pattern(r"^\d+ \d+$"),
         description="The local port range, 'first last' (net.ipv4.ip_local_port_range).",
     )
     net_ipv4_tcp_tw_reuse: bool | None = Field(
@@ -612,6 +612,18 @@ class AKSNodeClassSpec(KubeModel):
         "transparent huge pages, a swap file."
     )
 
+    @model_validator(mode="after")
+    def _swap_needs_fail_swap_on_false(self) -> Self:
+        # The spec's CEL rule (below, on AKSNodeClass.spec) read by the model as well, so
+        # simulate and convert refuse what the API server refuses.
+        swap = self.linux_os_config is not None and self.linux_os_config.swap_file_size
+        if swap and (self.kubelet is None or self.kubelet.fail_swap_on is not False):
+            raise ValueError(
+                "kubelet.failSwapOn must be set to false when linuxOSConfig.swapFileSize "
+                "is specified"
+            )
+        return self
+
 
 class NodeImage(KubeModel):
     """A node image the class resolved to, with the instance types it suits."""
@@ -686,6 +698,15 @@ class AKSNodeClass(Resource):
                 f"{_FIPS} && {_TRUSTED_LAUNCH_ON} ? (!has(self.imageFamily) || "
                 "self.imageFamily == 'Ubuntu' || self.imageFamily == 'Ubuntu2204') : true",
                 "TrustedLaunch with FIPSMode FIPS is only supported for Ubuntu and Ubuntu2204",
+            ),
+            # Karpenter-Azure's rule (karpenter-provider-azure@00ae112, v1beta1 spec): a
+            # swap file is useless on a kubelet that refuses to start with swap on.
+            Rule(
+                "!has(self.linuxOSConfig) || !has(self.linuxOSConfig.swapFileSize) || "
+                "(has(self.kubelet) && has(self.kubelet.failSwapOn) && "
+                "self.kubelet.failSwapOn == false)",
+                "kubelet.failSwapOn must be set to false when linuxOSConfig.swapFileSize is "
+                "specified",
             ),
         ),
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from karpy.apis.convert.common import carry_metadata
+from karpy.apis.convert.fieldpath import copy_of
 from karpy.apis.convert.types import ConversionContext, Converter, Document
 from karpy_azure.apis.labels import GROUP
 
@@ -25,7 +26,7 @@ def _apply_kubelet(doc: Document, ctx: ConversionContext, spec: dict[str, Any]) 
     pending = ctx.take_kubelet((GROUP, "AKSNodeClass", name))
     if pending is None:
         return
-    kubelet = dict(pending.kubelet)
+    kubelet = copy_of(pending.kubelet)
     if "maxPods" in kubelet:
         spec["maxPods"] = kubelet.pop("maxPods")
         ctx.note(doc, f"spec.maxPods set from kubelet.maxPods of {pending.source}")
@@ -42,10 +43,10 @@ def _apply_kubelet(doc: Document, ctx: ConversionContext, spec: dict[str, Any]) 
 
 
 def _convert(doc: Document, ctx: ConversionContext) -> list[Document]:
-    spec = dict(doc.get("spec") or {})
+    spec = copy_of(doc.get("spec") or {})
     if doc.get("apiVersion") != V1BETA1:
         ctx.note(doc, f"apiVersion is now {V1BETA1} (same schema)")
-    before = dict(spec)
+    before = copy_of(spec)
     _apply_kubelet(doc, ctx, spec)
     if doc.get("apiVersion") == V1BETA1 and spec == before:
         return [doc]  # current and untouched: pass through unchanged
