@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from karpy.apis.duration import format_go_duration
 from karpy.cloudprovider import RepairPolicy
 from karpy.runtime import parse_time
 
@@ -72,7 +73,7 @@ class RepairResult:
             "eligible-at": self.eligible_at.isoformat(),
         }
         if self.termination_grace_period is not None:
-            values["termination-grace-period"] = str(self.termination_grace_period)
+            values["termination-grace-period"] = format_go_duration(self.termination_grace_period)
         return values
 
 

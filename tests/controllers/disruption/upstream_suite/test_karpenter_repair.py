@@ -391,3 +391,23 @@ async def test_should_stamp_the_drain_bound_before_requesting_deletion(
     claim = rig.kube.peek(NODE_CLAIM, "node-claim")
     assert claim is not None and claim["metadata"].get("deletionTimestamp")
     assert claim["metadata"]["annotations"][key] == stamped
+
+
+def test_the_selected_policy_logs_karpenters_fields() -> None:
+    """RepairResult.LogValues (v1.15.0): condition, status, reason, regex, fallback,
+    action, eligibility and the drain bound as a Go duration."""
+    scene = karpenter_scene()
+    node(scene)
+    unhealthy(scene, "node", reason="KernelDeadlock")
+    bounded = RepairPolicy(
+        "BadNode", "False", timedelta(minutes=30), termination_grace_period=timedelta(minutes=2)
+    )
+    state = next(s for s in scene.cluster.nodes() if s.name == "node")
+    result = RepairPolicyMatcher([bounded]).resolve(state.node or {}, scene.now)
+    assert result is not None
+    values = result.log_values()
+    assert {k: values[k] for k in ("condition", "status", "reason", "fallback", "action")} == {
+        "condition": "BadNode", "status": "False", "reason": "KernelDeadlock",
+        "fallback": True, "action": "ReplaceNode",
+    }  # fmt: skip
+    assert values["termination-grace-period"] == "2m0s"
