@@ -33,7 +33,7 @@ from karpy.controllers.deps import Deps
 from karpy.controllers.instrumented_provider import InstrumentedCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning import SchedulingInputs
-from karpy.controllers.settings import Settings
+from karpy.controllers.settings import UNIMPLEMENTED_GATES, Settings
 from karpy.options import Options
 from karpy.runtime import (
     Clock,
@@ -52,6 +52,7 @@ __all__ = [
     "Options",
     "build_deps",
     "run_operator",
+    "warn_unimplemented_gates",
     "wire",
 ]
 
@@ -235,6 +236,7 @@ class Operator:
             overlays=overlays,
         )
         self.disruption = wire(self._deps).disruption
+        warn_unimplemented_gates(opts.settings)
         # The provider's own controllers (NodeClass status, interruption, ...) go on the
         # same manager, after the core's: they share its cache and leader election.
         register_provider_controllers(provider, manager)
@@ -263,6 +265,20 @@ class Operator:
         client, self._client = self._client, None
         if client is not None:
             await client.close()
+
+
+def warn_unimplemented_gates(settings: Settings) -> None:
+    """Say once, at start-up, which gates are on that karpy accepts but does not
+    implement (:data:`~karpy.controllers.settings.UNIMPLEMENTED_GATES`).
+
+    Karpenter would act on them; karpy starts anyway so a Karpenter values file still
+    installs, and a warning per gate tells the operator what will not happen.
+    """
+    for gate in settings.feature_gates.unimplemented_on():
+        log.warning(
+            "feature gate is not implemented by karpy and has no effect",
+            extra={"feature-gate": gate, "effect": UNIMPLEMENTED_GATES[gate]},
+        )
 
 
 async def run_operator(options: Options) -> None:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from karpy.apis.duration import parse_duration
 from karpy.apis.strconv import parse_go_bool, parse_go_int
 from karpy.cloudprovider.registry import CLOUD_PROVIDER_ENV, installed_providers
@@ -163,6 +165,43 @@ def _gates(text: str) -> FeatureGates:
     return FeatureGates.parse(text)
 
 
+def _scheduler_config(text: str) -> None:
+    """SCHEDULER_CONFIG (Karpenter v1.15.0, pkg/operator/options ParseSchedulerConfiguration):
+    a YAML/JSON document whose one field is ``podTopologySpread.defaultConstraints``.
+
+    karpy's simulator does not apply kube-scheduler's default spread constraints, so a
+    document that sets any is refused rather than ignored (a scheduler that spreads pods
+    karpy packs together would leave them pending); an empty one is accepted. Unknown
+    fields are refused, as Karpenter's strict decoding does.
+    """
+    if not text.strip():
+        return
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"is not a YAML/JSON document ({' '.join(str(exc).split())})") from None
+    if doc is None:
+        return
+    if not isinstance(doc, dict):
+        raise ValueError("must be a mapping with the field podTopologySpread")
+    unknown = sorted(set(doc) - {"podTopologySpread"})
+    if unknown:
+        raise ValueError(f"unknown field {unknown[0]!r} (known: podTopologySpread)")
+    spread = doc.get("podTopologySpread") or {}
+    if not isinstance(spread, dict):
+        raise ValueError("podTopologySpread must be a mapping with the field defaultConstraints")
+    unknown = sorted(set(spread) - {"defaultConstraints"})
+    if unknown:
+        raise ValueError(
+            f"unknown field podTopologySpread.{unknown[0]} (known: defaultConstraints)"
+        )
+    if spread.get("defaultConstraints"):
+        raise ValueError(
+            "podTopologySpread.defaultConstraints: karpy does not apply kube-scheduler's "
+            "default topology spread constraints yet; unset SCHEDULER_CONFIG"
+        )
+
+
 def _budget(text: str) -> int:
     budget = _go_int(text)
     if budget is None:
@@ -261,6 +300,12 @@ SETTINGS: tuple[Setting, ...] = (
             "a provisioning batch ends after this long in all", _positive_duration, "DURATION"),
     Setting("--feature-gates", "FEATURE_GATES", _default_gates(),
             "Karpenter's feature gates, NAME=BOOL,...", _gates, "NAME=BOOL,..."),
+    Setting("--legacy-node-repair", "LEGACY_NODE_REPAIR", "false",
+            "with the NodeRepair gate, run Karpenter v1.14's node repair controller instead "
+            "of repair as a disruption method", _bool, "BOOL"),
+    Setting("--scheduler-config", "SCHEDULER_CONFIG", "",
+            "kube-scheduler settings to mirror (podTopologySpread.defaultConstraints); karpy "
+            "refuses a document that sets default constraints", _scheduler_config, "YAML"),
     Setting("--log-level", "LOG_LEVEL", "info",
             "debug, info, warn or error: the level of karpy's and its providers' loggers",
             _log_level, "LEVEL"),
@@ -400,9 +445,7 @@ def _value(setting: Setting, args: argparse.Namespace, env: Mapping[str, str]) -
     try:
         return setting.parse(str(text))
     except ValueError as exc:
-        source = (
-            f"{setting.flag}" if given is not None else f"{setting.env} (flag {setting.flag})"
-        )
+        source = f"{setting.flag}" if given is not None else f"{setting.env} (flag {setting.flag})"
         raise ConfigError(f"{source}: {' '.join(str(exc).split())}") from exc
 
 
@@ -419,6 +462,7 @@ def options_from_args(
     settings = Settings(
         cluster_name=values["--cluster-name"],
         feature_gates=values["--feature-gates"],
+        legacy_node_repair=values["--legacy-node-repair"],
         improvement_budget=values["--cost-improvement-budget"],
         preference_policy=values["--preference-policy"],
         min_values_policy=values["--min-values-policy"],

@@ -9,6 +9,7 @@ from karpy.apis.labels import COMPATIBILITY_GROUP, GROUP
 __all__ = [
     "ANNOTATION_CAPACITY_OVERLAY_APPLIED",
     "ANNOTATION_DO_NOT_DISRUPT",
+    "ANNOTATION_DO_NOT_REPAIR",
     "ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED",
     "ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP",
     "ANNOTATION_NODEPOOL_HASH",
@@ -26,6 +27,9 @@ __all__ = [
 ANNOTATION_REQUESTED_DRA_DRIVERS: Final = GROUP + "/requested-dra-drivers"
 #: On a pod or node: Karpenter must not voluntarily disrupt it.
 ANNOTATION_DO_NOT_DISRUPT: Final = GROUP + "/do-not-disrupt"
+ANNOTATION_DO_NOT_REPAIR: Final = GROUP + "/do-not-repair"
+"""Karpenter v1.15.0: ``"true"`` on a Node (or its NodeClaim) blocks all node repair of
+it; ``do-not-disrupt`` no longer does."""
 #: On a NodeClaim: the hash of its NodePool's template when it was created (drift).
 ANNOTATION_NODEPOOL_HASH: Final = GROUP + "/nodepool-hash"
 #: On a NodeClaim: which hash algorithm produced ``ANNOTATION_NODEPOOL_HASH``.

@@ -32,12 +32,30 @@ class OfferingKey:
 
 @dataclass(frozen=True, slots=True)
 class RepairPolicy:
-    """A Node condition that means "unhealthy"; the node is replaced once the condition
-    has held for ``toleration`` (Karpenter's node auto-repair)."""
+    """A Node condition that means "unhealthy"; the node is repaired once the condition
+    has held for ``toleration`` (Karpenter's node auto-repair; fields of Karpenter
+    v1.15.0's ``cloudprovider.RepairPolicy``).
+
+    The new fields default so a v1.14-style policy (type, status, toleration) still means
+    what it did: replace the node, no reason filter, priority 0, the NodeClaim's own
+    drain bound.
+    """
 
     condition_type: str
     condition_status: Literal["True", "False", "Unknown"]
     toleration: timedelta
+    reason_regex: str = ""
+    """A regular expression searched for in the condition's ``reason`` (Go's
+    ``regexp.MatchString``: a match anywhere). Empty: the fallback, used for the
+    condition when no reason-specific policy matches."""
+    termination_grace_period: timedelta | None = None
+    """The drain bound for repair of this condition: None inherits the NodeClaim's
+    terminationGracePeriod; otherwise min(this, the NodeClaim's); zero drains forcefully."""
+    priority: int = 0
+    """0-100; higher repairs first (only the order matters)."""
+    action: Literal["ReplaceNode", "RebootNode"] = "ReplaceNode"
+    """What repair does: replace the node, or reboot it in place (a provider with the
+    optional reboot ability)."""
 
 
 NodeClassKind: TypeAlias = Kind

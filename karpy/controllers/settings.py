@@ -9,12 +9,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Literal
+from typing import Final, Literal
 
 from karpy.apis.strconv import parse_go_bool
 from karpy.scheduling.simulator import IMPROVEMENT_BUDGET
 
-__all__ = ["FeatureGates", "Settings"]
+__all__ = ["UNIMPLEMENTED_GATES", "FeatureGates", "Settings"]
+
+#: Gates karpy accepts under Karpenter's names but whose feature it does not have yet:
+#: turned on, each is named once at start-up (a warning) and does nothing, so a
+#: Karpenter v1.15 values file still starts karpy (docs/operating.md lists them).
+#: Karpenter v1.15.0 checked: pkg/operator/options/options.go.
+UNIMPLEMENTED_GATES: Final = {
+    "TerminateFirstDrift": "drift always launches the replacement first (a drifted node "
+    "whose replacement cannot launch stays until it can)",
+    "TerminateFirstRepair": "repair always launches the replacement first",
+    "PodDeletionCostManagement": "karpy writes no controller.kubernetes.io/pod-deletion-cost "
+    "annotations",
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -22,8 +34,8 @@ class FeatureGates:
     """Karpenter's feature gates (``FEATURE_GATES="SpotToSpotConsolidation=true,..."``),
     with Karpenter's defaults."""
 
-    # Every gate Karpenter v1.14 knows, in the order of its default FEATURE_GATES string
-    # (pkg/operator/options), so that string is accepted unchanged.
+    # Every gate Karpenter v1.15.0 knows, in the order of its default FEATURE_GATES string
+    # (pkg/operator/options KarpenterFeatureGates), so that string is accepted unchanged.
     node_repair: bool = False
     """Replace nodes whose conditions match the provider's repair policies."""
     reserved_capacity: bool = True
@@ -36,6 +48,14 @@ class FeatureGates:
     """NodePools with ``spec.replicas`` keep exactly that many nodes (Karpenter v1.8)."""
     capacity_buffer: bool = False
     """Headroom from ``autoscaling.x-k8s.io`` CapacityBuffers (Karpenter v1.14)."""
+    terminate_first_drift: bool = False
+    """Karpenter v1.15: drift may delete a node before its replacement is ready where the
+    replacement cannot launch first. Not implemented (:data:`UNIMPLEMENTED_GATES`)."""
+    terminate_first_repair: bool = False
+    """Karpenter v1.15: the same for repair. Not implemented."""
+    pod_deletion_cost_management: bool = False
+    """Karpenter v1.15: write ``controller.kubernetes.io/pod-deletion-cost`` from the
+    disruption ranking. Not implemented."""
 
     @classmethod
     def parse(cls, text: str) -> FeatureGates:
@@ -71,6 +91,10 @@ class FeatureGates:
                 ) from None
         return cls(**values)
 
+    def unimplemented_on(self) -> tuple[str, ...]:
+        """The gates turned on whose feature karpy does not have (Karpenter's names)."""
+        return tuple(n for n, on in self.as_mapping().items() if on and n in UNIMPLEMENTED_GATES)
+
     def as_mapping(self) -> Mapping[str, bool]:
         """The gates by their Karpenter names (``ReservedCapacity``), as providers see them
         (:attr:`karpy.cloudprovider.ProviderContext.feature_gates`)."""
@@ -105,6 +129,9 @@ class Settings:
     pod_nomination_ttl: float = 20.0
     """How long a pod nominated to an in-flight NodeClaim is not provisioned again."""
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    legacy_node_repair: bool = False
+    """LEGACY_NODE_REPAIR (Karpenter v1.15): with NodeRepair on, run v1.14's node repair
+    controller instead of repair as a disruption method (docs/disruption.md, Repair)."""
     disruption_poll_period: float = 10.0
     """How often the disruption controller looks for nodes to remove (Karpenter: 10 s)."""
     disruption_validation_delay: float = 15.0

@@ -164,7 +164,8 @@ def _relaxed_min_values(
         for it in types:
             theirs = it.requirements.get(requirement.key)
             if theirs is not None and not theirs.complement:
-                values.update(theirs.values)
+                # only allowed values count (Karpenter v1.15.0 / v1.14.3)
+                values.update(v for v in theirs.values if requirement.has(v))
         if len(values) < wanted:
             relaxed.append((requirement.key, len(values) or None))
     return tuple(relaxed)
@@ -186,9 +187,10 @@ def _truncate(catalog: Catalog, ordered: list[int], reqs: Requirements, limit: i
             if len(values) >= needed:
                 break
             theirs = catalog.types[index].requirements.get(requirement.key)
-            if theirs is None or theirs.complement or theirs.values <= values:
+            allowed = {v for v in theirs.values if requirement.has(v)} if theirs else set()
+            if theirs is None or theirs.complement or allowed <= values:
                 continue
-            values |= theirs.values
+            values |= allowed
             chosen.add(index)
     for index in ordered:
         if len(chosen) >= limit:

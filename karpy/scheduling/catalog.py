@@ -297,7 +297,10 @@ class Catalog:
             for i in indexes:
                 theirs = self.types[i].requirements.get(requirement.key)
                 if theirs is not None and not theirs.complement:
-                    values.update(theirs.values)
+                    # Only values the requirement allows count (Karpenter v1.15.0 /
+                    # v1.14.3): a type's zones that pod constraints narrowed away
+                    # cannot be the NodeClaim's.
+                    values.update(v for v in theirs.values if requirement.has(v))
             if len(values) < (requirement.min_values or 0):
                 return (
                     f"minValues requirement is not met for label {requirement.key!r}: "

@@ -46,7 +46,8 @@ def filtered_out(
         for it in usable:
             theirs = it.requirements.get(key)
             if theirs is not None and not theirs.complement:
-                values.update(theirs.values)
+                # only allowed values count (Karpenter v1.15.0 / v1.14.3)
+                values.update(v for v in theirs.values if requirement.has(v))
         if len(values) < requirement.min_values:
             return "minValues"
     return None

@@ -30,7 +30,7 @@ from karpy.cloudprovider.kwok import RECORD_NAMESPACE
 from karpy.options import add_run_arguments, options_from_args
 
 #: Every values key of Karpenter's chart (aws/karpenter-provider-aws charts/karpenter,
-#: v1.14), as dotted paths: a values file written for Karpenter must install karpy.
+#: v1.15.2), as dotted paths: a values file written for Karpenter must install karpy.
 KARPENTER_KEYS = """
 nameOverride fullnameOverride additionalLabels additionalAnnotations imagePullPolicy
 imagePullSecrets service.annotations serviceAccount.create serviceAccount.name
@@ -56,6 +56,10 @@ settings.featureGates.nodeRepair settings.featureGates.nodeOverlay
 settings.featureGates.reservedCapacity settings.featureGates.spotToSpotConsolidation
 settings.featureGates.staticCapacity settings.featureGates.capacityBuffer
 settings.awsFeatureGates.nodeClassCEL
+settings.enableDRA settings.legacyNodeRepair settings.securityGroupRefreshInterval
+settings.featureGates.terminateFirstDrift settings.featureGates.terminateFirstRepair
+settings.featureGates.podDeletionCostManagement settings.awsFeatureGates.draNVIDIAGPU
+settings.awsFeatureGates.draEFA settings.awsFeatureGates.rebootForRepair
 """.split()  # noqa: SIM905 - easier to read as words
 
 
@@ -318,7 +322,9 @@ def test_karpy_aws_reads_karpenter_aws_values_the_chart_passes() -> None:
     assert (parsed.ami_refresh_interval, parsed.subnet_refresh_interval) == (300.0, 600.0)
     defaults = container_env(one(render(*AWS_SEED), "Deployment"))
     plain = {k: v for k, v in defaults.items() if isinstance(v, str)}
-    assert plain["AWS_FEATURE_GATES"] == "NodeClassCEL=false"
+    assert plain["AWS_FEATURE_GATES"] == (
+        "NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=false"
+    )
     parsed = AWSSettings.from_settings(
         {}, cluster_name="seed-cluster", environ={**plain, "AWS_REGION": "us-east-1"}
     )

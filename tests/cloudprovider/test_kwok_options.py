@@ -147,9 +147,13 @@ def test_repair_policies_are_karpenter_kwoks_with_a_settable_toleration() -> Non
     assert KwokOptions.from_settings({}).repair_toleration == timedelta(minutes=10)
     options = KwokOptions.from_settings({"repairToleration": "20s"})
     provider = KwokCloudProvider(None, options=options)  # type: ignore[arg-type]
+    # Karpenter v1.15.0 kwok: Ready=False the one fallback, Ready=Unknown by ".*", both
+    # drained forcefully (a termination grace period of 0)
     assert list(provider.repair_policies()) == [
-        RepairPolicy("Ready", "False", timedelta(seconds=20)),
-        RepairPolicy("Ready", "Unknown", timedelta(seconds=20)),
+        RepairPolicy("Ready", "False", timedelta(seconds=20),
+                     termination_grace_period=timedelta(0)),
+        RepairPolicy("Ready", "Unknown", timedelta(seconds=20), reason_regex=".*",
+                     termination_grace_period=timedelta(0)),
     ]
     with pytest.raises(KwokSettingsError, match="repairToleration"):
         KwokOptions.from_settings({"repairToleration": "soon"})

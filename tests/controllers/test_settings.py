@@ -36,13 +36,19 @@ def test_bad_gates_name_the_gate(text: str, message: str) -> None:
 #: Karpenter v1.14's default FEATURE_GATES (kubernetes-sigs/karpenter
 #: pkg/operator/options/options.go at 2266468104f36373ed002241afaee2d3bbc26078): a
 #: cluster moving from Karpenter carries it in its Deployment's environment.
-KARPENTER_DEFAULT_GATES = (
+KARPENTER_V114_GATES = (
     "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,"
     "NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false"
+)
+#: Karpenter v1.15.0's (featureGatesDefault(), sigs.k8s.io/karpenter@v1.15.0): three more.
+KARPENTER_DEFAULT_GATES = (
+    KARPENTER_V114_GATES
+    + ",TerminateFirstDrift=false,TerminateFirstRepair=false,PodDeletionCostManagement=false"
 )
 
 
 def test_karpenters_default_string_is_accepted_with_its_values() -> None:
+    assert FeatureGates.parse(KARPENTER_V114_GATES) == FeatureGates()
     gates = FeatureGates.parse(KARPENTER_DEFAULT_GATES)
     assert gates == FeatureGates()
     assert ",".join(f"{k}={str(v).lower()}" for k, v in gates.as_mapping().items()) == (
@@ -60,4 +66,6 @@ def test_the_gates_reach_providers_by_karpenters_names() -> None:
     assert gates["ReservedCapacity"] is False and gates["NodeRepair"] is True
     assert gates["SpotToSpotConsolidation"] is False  # Karpenter's default
     assert set(gates) == {"NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation",
-                          "NodeOverlay", "StaticCapacity", "CapacityBuffer"}  # fmt: skip
+                          "NodeOverlay", "StaticCapacity", "CapacityBuffer",
+                          "TerminateFirstDrift", "TerminateFirstRepair",
+                          "PodDeletionCostManagement"}  # fmt: skip

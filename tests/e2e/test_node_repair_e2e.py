@@ -1,4 +1,5 @@
-"""End to end: node repair (the NodeRepair feature gate) against the local cluster.
+"""End to end: node repair (the NodeRepair feature gate) against the local cluster,
+with LEGACY_NODE_REPAIR=true: Karpenter v1.14's behaviour, kept by v1.15's legacy switch.
 
 Issue 10, acceptance 6: a node whose Ready condition goes False for longer than the
 kwok provider's repair toleration (shortened to 15 s here) is replaced — its NodeClaim is
@@ -38,7 +39,7 @@ NODE_CLASS = "repair-e2e"
 SELECT = "karpy-e2e"
 TOLERATION = 15
 SETTINGS = Settings(batch_idle_duration=0.5, batch_max_duration=3.0, eviction_retry=1.0,
-                    feature_gates=FeatureGates(node_repair=True))
+                    feature_gates=FeatureGates(node_repair=True), legacy_node_repair=True)
 PROVIDER = {"repairToleration": f"{TOLERATION}s"}
 
 

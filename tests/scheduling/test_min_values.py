@@ -104,3 +104,19 @@ def test_best_effort_lowers_min_values_to_what_the_types_span() -> None:
     assert claim.requirements[INSTANCE_TYPE].min_values == 2
     relaxed = Simulator([pool], options=options).solve(pods(1, cpu="500m", memory="1Gi"))
     assert not relaxed.new_nodeclaims[0].min_values_relaxed
+
+
+def test_min_values_counts_only_the_values_the_requirement_allows() -> None:
+    """Karpenter v1.15.0 (and v1.14.3) cloudprovider/types.go SatisfiesMinValues: a
+    type's values that the NodeClaim's requirements exclude do not count. Every type
+    offers two zones, but a pod pinned to one zone narrows the claim to that zone: a
+    zone minValues of 2 cannot hold, so Strict launches nothing for it."""
+    zone = "topology.kubernetes.io/zone"
+    pool = nodepool(types=_types(), requirements=[{**expr(zone, "Exists"), "minValues": 2}])
+    spread_out = Simulator([pool]).solve(pods(1, cpu="1", memory="1Gi"))
+    assert spread_out.scheduled_pods == 1 and not spread_out.errors
+    pinned = Simulator([pool]).solve(
+        pods(1, cpu="1", memory="1Gi", node_selector={zone: "zone-a"})
+    )
+    assert pinned.scheduled_pods == 0 and not pinned.new_nodeclaims
+    assert any("minValues" in str(e) for e in pinned.errors), [str(e) for e in pinned.errors]

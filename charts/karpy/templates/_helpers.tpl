@@ -75,8 +75,44 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* FEATURE_GATES: the gates karpy knows, in Karpenter's Name=bool form. */}}
 {{- define "karpy.featureGates" -}}
 {{- with .Values.settings.featureGates -}}
-ReservedCapacity={{ .reservedCapacity }},SpotToSpotConsolidation={{ .spotToSpotConsolidation }},NodeRepair={{ .nodeRepair }},NodeOverlay={{ .nodeOverlay }},StaticCapacity={{ .staticCapacity }},CapacityBuffer={{ .capacityBuffer }}
+ReservedCapacity={{ .reservedCapacity }},SpotToSpotConsolidation={{ .spotToSpotConsolidation }},NodeRepair={{ .nodeRepair }},NodeOverlay={{ .nodeOverlay }},StaticCapacity={{ .staticCapacity }},CapacityBuffer={{ .capacityBuffer }},TerminateFirstDrift={{ .terminateFirstDrift | default false }},TerminateFirstRepair={{ .terminateFirstRepair | default false }},PodDeletionCostManagement={{ .podDeletionCostManagement | default false }}
 {{- end }}
+{{- end }}
+
+{{/* The DRA values as the controller gets them, as JSON {draNVIDIAGPU, draEFA,
+ignoreDRARequests}: Karpenter v1.15's chart semantics (aws v1.15.2 karpenter.dra).
+enableDRA turns both AWS DRA gates on and stops ignoring DRA requests, and refuses any of
+those three set beside it; otherwise a DRA gate on also stops ignoring DRA requests (the
+gates do nothing while requests are ignored). null tells "unset" from an explicit false. */}}
+{{- define "karpy.dra" -}}
+{{- $s := .Values.settings -}}
+{{- $aws := $s.awsFeatureGates | default dict -}}
+{{- $names := list "draNVIDIAGPU" "draEFA" -}}
+{{- if $s.enableDRA -}}
+{{- $given := list -}}
+{{- range $names -}}
+{{- if not (kindIs "invalid" (index $aws .)) -}}
+{{- $given = append $given (printf "settings.awsFeatureGates.%s" .) -}}
+{{- end -}}
+{{- end -}}
+{{- if not (kindIs "invalid" $s.ignoreDRARequests) -}}
+{{- $given = append $given "settings.ignoreDRARequests" -}}
+{{- end -}}
+{{- if $given -}}
+{{- fail (printf "settings.enableDRA is mutually exclusive with %s: unset them, or unset settings.enableDRA" (join ", " $given)) -}}
+{{- end -}}
+{{- end -}}
+{{- $out := dict -}}
+{{- $anyOn := false -}}
+{{- range $names -}}
+{{- $on := or $s.enableDRA (index $aws . | default false) -}}
+{{- $_ := set $out . $on -}}
+{{- $anyOn = or $anyOn $on -}}
+{{- end -}}
+{{- $ignore := true -}}
+{{- if not (kindIs "invalid" $s.ignoreDRARequests) -}}{{- $ignore = $s.ignoreDRARequests -}}{{- end -}}
+{{- $_ := set $out "ignoreDRARequests" (and (not $anyOn) $ignore) -}}
+{{- toJson $out -}}
 {{- end }}
 
 {{/* A copy of .Values.affinity whose pod (anti-)affinity terms without a selector get

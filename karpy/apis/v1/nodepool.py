@@ -54,7 +54,8 @@ CONDITION_NODE_CLASS_READY: Final = "NodeClassReady"
 CONDITION_NODE_REGISTRATION_HEALTHY: Final = "NodeRegistrationHealthy"
 
 ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"]
-DisruptionReason = Literal["Underutilized", "Empty", "Drifted"]
+DisruptionReason = Literal["Underutilized", "Empty", "Drifted", "Unhealthy"]
+"""Karpenter v1.15.0 adds ``Unhealthy``: voluntary node repair's budget reason."""
 
 #: What "no budget limits this" looks like (Karpenter uses MaxInt32).
 UNLIMITED: Final = 2**31 - 1
@@ -70,7 +71,8 @@ class Budget(KubeModel):
     ] = Field(
         default_factory=list,
         description=(
-            "The disruption reasons (Underutilized, Empty, Drifted) this budget limits; "
+            "The disruption reasons (Underutilized, Empty, Drifted, Unhealthy) this budget "
+            "limits; "
             "unset: all of them."
         ),
     )

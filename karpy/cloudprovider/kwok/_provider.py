@@ -514,12 +514,17 @@ class KwokCloudProvider:
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
         """Replace a node whose Ready condition is False or Unknown for the options'
-        ``repair_toleration`` (10 minutes unless set, as Karpenter's kwok provider)."""
+        ``repair_toleration`` (10 minutes unless set), draining it forcefully: Karpenter
+        v1.15.0's kwok policies (Ready=False the set's one fallback; Ready=Unknown matched
+        by the reason ``.*``; both a termination grace period of 0)."""
         toleration = self.options.repair_toleration
         return (
-            RepairPolicy("Ready", "False", toleration),
-            RepairPolicy("Ready", "Unknown", toleration),
-        )
+            RepairPolicy("Ready", "False", toleration, termination_grace_period=timedelta(0)),
+            RepairPolicy(
+                "Ready", "Unknown", toleration, reason_regex=".*",
+                termination_grace_period=timedelta(0),
+            ),
+        )  # fmt: skip
 
     def supported_node_classes(self) -> Sequence[Kind]:
         """KWOKNodeClass (karpenter.kwok.sh/v1alpha1)."""

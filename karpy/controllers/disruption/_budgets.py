@@ -46,8 +46,15 @@ def _condition_true(obj: Mapping[str, Any] | None, condition: str) -> bool:
     return False
 
 
-def count_nodes(states: Iterable[StateNode]) -> dict[str, BudgetCount]:
-    """Count each NodePool's nodes and the ones already disrupting."""
+def count_nodes(
+    states: Iterable[StateNode], reason: DisruptionReason | None = None
+) -> dict[str, BudgetCount]:
+    """Count each NodePool's nodes and the ones already disrupting.
+
+    For the ``Unhealthy`` (repair) reason a node that is merely not Ready does not use
+    the budget up: not Ready is what repair acts on, and a wave of broken nodes would
+    otherwise starve the budget that repairs them (Karpenter v1.15.0
+    NodePoolStatsFromNodes); one marked for deletion still does."""
     counts: dict[str, BudgetCount] = {}
     for state in states:
         if not state.managed or not state.initialized or not state.nodepool:
@@ -56,7 +63,8 @@ def count_nodes(states: Iterable[StateNode]) -> dict[str, BudgetCount]:
             continue
         count = counts.setdefault(state.nodepool, BudgetCount())
         count.nodes += 1
-        if not _ready(state.node) or state.marked_for_deletion:
+        not_ready = not _ready(state.node) and reason != "Unhealthy"
+        if not_ready or state.marked_for_deletion:
             count.disrupting += 1
     return counts
 
@@ -101,7 +109,7 @@ def disruption_budgets(
     now: datetime,
 ) -> Budgets:
     """The budgets of every valid NodePool for ``reason`` at ``now``."""
-    counts = count_nodes(states)
+    counts = count_nodes(states, reason)
     budgets = Budgets(reason=reason, counts=counts)
     for entry in pools:
         if entry.model is None:

@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from karpy.apis.annotations import ANNOTATION_DO_NOT_DISRUPT
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
@@ -40,6 +40,7 @@ __all__ = [
     "EVENTUAL",
     "GRACEFUL",
     "PER_NODE_DISRUPTION_COST",
+    "REPAIR",
     "Candidate",
     "DisruptionClass",
     "PoolCatalogue",
@@ -50,12 +51,18 @@ __all__ = [
     "pod_blockers",
 ]
 
-DisruptionClass = Literal["graceful", "eventual"]
+DisruptionClass = Literal["graceful", "eventual", "repair"]
 GRACEFUL: DisruptionClass = "graceful"
 """Respects do-not-disrupt pods and PDBs always (emptiness, consolidation)."""
 EVENTUAL: DisruptionClass = "eventual"
 """Bounded by the NodeClaim's terminationGracePeriod (drift): with one set, blocking
 pods do not keep the node from being a candidate — termination forces them later."""
+REPAIR: DisruptionClass = "repair"
+"""Voluntary node repair (Karpenter v1.15.0 RepairDisruptionClass): a node's
+do-not-disrupt annotation and not being initialized do not keep it from being a
+candidate, and blocking pods are only noted (``pod_blockers``): the repair method
+admits such a node only with a drain bound. The what-if makes room for every pod,
+blocked or not."""
 
 PER_NODE_DISRUPTION_COST = 1.0
 """What disrupting a node costs before counting its pods (Karpenter's base cost)."""
@@ -126,6 +133,8 @@ class Candidate:
     PodDisruptionBudget that can never allow the eviction (Karpenter's
     IsCurrentlyReschedulable): a what-if buys no capacity for them. Only an eventual
     (drift) candidate with a terminationGracePeriod can have any."""
+    pod_blockers: bool = False
+    """A repair candidate whose pods (do-not-disrupt, PDBs) block eviction now."""
     starting: frozenset[str] = frozenset()
     """Keys of ``pods`` still in phase Pending (bound, not started): like pending pods,
     a what-if may put them on a node under consolidateAfter (Karpenter exempts them)."""
@@ -193,6 +202,12 @@ def _condition_true(obj: Mapping[str, Any] | None, condition: str) -> bool:
         if cond.get("type") == condition:
             return bool(cond.get("status") == "True")
     return False
+
+
+_REPAIR_IGNORES: Final = frozenset({
+    "node isn't initialized",
+    f'disruption is blocked through the "{ANNOTATION_DO_NOT_DISRUPT}" annotation',
+})  # fmt: skip
 
 
 def node_blockers(state: StateNode, snapshot: Snapshot) -> list[str]:
@@ -276,15 +291,22 @@ def build_candidate(
     if snapshot.queued(state.provider_id):
         return []
     reasons = node_blockers(state, snapshot)
+    if disruption_class == REPAIR:
+        # Repair is voluntary but not discretionary: do-not-disrupt never meant to
+        # strand a broken node, nor is a node that never initializes left (v1.15.0).
+        reasons = [r for r in reasons if r not in _REPAIR_IGNORES]
     if reasons:
         return reasons
     pool = snapshot.pools[state.nodepool]
     raw_pods = tuple(snapshot.pods_on(state.node_name))
     blocked = pod_blockers(raw_pods, snapshot)
-    if blocked:
+    repair_blocked = bool(blocked) and disruption_class == REPAIR
+    if blocked and not repair_blocked:
         grace = (state.nodeclaim or {}).get("spec", {}).get("terminationGracePeriod")
         if not (disruption_class == EVENTUAL and grace):
             return blocked
+    if repair_blocked:
+        blocked = []  # the what-if makes room for every pod (nothing "stays")
     labels = state.labels
     instance_type = pool.instance_types.get(labels.get(LABEL_INSTANCE_TYPE, ""))
     capacity_type = labels.get(LABEL_CAPACITY_TYPE, "")
@@ -308,6 +330,7 @@ def build_candidate(
         disruption_cost=PER_NODE_DISRUPTION_COST
         + sum(max(0.0, eviction_cost(p)) for p in moving),
         staying=staying,
+        pod_blockers=repair_blocked,
         starting=frozenset(
             _key(p) for p in moving if (p.get("status") or {}).get("phase") == "Pending"
         ),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -40,7 +41,7 @@ class Command:
     """One decision of one method (see the module docstring)."""
 
     reason: str
-    """The disruption reason: ``Empty``, ``Drifted`` or ``Underutilized``."""
+    """The disruption reason: ``Empty``, ``Drifted``, ``Underutilized`` or ``Unhealthy``."""
     consolidation_type: str
     """``empty``, ``single``, ``multi`` or "" (drift): the metrics' consolidation_type."""
     candidates: list[Candidate]
@@ -53,6 +54,13 @@ class Command:
     replacement_names: list[str] = field(default_factory=list)
     """The replacement NodeClaims' names once created."""
     initialized: set[str] = field(default_factory=set)
+    repaired_conditions: dict[str, str] = field(default_factory=dict)
+    """Repair's governing node condition type per candidate NodeClaim (the ``condition``
+    of ``karpenter_nodeclaims_unhealthy_disrupted_total``, counted at deletion)."""
+    drain_bounds: dict[str, timedelta] = field(default_factory=dict)
+    """Repair's drain bound per candidate NodeClaim: the queue stamps
+    ``karpenter.sh/nodeclaim-termination-timestamp`` to now + bound just before it deletes
+    the NodeClaim (tightening, never extending, one already there)."""
 
     @property
     def decision(self) -> Decision:

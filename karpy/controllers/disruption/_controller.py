@@ -53,10 +53,12 @@ from karpy.controllers.disruption._method import Context, Method
 from karpy.controllers.disruption._multinode import MultiNodeConsolidation
 from karpy.controllers.disruption._pdb import PdbLimits
 from karpy.controllers.disruption._queue import OrchestrationQueue
+from karpy.controllers.disruption._repair import Repair
 from karpy.controllers.disruption._singlenode import SingleNodeConsolidation
 from karpy.controllers.disruption._staticdrift import StaticDrift
 from karpy.controllers.disruption._whatif import WhatIf, consolidate
 from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.nodehealth.policy import RepairPolicyMatcher
 from karpy.controllers.provisioning import SchedulingInputs
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, Kind, Object, Result, errors, kinds
@@ -114,10 +116,18 @@ class DisruptionController:
         self._clock = clock
         self._settings = settings
         self._metrics = metrics
-        self.methods: tuple[Method, ...] = (
+        methods: list[Method] = [
             Emptiness(), StaticDrift(cluster), Drift(), MultiNodeConsolidation(),
             SingleNodeConsolidation(),
-        )
+        ]
+        gates = settings.feature_gates
+        if gates.node_repair and not settings.legacy_node_repair:
+            # Repair goes first: fixing a fault outranks any rebalance (Karpenter
+            # v1.15.0 NewMethods). A bad policy set stops start-up, naming the policy.
+            matcher = RepairPolicyMatcher(cloud_provider.repair_policies())
+            methods.insert(0, Repair(matcher=matcher, clock=clock, events=events,
+                                     nodes=cluster.nodes))
+        self.methods: tuple[Method, ...] = tuple(methods)
 
     # -- the loop ------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ __all__ = [
     "DEDUPE_SECONDS",
     "REASON_BLOCKED",
     "REASON_LAUNCHING",
+    "REASON_NODE_REPAIR_BLOCKED",
     "REASON_TERMINATING",
     "REASON_UNCONSOLIDATABLE",
     "REASON_WAITING_READINESS",
@@ -33,6 +34,8 @@ REASON_WAITING_READINESS: Final = "DisruptionWaitingReadiness"
 REASON_TERMINATING: Final = "DisruptionTerminating"
 REASON_BLOCKED: Final = "DisruptionBlocked"
 REASON_UNCONSOLIDATABLE: Final = "Unconsolidatable"
+REASON_NODE_REPAIR_BLOCKED: Final = "NodeRepairBlocked"
+_REPAIR_BLOCKED_DEDUPE_SECONDS: Final = 15 * 60.0
 REASON_CANDIDATE: Final = "ConsolidationCandidate"
 REASON_REJECTED: Final = "ConsolidationRejected"
 REASON_APPROVED: Final = "ConsolidationApproved"
@@ -62,7 +65,7 @@ class DisruptionEvents:
         self._seen: dict[tuple[str, ...], float] = {}
 
     def _deduped(self, obj: Mapping[str, Any], reason: str, message: str,
-                 *values: str, timeout: float = DEDUPE_SECONDS) -> None:
+                 *values: str, timeout: float = DEDUPE_SECONDS, warning: bool = False) -> None:
         """Record unless (reason, uid, *values) was recorded less than ``timeout`` ago."""
         meta = obj.get("metadata") or {}
         key = (reason, str(meta.get("uid") or meta.get("name")), *values)
@@ -73,7 +76,10 @@ class DisruptionEvents:
         if len(self._seen) > 10_000:  # bound memory: forget windows that have passed
             self._seen = {k: t for k, t in self._seen.items() if now < t}
         self._seen[key] = now + timeout
-        self._recorder.normal(obj, reason, message)
+        if warning:
+            self._recorder.warning(obj, reason, message)
+        else:
+            self._recorder.normal(obj, reason, message)
 
     def _both(self, node: Mapping[str, Any] | None, nodeclaim: Mapping[str, Any] | None,
               reason: str, message: str, *values: str,
@@ -86,6 +92,16 @@ class DisruptionEvents:
                 message: str) -> None:
         """DisruptionBlocked on the Node and its NodeClaim."""
         self._both(node, nodeclaim, REASON_BLOCKED, sentence(message))
+
+    def repair_blocked(self, node: Mapping[str, Any] | None,
+                       nodeclaim: Mapping[str, Any] | None, nodepool: Mapping[str, Any] | None,
+                       message: str) -> None:
+        """NodeRepairBlocked (Warning) on the Node, its NodeClaim and its NodePool, at
+        most every 15 minutes each (Karpenter v1.15.0 disruption events)."""
+        for obj in (node, nodeclaim, nodepool):
+            if obj is not None:
+                self._deduped(obj, REASON_NODE_REPAIR_BLOCKED, message,
+                              timeout=_REPAIR_BLOCKED_DEDUPE_SECONDS, warning=True)
 
     def nodepool_blocked(self, nodepool: Mapping[str, Any], reason: str) -> None:
         """DisruptionBlocked on a NodePool whose budgets allow nothing for ``reason``."""

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
+from karpy.apis.annotations import ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
 from karpy.apis.v1 import CONDITION_INITIALIZED
 from karpy.controllers.disruption._command import Command
@@ -37,7 +39,7 @@ from karpy.controllers.disruption._marks import set_disrupted_taint, set_disrupt
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.provisioning import Provisioner
 from karpy.controllers.settings import Settings
-from karpy.runtime import Client, Clock, Kind, Result, errors
+from karpy.runtime import Client, Clock, Kind, Result, errors, format_time, parse_time
 from karpy.runtime.kinds import NODE
 from karpy.state import NODE_CLAIM, Cluster
 
@@ -242,6 +244,9 @@ class OrchestrationQueue:
         for c in command.candidates:
             name = c.state.nodeclaim_name
             try:
+                bound = command.drain_bounds.get(name)
+                if bound is not None:
+                    await self._tighten_termination_timestamp(name, bound)
                 await self._client.delete(NODE_CLAIM, name)
             except errors.NotFound:
                 continue
@@ -254,6 +259,29 @@ class OrchestrationQueue:
             }
             self._metrics.nodeclaims_disrupted.add(1, labels)
             self._metrics.pods_disruption_initiated.add(len(c.pods), labels)
+            condition = command.repaired_conditions.get(name)
+            if condition is not None:
+                self._metrics.nodeclaims_unhealthy_disrupted.add(1, {
+                    "condition": snake(condition), "nodepool": labels["nodepool"],
+                    "capacity_type": labels["capacity_type"],
+                    "image_id": str((c.nodeclaim.get("status") or {}).get("imageID") or ""),
+                })  # fmt: skip
+
+    async def _tighten_termination_timestamp(self, name: str, bound: timedelta) -> None:
+        """Stamp the termination deadline now + ``bound`` right before deletion, so
+        the time replacements took to launch does not eat into the drain window; an
+        earlier deadline already there is kept (Karpenter v1.15.0 queue.go)."""
+        nodeclaim = await self._client.get(NODE_CLAIM, name)
+        annotations = (nodeclaim.get("metadata") or {}).get("annotations") or {}
+        deadline = self._clock.now() + bound
+        try:
+            current = parse_time(annotations.get(ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP))
+        except ValueError:
+            current = None  # unreadable: write a good one
+        if current is not None and current <= deadline:
+            return
+        await self._client.patch(NODE_CLAIM, name, {"metadata": {"annotations": {
+            ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: format_time(deadline)}}})  # fmt: skip
 
     async def _fail(self, command: Command, why: str) -> None:
         failed = [n for n in command.replacement_names if n not in command.initialized]

@@ -1,8 +1,9 @@
-"""Node repair (``node.health``): replace nodes the cloud provider's repair policies call
-unhealthy, behind the ``NodeRepair`` feature gate (``Settings.feature_gates.node_repair``).
+"""Node repair's policies and v1.14's repair controller.
 
-``register(deps)`` adds the controller only when the gate is on, as Karpenter does;
-:mod:`.repair` holds the controller and says what it does.
+:mod:`.policy` matches a node's conditions against the provider's repair policies (used
+by the disruption method ``Unhealthy``, Karpenter v1.15's default). :mod:`.repair` is
+v1.14's ``node.health`` controller, Karpenter v1.15's ``legacyrepair``: ``register(deps)``
+adds it only with the ``NodeRepair`` gate on and ``LEGACY_NODE_REPAIR=true``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ _WORKERS: Final = 10
 
 
 def register(deps: Deps) -> None:
-    """Add ``node.health`` to the manager if the NodeRepair feature gate is on."""
-    if not deps.settings.feature_gates.node_repair:
+    """Add ``node.health`` to the manager if the NodeRepair feature gate is on and
+    LEGACY_NODE_REPAIR is true (else repair is a disruption method)."""
+    if not (deps.settings.feature_gates.node_repair and deps.settings.legacy_node_repair):
         return
     manager = deps.manager
     index_provider_ids(manager.cache)

@@ -4,6 +4,7 @@ with ``offline=true`` the offline one."""
 
 from __future__ import annotations
 
+import logging
 import os
 
 import aioboto3
@@ -17,9 +18,21 @@ from karpy_aws._cluster import ClusterDiscovery, KubeDNSLookup, kube_client_ca_b
 from karpy_aws._nodeclasses import node_classes_from
 from karpy_aws._offline import OfflineAWSCloudProvider
 from karpy_aws._provider import AWSCloudProvider
-from karpy_aws._settings import AWSSettings
+from karpy_aws._settings import UNIMPLEMENTED_AWS_GATES, AWSSettings
 
-__all__ = ["from_context", "kube_dns_from"]
+__all__ = ["from_context", "kube_dns_from", "warn_unimplemented_gates"]
+
+log = logging.getLogger("karpy_aws")
+
+
+def warn_unimplemented_gates(settings: AWSSettings) -> None:
+    """Say once, as the provider is built at start-up, which AWS_FEATURE_GATES are on
+    that karpy-aws accepts but does not implement: Karpenter AWS would act on them."""
+    for gate in settings.unimplemented_gates_on():
+        log.warning(
+            "aws feature gate is not implemented by karpy-aws and has no effect",
+            extra={"feature-gate": gate, "effect": UNIMPLEMENTED_AWS_GATES[gate]},
+        )
 
 
 async def from_context(context: ProviderContext) -> AWSCloudProvider | OfflineAWSCloudProvider:
@@ -34,6 +47,7 @@ async def from_context(context: ProviderContext) -> AWSCloudProvider | OfflineAW
         environ=os.environ,
         default_region=session.region_name,
     )
+    warn_unimplemented_gates(settings)
     if settings.offline:
         return OfflineAWSCloudProvider(
             settings=settings, node_classes=node_classes_from(context.client)
@@ -47,9 +61,7 @@ async def from_context(context: ProviderContext) -> AWSCloudProvider | OfflineAW
         cluster=ClusterDiscovery(
             clients,
             settings,
-            kube_ca_bundle=kube_client_ca_bundle(
-                getattr(context.client, "api_client", None)
-            ),
+            kube_ca_bundle=kube_client_ca_bundle(getattr(context.client, "api_client", None)),
             kube_dns=kube_dns_from(context.client),
         ),
         reserved_capacity=context.feature_gates.get("ReservedCapacity", True),

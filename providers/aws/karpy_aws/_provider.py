@@ -225,9 +225,12 @@ class AWSCloudProvider:
             launch_templates=self.launch_templates,
             template_data=self._launch_template_data,
         )
-        #: resolved AMIs and subnets, reused for AMI_REFRESH_INTERVAL/SUBNET_REFRESH_INTERVAL
+        #: resolved AMIs, subnets and security groups, reused for AMI_REFRESH_INTERVAL,
+        #: SUBNET_REFRESH_INTERVAL and SECURITY_GROUP_REFRESH_INTERVAL
         self.resolution_caches = ResolutionCaches(
-            ami_ttl=settings.ami_refresh_interval, subnet_ttl=settings.subnet_refresh_interval
+            ami_ttl=settings.ami_refresh_interval,
+            subnet_ttl=settings.subnet_refresh_interval,
+            security_group_ttl=settings.security_group_refresh_interval,
         )
         self._node_classes = node_classes
         self._client = client

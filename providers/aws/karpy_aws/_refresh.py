@@ -1,13 +1,15 @@
-"""How long resolved AMIs and subnets are reused: Karpenter AWS's ``AMI_REFRESH_INTERVAL``
-and ``SUBNET_REFRESH_INTERVAL`` (both 1m by default, never less).
+"""How long resolved AMIs, subnets and security groups are reused: Karpenter AWS's
+``AMI_REFRESH_INTERVAL``, ``SUBNET_REFRESH_INTERVAL`` and (v1.15.2)
+``SECURITY_GROUP_REFRESH_INTERVAL`` (each 1m by default, never less).
 
 Karpenter keeps the answers of its AMI and subnet providers in caches whose lifetime is
 the interval (pkg/operator/operator.go, ``cache.New(interval, ...)``), keyed by the
 query. :class:`RefreshCache` is that cache for the EC2NodeClass status controller: the
 key is the class's selector terms (and, for AMIs, the Kubernetes version the aliases
 name), so a changed selector is resolved at once and an unchanged one at most once per
-interval — fewer DescribeImages / GetParameter / DescribeSubnets calls for a longer
-interval, at the cost of seeing a new AMI or a retagged subnet later.
+interval — fewer DescribeImages / GetParameter / DescribeSubnets / DescribeSecurityGroups
+calls for a longer interval, at the cost of seeing a new AMI, a retagged subnet or
+security group later.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from karpy.runtime import Clock, SystemClock
-from karpy_aws.apis.ec2nodeclass import AMI, Subnet
+from karpy_aws.apis.ec2nodeclass import AMI, SecurityGroup, Subnet
 
 __all__ = ["RefreshCache", "ResolutionCaches", "selector_key"]
 
@@ -55,9 +57,20 @@ class RefreshCache(Generic[_T]):
 
 
 class ResolutionCaches:
-    """The provider's AMI and subnet caches, with the settings' refresh intervals."""
+    """The provider's AMI, subnet and security group caches, with the settings' refresh
+    intervals (``security_group_ttl`` defaults to Karpenter AWS's 1m)."""
 
-    def __init__(self, *, ami_ttl: float, subnet_ttl: float, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        ami_ttl: float,
+        subnet_ttl: float,
+        security_group_ttl: float = 60.0,
+        clock: Clock | None = None,
+    ) -> None:
         clock = clock or SystemClock()
         self.amis: RefreshCache[list[AMI]] = RefreshCache(ami_ttl, clock)
         self.subnets: RefreshCache[list[Subnet]] = RefreshCache(subnet_ttl, clock)
+        self.security_groups: RefreshCache[list[SecurityGroup]] = RefreshCache(
+            security_group_ttl, clock
+        )

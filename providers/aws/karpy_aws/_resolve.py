@@ -449,7 +449,7 @@ async def resolve_status(
     :class:`karpy_aws._validation.NodeClassValidation`) decides it from the resolved
     class and the other conditions; without it the condition is True.
 
-    With ``caches`` (the provider's), subnets and AMIs are reused for the refresh
+    With ``caches`` (the provider's), subnets, security groups and AMIs are reused for the refresh
     intervals (:mod:`karpy_aws._refresh`); without, they are asked of AWS every time.
 
     Capacity reservations are listed through ``reservations`` (the provider's, which
@@ -475,7 +475,13 @@ async def resolve_status(
             f"({_describe_terms(spec.subnet_selector_terms)})",
         )
     )
-    status.security_groups = await resolve_security_groups(clients, node_class)
+    if caches is None:
+        status.security_groups = await resolve_security_groups(clients, node_class)
+    else:
+        status.security_groups = await caches.security_groups.get_or_resolve(
+            selector_key(spec.security_group_selector_terms),
+            lambda: resolve_security_groups(clients, node_class),
+        )
     out.conditions[CONDITION_SECURITY_GROUPS_READY] = (
         (True, "", "")
         if status.security_groups

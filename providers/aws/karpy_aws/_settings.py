@@ -32,22 +32,32 @@ setting                    environment                   meaning
                                                          duration >= 1m, default 1m)
 ``subnetRefreshInterval``  ``SUBNET_REFRESH_INTERVAL``   how long resolved subnets are reused
                                                          (Go duration >= 1m, default 1m)
+``securityGroupRefreshInterval`` ``SECURITY_GROUP_REFRESH_INTERVAL`` how long resolved security
+                                                         groups are reused (>= 1m, default 1m)
 ``eksControlPlane``        ``EKS_CONTROL_PLANE``         the Kubernetes version comes from EKS
                                                          DescribeCluster (true/false)
 ``enableZonalShift``       ``ENABLE_ZONAL_SHIFT``        ARC zonal shift; karpy-aws refuses true
-``awsFeatureGates``        ``AWS_FEATURE_GATES``         ``NodeClassCEL=false``; karpy-aws
-                                                         refuses ``NodeClassCEL=true``
+``awsFeatureGates``        ``AWS_FEATURE_GATES``         ``NodeClassCEL=false,DRANVIDIAGPU=
+                                                         false,DRAEFA=false,RebootForRepair=
+                                                         false``; karpy-aws refuses
+                                                         ``NodeClassCEL=true``
 =========================  ============================  =====================================
 
-The last six are Karpenter AWS's options (pkg/operator/options) with its defaults.
+The last seven are Karpenter AWS's options (pkg/operator/options, v1.15.2) with its
+defaults.
 ``disableDryRun`` makes ``ValidationSucceeded`` True without the CreateLaunchTemplate /
 CreateFleet / RunInstances dry runs, as Karpenter does. The two refresh intervals are
 the lifetimes of the provider's AMI and subnet resolution caches (Karpenter's
 ``cache.New(interval)``): a longer one makes fewer DescribeImages / SSM / DescribeSubnets
-calls and sees a new AMI or retagged subnet later. ``enableZonalShift=true`` and
+calls and sees a new AMI or retagged subnet later; the security group interval
+(Karpenter AWS v1.15.2) does the same for DescribeSecurityGroups. ``enableZonalShift=true`` and
 ``NodeClassCEL=true`` ask for features karpy-aws does not have (Karpenter's ARC zonal
 shift controller; CEL expressions in ``spec.kubelet``, which karpy's CRD refuses), so
-they fail at start-up rather than being silently ignored.
+they fail at start-up rather than being silently ignored. The gates ``DRANVIDIAGPU``,
+``DRAEFA`` and ``RebootForRepair`` (Karpenter AWS v1.15.2) are accepted so its values
+file starts karpy-aws; karpy-aws has none of their features yet, and each one turned on
+is named once in a start-up warning (:data:`UNIMPLEMENTED_AWS_GATES`; docs/operating.md).
+Other unknown gate names are ignored, as upstream's parser does.
 
 ``offline`` is for ``karpy simulate``/``explain``/``top`` on a machine without AWS
 access (see :mod:`karpy_aws._offline`): instance types come from the tables shipped in
@@ -62,14 +72,21 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import urlsplit
 
 from karpy.apis.duration import parse_duration
 from karpy.cloudprovider import CloudProviderError, ProviderSetting
 
-__all__ = ["PROVIDER_SETTINGS", "SETTINGS", "AWSSettings", "AWSSettingsError", "check_settings"]
+__all__ = [
+    "PROVIDER_SETTINGS",
+    "SETTINGS",
+    "UNIMPLEMENTED_AWS_GATES",
+    "AWSSettings",
+    "AWSSettingsError",
+    "check_settings",
+]
 
 #: setting key -> environment variable consulted when the key is not set
 SETTINGS: Final = {
@@ -88,11 +105,21 @@ SETTINGS: Final = {
     "disableDryRun": "DISABLE_DRY_RUN",
     "amiRefreshInterval": "AMI_REFRESH_INTERVAL",
     "subnetRefreshInterval": "SUBNET_REFRESH_INTERVAL",
+    "securityGroupRefreshInterval": "SECURITY_GROUP_REFRESH_INTERVAL",
     "eksControlPlane": "EKS_CONTROL_PLANE",
     "enableZonalShift": "ENABLE_ZONAL_SHIFT",
     "awsFeatureGates": "AWS_FEATURE_GATES",
 }
-#: Karpenter AWS's default and floor for both refresh intervals (seconds)
+#: Karpenter AWS v1.15.2's gates (pkg/operator/options ParseFeatureGates) karpy-aws
+#: accepts without having their feature: gate -> what does not happen when it is on.
+UNIMPLEMENTED_AWS_GATES: Final = {
+    "DRANVIDIAGPU": "karpy-aws publishes no DRA devices for NVIDIA GPUs; gpu.nvidia.com "
+    "claims are not sized for",
+    "DRAEFA": "karpy-aws publishes no DRA devices for EFA interfaces; dra.net claims are "
+    "not sized for",
+    "RebootForRepair": "node repair replaces nodes with GPU faults instead of rebooting them",
+}
+#: Karpenter AWS's default and floor for the refresh intervals (seconds)
 DEFAULT_REFRESH_INTERVAL: Final = 60.0
 _TRUE = {"true", "1", "yes", "on"}
 #: An AWS region's name: partition prefix, words, number (us-east-1, us-gov-west-1,
@@ -125,7 +152,15 @@ class AWSSettings:
     disable_dry_run: bool = False
     ami_refresh_interval: float = DEFAULT_REFRESH_INTERVAL
     subnet_refresh_interval: float = DEFAULT_REFRESH_INTERVAL
+    security_group_refresh_interval: float = DEFAULT_REFRESH_INTERVAL
     eks_control_plane: bool = False
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    """The AWS_FEATURE_GATES karpy-aws knows, as given (absent: Karpenter's default,
+    off)."""
+
+    def unimplemented_gates_on(self) -> tuple[str, ...]:
+        """The gates turned on that karpy-aws accepts but does not implement."""
+        return tuple(g for g in UNIMPLEMENTED_AWS_GATES if self.feature_gates.get(g, False))
 
     @classmethod
     def from_settings(
@@ -184,7 +219,7 @@ class AWSSettings:
                 "aws setting enableZonalShift=true (env ENABLE_ZONAL_SHIFT): karpy-aws has no "
                 "ARC zonal shift support (Karpenter's zonalshift controller); set it to false"
             )
-        _check_feature_gates(get("awsFeatureGates"))
+        gates = _feature_gates(get("awsFeatureGates"))
         return cls(
             cluster_name=cluster_name,
             region=region,
@@ -206,7 +241,11 @@ class AWSSettings:
             subnet_refresh_interval=_interval(
                 get("subnetRefreshInterval"), "subnetRefreshInterval"
             ),
+            security_group_refresh_interval=_interval(
+                get("securityGroupRefreshInterval"), "securityGroupRefreshInterval"
+            ),
             eks_control_plane=_bool(get("eksControlPlane"), "eksControlPlane"),
+            feature_gates=gates,
         )
 
 
@@ -227,9 +266,15 @@ def _interval(text: str, key: str) -> float:
     return seconds
 
 
-def _check_feature_gates(text: str) -> None:
-    """Karpenter AWS's ``Name=bool,...`` gates; unknown names are ignored, as upstream.
-    ``NodeClassCEL=true`` is refused: karpy-aws does not evaluate CEL in spec.kubelet."""
+#: Every gate Karpenter AWS v1.15.2 knows, in its default string's order.
+_AWS_GATES: Final = ("NodeClassCEL", "DRANVIDIAGPU", "DRAEFA", "RebootForRepair")
+
+
+def _feature_gates(text: str) -> dict[str, bool]:
+    """Karpenter AWS's ``Name=bool,...`` gates, those it knows by name; unknown names are
+    ignored, as upstream. ``NodeClassCEL=true`` is refused: karpy-aws does not evaluate
+    CEL in spec.kubelet."""
+    gates: dict[str, bool] = {}
     for item in text.split(","):
         if not item.strip():
             continue
@@ -246,6 +291,9 @@ def _check_feature_gates(text: str) -> None:
                 "karpy-aws does not evaluate CEL expressions in an EC2NodeClass's "
                 "spec.kubelet; set NodeClassCEL=false"
             )
+        if name in _AWS_GATES:
+            gates[name] = value == "true"
+    return gates
 
 
 def _cidr(text: str) -> str:
@@ -347,12 +395,17 @@ PROVIDER_SETTINGS: Final = (
                     "how long resolved AMIs are reused (>= 1m)"),
     ProviderSetting("subnetRefreshInterval", "SUBNET_REFRESH_INTERVAL", "1m",
                     "how long resolved subnets are reused (>= 1m)"),
+    ProviderSetting("securityGroupRefreshInterval", "SECURITY_GROUP_REFRESH_INTERVAL", "1m",
+                    "how long resolved security groups are reused (>= 1m)"),
     ProviderSetting("eksControlPlane", "EKS_CONTROL_PLANE", "false",
                     "read the Kubernetes version from EKS DescribeCluster"),
     ProviderSetting("enableZonalShift", "ENABLE_ZONAL_SHIFT", "false",
                     "ARC zonal shift: not supported, true is refused"),
-    ProviderSetting("awsFeatureGates", "AWS_FEATURE_GATES", "NodeClassCEL=false",
-                    "AWS feature gates; NodeClassCEL=true is refused (no CEL in spec.kubelet)"),
+    ProviderSetting("awsFeatureGates", "AWS_FEATURE_GATES",
+                    "NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=false",
+                    "AWS feature gates; NodeClassCEL=true is refused (no CEL in spec.kubelet); "
+                    "DRANVIDIAGPU, DRAEFA and RebootForRepair are accepted but not implemented "
+                    "(a warning names each one turned on)"),
 )  # fmt: skip
 
 

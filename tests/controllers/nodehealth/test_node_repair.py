@@ -199,13 +199,20 @@ def test_heartbeats_do_not_wake_the_controller_but_condition_changes_do() -> Non
     assert CONDITIONS_CHANGED.update(old, more)
 
 
-def test_the_controller_exists_only_behind_the_node_repair_gate() -> None:
+def test_the_controller_exists_only_behind_the_node_repair_gate_and_legacy_repair() -> None:
+    """Karpenter v1.15.0 controllers.go: node.health (now legacyrepair) runs only with
+    NodeRepair on and --legacy-node-repair; otherwise repair is a disruption method."""
     off = Deps(manager=None, client=None, cloud_provider=None, cluster=None,  # type: ignore[arg-type]
                unavailable_offerings=None, recorder=None, clock=None,  # type: ignore[arg-type]
                settings=Settings(), metrics=None, scheduling=None,  # type: ignore[arg-type]
                overlays=None)  # type: ignore[arg-type]
     nodehealth.register(off)  # touches nothing: the manager is not even there
-    on = Deps(**{**{f: getattr(off, f) for f in off.__dataclass_fields__},  # type: ignore[arg-type]
-                 "settings": Settings(feature_gates=FeatureGates(node_repair=True))})
+    fields = {f: getattr(off, f) for f in off.__dataclass_fields__}
+    new_default = Deps(**{**fields,  # type: ignore[arg-type]
+                          "settings": Settings(feature_gates=FeatureGates(node_repair=True))})
+    nodehealth.register(new_default)  # the disruption method repairs: nothing here
+    on = Deps(**{**fields,  # type: ignore[arg-type]
+                 "settings": Settings(feature_gates=FeatureGates(node_repair=True),
+                                      legacy_node_repair=True)})
     with pytest.raises(AttributeError):
         nodehealth.register(on)

@@ -198,3 +198,45 @@ async def test_eks_control_plane_takes_the_version_from_describe_cluster(
     by_type = {c["type"]: c for c in stored["status"]["conditions"]}
     assert by_type["AMIsReady"]["status"] == "True"
     assert {a["id"] for a in stored["status"]["amis"]} == set(aws_account.amis.values())
+
+
+async def test_security_group_refresh_interval_keeps_resolved_security_groups(
+    aws_settings: AWSSettings, aws_clients: AWSClients
+) -> None:
+    """SECURITY_GROUP_REFRESH_INTERVAL (Karpenter AWS v1.15.2): the provider's status
+    resolution asks DescribeSecurityGroups once per interval for unchanged selector terms,
+    and at once for changed ones."""
+    clock = FakeClock()
+    settings = dataclasses.replace(aws_settings, security_group_refresh_interval=300.0)
+    cloud = _provider(settings, aws_clients)
+    assert cloud.resolution_caches.security_groups.ttl == 300.0
+    caches = ResolutionCaches(
+        ami_ttl=60.0, subnet_ttl=60.0, security_group_ttl=300.0, clock=clock
+    )
+
+    async def groups(manifest: dict[str, Any]) -> set[str]:
+        resolution = await resolve_status(
+            aws_clients,
+            EC2NodeClass.model_validate(manifest),
+            cluster_name=CLUSTER,
+            region=REGION,
+            k8s_version=K8S_VERSION,
+            caches=caches,
+        )
+        return {g.id for g in resolution.status.security_groups}
+
+    manifest = node_class_manifest("sg-refresh")
+    first = await groups(manifest)
+    assert first
+    asked = aws_clients.calls["ec2:DescribeSecurityGroups"]
+    clock.advance(299)
+    assert await groups(manifest) == first
+    assert aws_clients.calls["ec2:DescribeSecurityGroups"] == asked
+    (group,) = sorted(first)[:1]
+    by_id = node_class_manifest("sg-refresh", securityGroupSelectorTerms=[{"id": group}])
+    assert await groups(by_id) == {group}
+    assert aws_clients.calls["ec2:DescribeSecurityGroups"] > asked
+    asked = aws_clients.calls["ec2:DescribeSecurityGroups"]
+    clock.advance(2)
+    assert await groups(manifest) == first
+    assert aws_clients.calls["ec2:DescribeSecurityGroups"] > asked
