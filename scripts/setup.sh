@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything karpy needs on a fresh machine into ./.venv and builds the local
-# control plane (tests/controlplane) and nodeadm's validator (tests/providers/aws/nodeadm).
+# control plane (tests/controlplane), Karpenter's kwok controller (the takeover tests) and
+# nodeadm's validator (tests/providers/aws/nodeadm).
 # Safe to run again: each step is skipped or cached when nothing changed.
 #
 #   bash scripts/setup.sh          everything
@@ -36,4 +37,7 @@ if [ "$what" != python ]; then
   # (first: those are pure tests, run before the cluster's)
   bash tests/providers/aws/nodeadm/build.sh >/dev/null
   bash tests/controlplane/build.sh
+  # the real Karpenter (kwok provider) for the takeover e2e: a toolchain of its own, so
+  # a separate cache stamp
+  bash tests/controlplane/build-karpenter.sh
 fi
