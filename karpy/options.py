@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +45,10 @@ class Options:
     settings: Settings = field(default_factory=Settings)
     leader_elect: bool = True
     leader_election_name: str = "karpenter-leader-election"
+    """The Lease's name (LEADER_ELECTION_NAME), Karpenter's default."""
     leader_election_namespace: str = "kube-system"
+    """The Lease's namespace: LEADER_ELECTION_NAMESPACE, or when that is empty (Karpenter's
+    default) the system namespace (SYSTEM_NAMESPACE, which the chart sets to the pod's)."""
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"
     graceful_shutdown_timeout: float = 30.0
@@ -183,6 +187,36 @@ def _text(text: str) -> str:
     return text.strip()
 
 
+# Lease names are DNS-1123 subdomains and namespaces DNS-1123 labels (apimachinery's
+# validation); checked here so a typo is one line at start-up, not a refused Lease later.
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def _lease_name(text: str) -> str:
+    value = text.strip()
+    labels = value.split(".")
+    if len(value) > 253 or not all(_DNS_LABEL.fullmatch(p) and len(p) <= 63 for p in labels):
+        raise ValueError(
+            f"{value!r} is not a Lease name (lower-case letters, digits, '-' and '.', "
+            "starting and ending with a letter or digit, at most 253 characters)"
+        )
+    return value
+
+
+def _namespace(text: str) -> str:
+    value = text.strip()
+    if len(value) > 63 or not _DNS_LABEL.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a namespace name (lower-case letters, digits and '-', "
+            "starting and ending with a letter or digit, at most 63 characters)"
+        )
+    return value
+
+
+def _namespace_or_empty(text: str) -> str:
+    return _namespace(text) if text.strip() else ""
+
+
 def _paths(text: str) -> tuple[str, ...]:
     paths = tuple(p.strip() for p in text.split(",") if p.strip())
     if not paths:
@@ -245,10 +279,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("--health-probe-port", "HEALTH_PROBE_PORT", "8081",
             "port of /healthz and /readyz", _port, "PORT"),
     Setting("--disable-leader-election", "DISABLE_LEADER_ELECTION", "false",
-            "run the controllers without the karpenter-leader-election Lease", _bool, "BOOL"),
+            "run the controllers without the leader-election Lease", _bool, "BOOL"),
+    Setting("--leader-election-name", "LEADER_ELECTION_NAME", "karpenter-leader-election",
+            "name of the leader-election Lease", _lease_name, "NAME"),
+    Setting("--leader-election-namespace", "LEADER_ELECTION_NAMESPACE", "",
+            "namespace of the leader-election Lease; empty: the system namespace",
+            _namespace_or_empty, "NAMESPACE"),
     Setting("--system-namespace", "SYSTEM_NAMESPACE", "kube-system",
-            "namespace of the leader-election Lease (the chart sets the release namespace)",
-            _text, "NAMESPACE"),
+            "karpy's own namespace (the chart sets the pod's): the leader-election Lease's "
+            "unless --leader-election-namespace names another", _namespace, "NAMESPACE"),
     Setting("--launch-ttl", "LAUNCH_TTL", "5m",
             "a NodeClaim not launched within this long is deleted", _positive_duration, "DURATION"),
     Setting("--registration-ttl", "REGISTRATION_TTL", "15m",
@@ -389,7 +428,9 @@ def options_from_args(
         kubeconfig=args.kubeconfig,
         settings=settings,
         leader_elect=not values["--disable-leader-election"],
-        leader_election_namespace=values["--system-namespace"] or "kube-system",
+        leader_election_name=values["--leader-election-name"],
+        leader_election_namespace=values["--leader-election-namespace"]
+        or values["--system-namespace"],
         metrics_bind_address=f":{values['--metrics-port']}",
         health_probe_bind_address=f":{values['--health-probe-port']}",
         log_level=values["--log-level"],

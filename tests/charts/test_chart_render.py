@@ -235,6 +235,35 @@ def test_karpy_run_accepts_the_environment_the_chart_gives_it() -> None:
     assert options.health_probe_bind_address == ":8081"
 
 
+def _lease_role(docs: list[dict[str, Any]]) -> tuple[str, list[str], str]:
+    (role,) = [d for d in by_kind(docs, "Role") if "leases" in str(d["rules"])]
+    (binding,) = [d for d in by_kind(docs, "RoleBinding")
+                  if d["roleRef"]["name"] == role["metadata"]["name"]]
+    (named,) = [r for r in role["rules"] if "resourceNames" in r]
+    assert named["verbs"] == ["update"]
+    assert binding["metadata"]["namespace"] == role["metadata"]["namespace"]
+    subject = binding["subjects"][0]
+    return role["metadata"]["namespace"], named["resourceNames"], subject["namespace"]
+
+
+def test_the_lease_role_follows_the_lease_karpy_run_is_given() -> None:
+    # Karpenter's chart: Lease karpenter-leader-election in the release namespace.
+    assert _lease_role(render("--set", "settings.clusterName=c", namespace="karpenter")) == (
+        "karpenter", ["karpenter-leader-election"], "karpenter")
+    moved = render(
+        "--set", "settings.clusterName=c",
+        "--set", "controller.env[0].name=LEADER_ELECTION_NAME",
+        "--set", "controller.env[0].value=karpy-leader",
+        "--set", "controller.env[1].name=LEADER_ELECTION_NAMESPACE",
+        "--set", "controller.env[1].value=ops",
+        namespace="karpenter",
+    )  # fmt: skip
+    assert _lease_role(moved) == ("ops", ["karpy-leader"], "karpenter")
+    options = run_options(container_env(one(moved, "Deployment")))
+    assert (options.leader_election_name, options.leader_election_namespace) == (
+        "karpy-leader", "ops")
+
+
 def test_karpenter_azures_webhook_values_install_and_serve_nothing() -> None:
     """Karpenter-Azure's values turn its webhooks on by default (webhook.enabled: true):
     such a file installs karpy, which serves v1 only and opens no webhook port, asks for

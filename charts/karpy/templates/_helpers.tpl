@@ -115,3 +115,24 @@ the pod's selector labels, as Karpenter's chart does. */}}
 {{- range $k, $v := .Values.settings.tags }}{{- $out = append $out (printf "%s=%s" $k $v) }}{{- end }}
 {{- join "," $out }}
 {{- end }}
+
+{{/* A variable's value in controller.env (Karpenter's chart has no value of its own for the
+     Lease: a user names it through controller.env), or "" when it is not set there. */}}
+{{- define "karpy.controllerEnv" -}}
+{{- $name := .name -}}
+{{- range .root.Values.controller.env -}}
+{{- if and (eq .name $name) (hasKey . "value") -}}{{ .value }}{{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/* The leader-election Lease's name: LEADER_ELECTION_NAME from controller.env, else
+     Karpenter's default (sigs.k8s.io/karpenter v1.15.0 pkg/operator/options). */}}
+{{- define "karpy.leaderElectionName" -}}
+{{- include "karpy.controllerEnv" (dict "root" . "name" "LEADER_ELECTION_NAME") | default "karpenter-leader-election" }}
+{{- end }}
+
+{{/* The Lease's namespace: LEADER_ELECTION_NAMESPACE from controller.env, else the
+     release's (the pod's SYSTEM_NAMESPACE, where Karpenter's empty default puts it). */}}
+{{- define "karpy.leaderElectionNamespace" -}}
+{{- include "karpy.controllerEnv" (dict "root" . "name" "LEADER_ELECTION_NAMESPACE") | default .Release.Namespace }}
+{{- end }}

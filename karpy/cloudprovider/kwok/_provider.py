@@ -204,6 +204,9 @@ class KwokCloudProvider:
         launched = launched_nodeclaim(
             nodeclaim, choice, provider_id=provider_id, labels=dict(node["metadata"]["labels"])
         )
+        # Karpenter's kwok Create returns the Node's annotations (the claim's plus
+        # kwok.x-k8s.io/node) and no NodeClass hash: its KWOKNodeClass is not hashed.
+        launched.metadata.annotations = dict(node["metadata"]["annotations"])
         if choice.offering.reserved:
             self._in_reservation[provider_id] = choice.offering.reservation_id
         unregistered = self.faults.take_unregistered()
