@@ -1,5 +1,8 @@
 """A port of Go's ``github.com/mitchellh/hashstructure/v2`` (v2.0.2), the structural hash
-Karpenter stamps on NodePools and NodeClaims as ``karpenter.sh/nodepool-hash``.
+Karpenter stamps on NodePools and NodeClaims as ``karpenter.sh/nodepool-hash`` and the
+providers stamp as their NodeClass hashes (``karpenter.k8s.aws/ec2nodeclass-hash``,
+``karpenter.azure.com/aksnodeclass-hash``). One port serves them all: the core's NodePool
+hash, karpy_aws and karpy_azure describe their Go types with the vocabulary below.
 
 Karpenter hashes a Go value by reflection, so the result depends on the Go types
 involved — struct type names, field names and order, pointers, nil versus empty
@@ -12,7 +15,8 @@ with ``FormatV2`` and the options Karpenter passes (``SlicesAsSets``,
 What the walk does, in brief (hashstructure.go):
 
 * every leaf is hashed with FNV-1 (64 bit, not FNV-1a): strings as their UTF-8 bytes,
-  integers as 8 little-endian bytes, ``time.Time`` as its ``MarshalBinary`` form;
+  integers as little-endian bytes of their Go size (``int`` widened to 8, ``int32`` 4),
+  ``bool`` as one byte (0 or 1), ``time.Time`` as its ``MarshalBinary`` form;
 * a struct starts from the hash of its type name; each field that is exported, not
   tagged ``hash:"ignore"`` and not a zero value contributes
   ``ordered(hash(field name), hash(value))`` by XOR, and the running value is
@@ -35,6 +39,8 @@ from datetime import UTC, datetime
 from typing import Final
 
 __all__ = [
+    "GoBool",
+    "GoInt32",
     "GoInt64",
     "GoMap",
     "GoPointer",
@@ -92,6 +98,29 @@ class GoInt64:
 
 
 @dataclass(frozen=True, slots=True)
+class GoInt32:
+    """A Go ``int32``: hashed as its 4 little-endian bytes (hashstructure widens only
+    ``int``, so an ``int32`` hashes differently from the same ``int64``)."""
+
+    value: int
+
+    def is_zero(self) -> bool:
+        """Zero is the zero value."""
+        return self.value == 0
+
+
+@dataclass(frozen=True, slots=True)
+class GoBool:
+    """A Go ``bool``: hashed as the one byte of an ``int8`` 0 or 1."""
+
+    value: bool
+
+    def is_zero(self) -> bool:
+        """false is the zero value."""
+        return not self.value
+
+
+@dataclass(frozen=True, slots=True)
 class GoTime:
     """A Go ``time.Time``, hashed through ``MarshalBinary``.
 
@@ -135,9 +164,10 @@ class GoPointer:
 
 @dataclass(frozen=True, slots=True)
 class GoMap:
-    """A Go ``map[string]string``: nil (``None``) or the entries (possibly none)."""
+    """A Go map with string keys: nil (``None``) or the entries (possibly none); a plain
+    ``str`` value stands for a Go ``string``."""
 
-    entries: Mapping[str, str] | None
+    entries: Mapping[str, str] | Mapping[str, GoValue] | None
 
     def is_zero(self) -> bool:
         """Only a nil map is the zero value; an empty one is not."""
@@ -178,7 +208,9 @@ class GoStruct:
         return all(f.value.is_zero() for f in self.fields)
 
 
-GoValue = GoString | GoInt64 | GoTime | GoPointer | GoMap | GoSlice | GoStruct
+GoValue = (
+    GoString | GoInt64 | GoInt32 | GoBool | GoTime | GoPointer | GoMap | GoSlice | GoStruct
+)
 
 
 def _string(text: str) -> int:
@@ -194,12 +226,17 @@ def _visit(value: GoValue) -> int:
         return _string(value.value)
     if isinstance(value, GoInt64):
         return fnv1_64(struct.pack("<q", value.value))
+    if isinstance(value, GoInt32):
+        return fnv1_64(struct.pack("<i", value.value))
+    if isinstance(value, GoBool):
+        return fnv1_64(b"\x01" if value.value else b"\x00")
     if isinstance(value, GoTime):
         return fnv1_64(value.marshal_binary())
     if isinstance(value, GoMap):
         h = 0
         for key, item in (value.entries or {}).items():
-            h ^= _ordered(_string(key), _string(item))
+            item_hash = _string(item) if isinstance(item, str) else _visit(item)
+            h ^= _ordered(_string(key), item_hash)
         return _finish(h)
     if isinstance(value, GoSlice):
         h = 0
@@ -217,5 +254,10 @@ def _visit(value: GoValue) -> int:
 
 def hash_v2(value: GoValue) -> int:
     """hashstructure v2's ``Hash(value, FormatV2, &HashOptions{SlicesAsSets: true,
-    IgnoreZeroValue: true, ZeroNil: true})`` of the described Go value."""
+    IgnoreZeroValue: true, ZeroNil: true})`` of the described Go value.
+
+    A Go ``[]any{a, b, c}`` (how the providers hash a spec beside resolved values) is a
+    :class:`GoSlice` of the elements: interfaces are looked through, and with
+    SlicesAsSets the elements are XORed, so their order does not matter.
+    """
     return _visit(value)

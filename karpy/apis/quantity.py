@@ -35,6 +35,7 @@ __all__ = [
     "MAX_QUANTITY",
     "MAX_QUANTITY_LENGTH",
     "QUANTITY_PATTERN",
+    "canonical_quantity",
     "parse_quantity",
 ]
 
@@ -127,3 +128,53 @@ def parse_quantity(value: str | int | float) -> Fraction:
     if not isinstance(value, str):
         raise ValueError(f"invalid quantity {value!r}: expected text or a number")
     return _parse_text(value)
+
+
+_DECIMAL_BY_POWER: Final = {power: suffix for suffix, power in DECIMAL_SUFFIXES.items()}
+_BINARY_BY_POWER: Final = {power: suffix for suffix, power in BINARY_SUFFIXES.items()}
+
+
+def _strip_factors(amount: int, base: int) -> tuple[int, int]:
+    times = 0
+    while amount and amount % base == 0:
+        amount //= base
+        times += 1
+    return amount, times
+
+
+def canonical_quantity(text: str) -> str:
+    """``resource.Quantity.String()`` of the quantity ``text`` (apimachinery's
+    CanonicalizeBytes): ``"1024Mi"`` -> ``"1Gi"``, ``"1500m"`` -> ``"1500m"``, ``"0.5Gi"``
+    -> ``"512Mi"``, ``"1000"`` -> ``"1k"``. Karpenter hashes an EBS volume size through it.
+
+    The format is the suffix's (binary, decimal SI or exponent); a binary quantity below
+    1024 or not a whole number is written in decimal SI, as Go does. Values are exact to a
+    nano unit (parse_quantity); Go's big-decimal path (beyond int64) is not modelled.
+    """
+    body = text.strip()
+    value = parse_quantity(body)
+    if value == 0:
+        return "0"
+    match = _SYNTAX.fullmatch(body)
+    suffix = match.group(5) if match else ""
+    exponent_form = bool(match and match.group(4) is not None)
+    binary = not exponent_form and suffix in BINARY_SUFFIXES
+    sign = "-" if value < 0 else ""
+    magnitude = abs(value)
+    if binary and magnitude >= 1024 and magnitude.denominator == 1:
+        amount, times = _strip_factors(int(magnitude), 1024)
+        if times > 6:  # past Ei (beyond int64 anyway): the largest suffix
+            amount, times = amount * 1024 ** (times - 6), 6
+        return f"{sign}{amount}{_BINARY_BY_POWER.get(times * 10, '')}"
+    # Decimal: the integer mantissa without trailing zeros, then the exponent lowered to a
+    # multiple of 3 (int64Amount.AsCanonicalBytes).
+    nanos = int(magnitude * _NANO)
+    amount, times = _strip_factors(nanos, 10)
+    exponent = times - 9
+    shift = exponent % 3
+    amount, exponent = amount * 10**shift, exponent - shift
+    if exponent_form:
+        return f"{sign}{amount}" + (f"e{exponent}" if exponent else "")
+    if exponent in _DECIMAL_BY_POWER:
+        return f"{sign}{amount}{_DECIMAL_BY_POWER[exponent]}"
+    return f"{sign}{amount}e{exponent}"

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from karpy.apis import NodePool
+from karpy.apis.quantity import canonical_quantity
 from karpy.scheduling import resources as res
 from karpy.scheduling.resources import parse_quantity
 
@@ -127,3 +128,13 @@ def test_a_nodepool_limit_parse_refuses_what_the_parser_refuses() -> None:
     doc["spec"]["limits"] = {"cpu": "1e30000000"}
     pool = NodePool.from_dict(doc)
     assert pool.spec.limits == {"cpu": "1e30000000"}  # kept as written, read saturated
+
+
+@pytest.mark.parametrize(("text", "canonical"), [
+    ("100Gi", "100Gi"), ("1024Gi", "1Ti"), ("1024Mi", "1Gi"), ("0.5Gi", "512Mi"),
+    ("1.5Ki", "1536"), ("1000", "1k"), ("1000G", "1T"), ("1500m", "1500m"), ("1.5", "1500m"),
+    ("1e3", "1e3"), ("0", "0"), ("512", "512"),
+])  # fmt: skip
+def test_canonical_quantity_is_gos_quantity_string(text: str, canonical: str) -> None:
+    # apimachinery resource.Quantity.String(); Karpenter AWS hashes volumeSize through it.
+    assert canonical_quantity(text) == canonical

@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HASH_VERSION",
+    "go_metav1_duration",
+    "go_nillable_duration",
     "nodeclaim_template_hash",
     "template_go_value",
 ]
@@ -84,12 +86,13 @@ def _taints(taints: list[Taint], present: bool) -> GoSlice:
     return GoSlice([_taint(t) for t in taints])
 
 
-def _duration(text: str) -> GoStruct:
-    # metav1.Duration{Duration time.Duration}
+def go_metav1_duration(text: str) -> GoStruct:
+    """A ``metav1.Duration{Duration time.Duration}`` as hashed (also the providers')."""
     return GoStruct("Duration", (StructField("Duration", GoInt64(go_duration_nanoseconds(text))),))
 
 
-def _nillable_duration(text: str) -> GoStruct:
+def go_nillable_duration(text: str) -> GoStruct:
+    """Karpenter's ``NillableDuration`` as hashed (also Karpenter Azure's LocalDNS)."""
     # NillableDuration{*time.Duration (embedded: field "Duration"), Raw []byte `hash:"ignore"`};
     # "Never" decodes to both nil, which makes the whole field a zero value.
     never = text == "Never"
@@ -121,8 +124,9 @@ def template_go_value(template: NodeClaimTemplate) -> GoStruct:
             StructField("Name", GoString(ref.name)),
             StructField("Group", GoString(ref.group)),
         )))),
-        StructField("TerminationGracePeriod", GoPointer(None if tgp is None else _duration(tgp))),
-        StructField("ExpireAfter", _nillable_duration(spec.expire_after)),
+        StructField("TerminationGracePeriod",
+                    GoPointer(None if tgp is None else go_metav1_duration(tgp))),
+        StructField("ExpireAfter", go_nillable_duration(spec.expire_after)),
     ))
     return GoStruct("NodeClaimTemplate", (
         StructField("ObjectMeta", object_meta),

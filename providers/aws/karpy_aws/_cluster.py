@@ -116,6 +116,10 @@ class ClusterDiscovery:
             service_cidr=settings.cluster_cidr,
             ip_family=_cidr_family(settings.cluster_cidr) if settings.cluster_cidr else "",
         )
+        # What Karpenter AWS hashes EC2NodeClasses with (operator.GetCABundle, read once at
+        # start): the clusterCABundle setting, else the CA of its own Kubernetes client —
+        # never DescribeCluster's, so it is fixed from the start.
+        self.hash_ca_bundle = settings.cluster_ca_bundle or kube_ca_bundle
         self._kube_dns = kube_dns
         self._dns_asked = False
         self._warned = False

@@ -496,7 +496,9 @@ class AWSCloudProvider:
         launched.metadata.labels[aws.LABEL_NODECLASS] = node_class.metadata.name or ""
         launched.metadata.annotations = {
             **launched.metadata.annotations,
-            aws.ANNOTATION_EC2NODECLASS_HASH: node_class_hash(node_class),
+            aws.ANNOTATION_EC2NODECLASS_HASH: node_class_hash(
+                node_class, self.cluster.hash_ca_bundle
+            ),
             aws.ANNOTATION_EC2NODECLASS_HASH_VERSION: HASH_VERSION,
         }
         log.info(

@@ -80,7 +80,12 @@ from karpy_azure._extensions import (
     cse_extension,
 )
 from karpy_azure._gc import register_garbage_collection
-from karpy_azure._hash import NODECLASS_HASH_VERSION, hash_drifted, node_class_hash
+from karpy_azure._hash import (
+    NODECLASS_HASH_VERSION,
+    hash_drifted,
+    node_class_hash,
+    register_hash_controller,
+)
 from karpy_azure._images import image_for, image_requirements, parse_community_image_id
 from karpy_azure._inplaceupdate import register_in_place_update, tags_hash, update_tags
 from karpy_azure._instancetypes import (
@@ -847,8 +852,10 @@ class AzureCloudProvider:
 
     def register_controllers(self, manager: Manager) -> None:
         """Add the AKSNodeClass status controller, NIC garbage collection (VMs are
-        collected by the core through list/delete) and in-place tag updates."""
+        collected by the core through list/delete), in-place tag updates and the
+        AKSNodeClass hash (``nodeclass.hash``)."""
         register_status_controller(self, manager)
+        register_hash_controller(manager)
         register_garbage_collection(self, manager)
         register_in_place_update(self, manager)
 

@@ -31,7 +31,6 @@ from karpy.apis.labels import LABEL_ARCH
 from karpy.runtime import GENERATION_CHANGED, Client, KubeClient, Manager, Request, Result, thaw
 from karpy.runtime import errors as api_errors
 from karpy_azure._arm import ArmAccess, error_code, is_not_found
-from karpy_azure._hash import NODECLASS_HASH_VERSION, node_class_hash
 from karpy_azure._images import (
     community_image_id,
     image_definitions,
@@ -263,24 +262,8 @@ class NodeClassStatusReconciler:
         after = node_class.status.model_dump(mode="json", by_alias=True, exclude_none=True)
         if after != before:
             await self.client.patch_status(self.kind, request.name, {"status": after})
-        annotations = node_class.metadata.annotations
-        want = node_class_hash(node_class)
-        if (
-            annotations.get(az.ANNOTATION_AKSNODECLASS_HASH) != want
-            or annotations.get(az.ANNOTATION_AKSNODECLASS_HASH_VERSION) != NODECLASS_HASH_VERSION
-        ):
-            await self.client.patch(
-                self.kind,
-                request.name,
-                {
-                    "metadata": {
-                        "annotations": {
-                            az.ANNOTATION_AKSNODECLASS_HASH: want,
-                            az.ANNOTATION_AKSNODECLASS_HASH_VERSION: NODECLASS_HASH_VERSION,
-                        }
-                    }
-                },
-            )
+        # The hash annotations are the nodeclass.hash controller's (karpy_azure._hash), as in
+        # Karpenter Azure: it must see an old version first to re-stamp the NodeClaims.
         ready = node_class.status_conditions().is_true("Ready")
         return Result(requeue_after=300.0 if ready else 30.0)
 

@@ -16,13 +16,18 @@ import pytest
 import pytest_asyncio
 from conftest import CLUSTER, K8S_VERSION, Account, node_class_manifest
 from karpy_aws import AWSCloudProvider
+from karpy_aws._controllers import nodeclass_hash_spec
+from karpy_aws._hash import hash_drifted
 from karpy_aws._interruption import InterruptionController
 from karpy_aws._kinds import EC2_NODE_CLASS_KIND
 from karpy_aws._nodeclass_status import NodeClassStatusController, kubernetes_minor_version
 from karpy_aws._resolve import instance_profile_name
+from karpy_aws.apis import EC2NodeClass
 
+from karpy.apis import NodeClaim
 from karpy.cloudprovider import NODE_CLAIM as NODE_CLAIM_KIND
 from karpy.cloudprovider import OfferingKey
+from karpy.cloudprovider.nodeclass_hash import NodeClassHash
 from karpy.cloudprovider.testing import eventually
 from karpy.runtime import KubeClient, Request
 from karpy.runtime import errors as api_errors
@@ -179,3 +184,45 @@ async def test_interruption_deletes_the_nodeclaim_and_drops_bad_messages(
     assert aws_provider.unavailable.is_unavailable(key)
     aws_provider.unavailable._until.pop(key, None)
     sqs.delete_queue(QueueUrl=url)
+
+
+async def test_a_karpenter_stamped_nodeclaim_is_restamped_not_drifted_then_drifts(
+    client: KubeClient, aws_provider: AWSCloudProvider
+) -> None:
+    # What a Karpenter AWS of hash version v4 left on the API server: the class and a
+    # NodeClaim it launched, both stamped v4.
+    name = f"hashed-{uuid.uuid4().hex[:6]}"
+    old = {"karpenter.k8s.aws/ec2nodeclass-hash": "1234",
+           "karpenter.k8s.aws/ec2nodeclass-hash-version": "v4"}
+    manifest = node_class_manifest(name)
+    manifest["metadata"] = {"name": name, "annotations": old}
+    await client.create(EC2_NODE_CLASS_KIND, manifest)
+    await client.create(NODE_CLAIM_KIND, {
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": name, "annotations": old},
+        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                  "name": name},
+                 "requirements": []},
+    })  # fmt: skip
+    controller = NodeClassHash(nodeclass_hash_spec(aws_provider.cluster.hash_ca_bundle), client)
+
+    async def read() -> tuple[EC2NodeClass, NodeClaim]:
+        node_class = await client.get(EC2_NODE_CLASS_KIND, name, live=True)
+        nodeclaim = await client.get(NODE_CLAIM_KIND, name, live=True)
+        return EC2NodeClass.from_dict(node_class), NodeClaim.from_dict(nodeclaim)
+
+    await controller.reconcile(Request("", name))
+    node_class, nodeclaim = await read()
+    current = node_class.metadata.annotations["karpenter.k8s.aws/ec2nodeclass-hash"]
+    assert node_class.metadata.annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"] == "v5"
+    assert nodeclaim.metadata.annotations == {
+        "karpenter.k8s.aws/ec2nodeclass-hash": current,
+        "karpenter.k8s.aws/ec2nodeclass-hash-version": "v5",
+    }
+    assert not hash_drifted(nodeclaim, node_class)
+
+    await client.patch(EC2_NODE_CLASS_KIND, name, {"spec": {"tags": {"team": "b"}}})
+    await controller.reconcile(Request("", name))
+    node_class, nodeclaim = await read()
+    assert nodeclaim.metadata.annotations["karpenter.k8s.aws/ec2nodeclass-hash"] == current
+    assert hash_drifted(nodeclaim, node_class)

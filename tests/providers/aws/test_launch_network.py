@@ -389,6 +389,12 @@ def test_changing_what_now_reaches_the_template_drifts_the_nodes(change: dict[st
         "karpenter.k8s.aws/ec2nodeclass-hash": node_class_hash(before),
         "karpenter.k8s.aws/ec2nodeclass-hash-version": HASH_VERSION,
     }
+    # As the nodeclass.hash controller stamps them (drift compares the two annotations).
+    for node_class in (before, after):
+        node_class.metadata.annotations = {
+            "karpenter.k8s.aws/ec2nodeclass-hash": node_class_hash(node_class),
+            "karpenter.k8s.aws/ec2nodeclass-hash-version": HASH_VERSION,
+        }
     assert not hash_drifted(claim, before)
     assert hash_drifted(claim, after)
 

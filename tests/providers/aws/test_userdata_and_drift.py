@@ -11,6 +11,7 @@ import yaml
 from conftest import Account, node_class_manifest, resolved
 from karpy_aws import AWSCloudProvider, AWSSettings
 from karpy_aws._clients import AWSClients
+from karpy_aws._hash import HASH_VERSION, node_class_hash
 from karpy_aws._userdata import BootstrapOptions, user_data
 from karpy_aws.apis import EC2NodeClass
 
@@ -99,6 +100,13 @@ async def test_drift_is_reported_for_the_hash_the_ami_and_the_subnet(
 
         changed = original.model_copy(deep=True)
         changed.spec.tags = {"team": "b"}
+        # Drift compares the hash the nodeclass.hash controller stamps on the class.
+        changed.metadata.annotations = {
+            "karpenter.k8s.aws/ec2nodeclass-hash": node_class_hash(
+                changed, provider.cluster.hash_ca_bundle
+            ),
+            "karpenter.k8s.aws/ec2nodeclass-hash-version": HASH_VERSION,
+        }
         classes["drift"] = changed
         assert await provider.is_drifted(launched) == "NodeClassDrift"
 

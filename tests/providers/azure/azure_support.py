@@ -8,6 +8,7 @@ import base64
 
 from azurearm.server import ArmServer
 from karpy_azure import AzureCloudProvider, AzureSettings
+from karpy_azure._hash import NODECLASS_HASH_VERSION, node_class_hash
 from karpy_azure._status import resolve_status
 from karpy_azure.apis import AKSNodeClass
 
@@ -56,7 +57,12 @@ def azure_settings(server: ArmServer, **extra: str) -> AzureSettings:
 async def ready_node_class(
     provider: AzureCloudProvider, name: str = "default", **spec: object
 ) -> AKSNodeClass:
-    """An AKSNodeClass whose status the real status logic resolved against the server."""
+    """An AKSNodeClass whose status the real status logic resolved against the server,
+    with the hash annotations the nodeclass.hash controller stamps (drift compares them)."""
     node_class = AKSNodeClass.model_validate({"metadata": {"name": name}, "spec": spec})
     await resolve_status(provider, node_class, kubernetes_version)
+    node_class.metadata.annotations = {
+        "karpenter.azure.com/aksnodeclass-hash": node_class_hash(node_class),
+        "karpenter.azure.com/aksnodeclass-hash-version": NODECLASS_HASH_VERSION,
+    }
     return node_class
