@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything karpy needs on a fresh machine into ./.venv and builds the local
 # control plane (tests/controlplane), helm for the chart tests (tests/controlplane/
-# build-helm.sh) and nodeadm's validator (tests/providers/aws/nodeadm).
+# build-helm.sh), Karpenter's kwok controller (the takeover tests) and nodeadm's validator
+# (tests/providers/aws/nodeadm).
 # Safe to run again: each step is skipped or cached when nothing changed.
 #
 #   bash scripts/setup.sh          everything
@@ -56,8 +57,11 @@ if [ "$what" != python ]; then
   # In the order the tests need them (scripts/timed.sh: the test command prints each
   # build's time at its end): nodeadm's own NodeConfig validation, which the AWS
   # provider's user-data tests run (pure tests, midway through); helm, for the chart tests
-  # (pure, run last of the pure tests); the control plane, for the cluster tests.
+  # (pure, run last of the pure tests); the control plane, for the cluster tests; the real
+  # Karpenter (kwok provider) for the takeover e2e, which runs last of the cluster tests: a
+  # toolchain of its own, so a separate cache stamp.
   bash scripts/timed.sh "build: nodeadm's validator" bash tests/providers/aws/nodeadm/build.sh >/dev/null
   bash scripts/timed.sh "build: helm" bash tests/controlplane/build-helm.sh >/dev/null
   bash scripts/timed.sh "build: control plane" bash tests/controlplane/build.sh
+  bash scripts/timed.sh "build: Karpenter (kwok)" bash tests/controlplane/build-karpenter.sh
 fi

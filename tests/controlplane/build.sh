@@ -4,6 +4,7 @@
 #                 and kubectl, from the k8s.io/kubernetes module pinned in go.mod
 #   kwok          sigs.k8s.io/kwok, the kubelet of fake nodes (module in kwok/)
 #   kubectl       a wrapper for `controlplane kubectl`
+# (the real Karpenter, module karpenter/, is build-karpenter.sh's: not an input here)
 # Cached: when no Go source, go.mod or go.sum changed since the last build it returns in
 # well under a second; otherwise Go's own build cache (~/.cache/go-build) keeps rebuilds
 # incremental. Safe to run from several shells at once (a lock serialises builds).
@@ -22,7 +23,7 @@ exec 9>"$bin/.build.lock"
 flock 9
 
 inputs() {
-  find . -path ./bin -prune -o -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print \
+  find . \( -path ./bin -o -path ./karpenter \) -prune -o -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print \
     | LC_ALL=C sort | xargs sha256sum
   sha256sum build.sh
   go env GOVERSION GOOS GOARCH

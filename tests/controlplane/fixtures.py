@@ -351,7 +351,11 @@ def _phase(item: pytest.Item) -> int:
     it built instead of holding every pure test up while it builds — 197 s cold in a CI
     run); 2: the AWS provider's cluster tests, which share the session's moto account with
     its pure tests (tests/providers/aws/conftest.py) and must see it before any other test
-    resets moto; 3: every other cluster test (some reset moto's state)."""
+    resets moto; 3: every other cluster test (some reset moto's state); 4: the takeover
+    e2e, which runs the real Karpenter: its Go build (its own toolchain, minutes cold) is the
+    last of scripts/test.sh's background builds, so it gets the whole cluster phase to finish."""
     if item.get_closest_marker("cluster") is None:
         return 1 if item.nodeid.startswith("tests/charts/") else 0
-    return 2 if "providers/aws/" in item.nodeid else 3
+    if "providers/aws/" in item.nodeid:
+        return 2
+    return 4 if item.nodeid.startswith("tests/e2e/test_takeover.py") else 3
