@@ -479,7 +479,8 @@ async def test_nested_virtualization_reaches_the_template_or_is_refused_by_name(
         aws_settings, aws_clients, "nested", cpuOptions={"nestedVirtualization": "enabled"}
     )
     launchers.append(launcher)
-    claim = make_nodeclaim(launcher.pool, requirements=[ON_DEMAND, only("m5.large")])
+    # c7i's processor supports nested virtualization (moto's DescribeInstanceTypes)
+    claim = make_nodeclaim(launcher.pool, requirements=[ON_DEMAND, only("c7i.large")])
     sdk = aws_clients.ec2.meta.service_model.shape_for("LaunchTemplateCpuOptionsRequest")
     if "NestedVirtualization" not in sdk.members:
         # an SDK that cannot send it: one clear error naming the field, no launch
@@ -510,3 +511,26 @@ async def test_a_class_without_cpu_options_sends_none(
         assert "CpuOptions" not in data
     finally:
         await launcher.provider.delete(launched)
+
+
+async def test_connection_tracking_keeps_only_nitro_types_and_nested_virtualization_capable_ones(
+    aws_settings: AWSSettings, aws_clients: AWSClients, launchers: list[Launcher]
+) -> None:
+    plain = await launcher_for(aws_settings, aws_clients, "types-plain")
+    tracked = await launcher_for(
+        aws_settings, aws_clients, "types-tracked", connectionTracking={"udpTimeout": 30}
+    )
+    nested = await launcher_for(
+        aws_settings, aws_clients, "types-nested", cpuOptions={"nestedVirtualization": "enabled"}
+    )
+    launchers.extend([plain, tracked, nested])
+
+    async def names(launcher: Launcher) -> set[str]:
+        return {it.name for it in await launcher.provider.get_instance_types(launcher.pool)}
+
+    every, nitro, capable = await names(plain), await names(tracked), await names(nested)
+    # xen (c3, m4, ...) types cannot take a ConnectionTrackingSpecification
+    assert {"m5.large", "c7i.large"} <= nitro < every
+    assert "m4.large" in every - nitro
+    # only processors reporting nested-virtualization (c7i yes, m5 no)
+    assert "c7i.large" in capable and "m5.large" not in capable and capable < every
