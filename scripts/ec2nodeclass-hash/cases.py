@@ -145,12 +145,24 @@ def named() -> list[dict[str, Any]]:
         case("context", context="cfr-0123"),
         case("placement-group-name", placementGroupSelector={"name": "pg-a"}),
         case("placement-group-id", placementGroupSelector={"id": "pg-0123456789abcdef0"}),
+        case("connection-tracking-tcp", connectionTracking={"tcpEstablishedTimeout": 300}),
+        case("connection-tracking-tcp-60", connectionTracking={"tcpEstablishedTimeout": 60}),
+        case("connection-tracking-udp", connectionTracking={"udpStreamTimeout": 120,
+                                                            "udpTimeout": 45}),
+        case("connection-tracking-all", connectionTracking={
+            "tcpEstablishedTimeout": 432000, "udpStreamTimeout": 180, "udpTimeout": 30}),
+        case("cpu-options-nested-enabled", cpuOptions={"nestedVirtualization": "enabled"}),
+        case("cpu-options-nested-disabled", cpuOptions={"nestedVirtualization": "disabled"}),
+        # an empty object is a non-nil pointer to a zero struct, not nil
+        case("cpu-options-empty", cpuOptions={}),
         case("everything", ca=CA, userData="#!/bin/bash\necho hi\n", tags={"team": "a"},
              kubelet=kubelet_full, blockDeviceMappings=[BDM_ROOT, BDM_DATA],
              instanceStorePolicy="RAID0", detailedMonitoring=True,
              associatePublicIPAddress=False, context="cfr-0123",
              placementGroupSelector={"name": "pg-a"},
-             metadataOptions={**METADATA, "httpTokens": "optional"}),
+             metadataOptions={**METADATA, "httpTokens": "optional"},
+             connectionTracking={"tcpEstablishedTimeout": 350, "udpTimeout": 60},
+             cpuOptions={"nestedVirtualization": "enabled"}),
     ]
 
 

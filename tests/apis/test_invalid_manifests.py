@@ -381,6 +381,34 @@ CASES = [
     ),
     # EC2NodeClass
     Case(
+        "ec2-connection-tracking-empty",
+        EC2,
+        setting("spec.connectionTracking", {}),
+        "spec.connectionTracking",
+        "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set",
+    ),
+    Case(
+        "ec2-connection-tracking-udp-timeout-above-60",
+        EC2,
+        setting("spec.connectionTracking", {"udpTimeout": 61}),
+        "spec.connectionTracking.udpTimeout",
+        "should be less than or equal to 60",
+    ),
+    Case(
+        "ec2-connection-tracking-tcp-below-60",
+        EC2,
+        setting("spec.connectionTracking", {"tcpEstablishedTimeout": 59}),
+        "spec.connectionTracking.tcpEstablishedTimeout",
+        "should be greater than or equal to 60",
+    ),
+    Case(
+        "ec2-cpu-options-nested-virtualization-enum",
+        EC2,
+        setting("spec.cpuOptions", {"nestedVirtualization": "on"}),
+        "spec.cpuOptions.nestedVirtualization",
+        'supported values: "enabled", "disabled"',
+    ),
+    Case(
         "ec2-role-and-instance-profile",
         EC2,
         setting("spec.instanceProfile", "my-profile"),
@@ -649,6 +677,22 @@ def test_local_dns_and_linux_os_config_are_kept_not_pruned(cluster: Any) -> None
     spec = json.loads(done)["spec"]
     assert spec["localDNS"] == dns
     assert spec["linuxOSConfig"] == os_config
+
+
+@pytest.mark.cluster
+def test_connection_tracking_and_cpu_options_are_kept_not_pruned(cluster: Any) -> None:
+    """Karpenter AWS v1.13+'s EC2NodeClass fields reach the stored object (they are hashed:
+    a pruned one would drift every node Karpenter launched with it)."""
+    doc = copy.deepcopy(load_example(EC2))
+    doc["metadata"]["name"] = unique_name("valid")
+    tracking = {"tcpEstablishedTimeout": 432000, "udpStreamTimeout": 60, "udpTimeout": 30}
+    doc["spec"]["connectionTracking"] = tracking
+    doc["spec"]["cpuOptions"] = {"nestedVirtualization": "enabled"}
+    done = cluster.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
+                           input=json.dumps(doc))
+    spec = json.loads(done)["spec"]
+    assert spec["connectionTracking"] == tracking
+    assert spec["cpuOptions"] == {"nestedVirtualization": "enabled"}
 
 
 def test_nodeclassref_group_and_kind_cannot_change(created: Created, cluster: Any) -> None:

@@ -156,6 +156,8 @@ class Catalog:
         data = static_data()
         built: list[InstanceType] = []
         for name, info in self._infos.items():
+            if not shape.admits(info):
+                continue
             limits = data.vpc_limits.get(name)
             it = build_instance_type(
                 info,

@@ -26,9 +26,9 @@ and ``102400Mi`` alike), ``evictionSoftGracePeriod`` values as ``metav1.Duration
 list the stored object carries empty is a non-nil Go value and hashes differently from an
 absent one; the parsed model remembers which fields its source carried.
 
-karpy's EC2NodeClass model has no ``connectionTracking`` or ``cpuOptions`` yet (it drops
-them when read), so those two fields are always nil here: a Karpenter object that sets
-them hashes differently in karpy (a known gap, see docs/providers/aws.md).
+``connectionTracking`` (``*ConnectionTracking{TCPEstablishedTimeout, UDPStreamTimeout,
+UDPTimeout *int32}``) and ``cpuOptions`` (``*CPUOptions{NestedVirtualization *string}``)
+are hashed like any other pointer to a struct: nil when absent, their fields by value.
 """
 
 from __future__ import annotations
@@ -60,6 +60,8 @@ if TYPE_CHECKING:
     from karpy_aws.apis.ec2nodeclass import (
         BlockDevice,
         BlockDeviceMapping,
+        ConnectionTracking,
+        CPUOptions,
         EC2NodeClass,
         KubeletConfiguration,
         MetadataOptions,
@@ -181,6 +183,24 @@ def _metadata_options(spec_has_it: bool, options: MetadataOptions) -> GoPointer:
     )))
 
 
+def _connection_tracking(ct: ConnectionTracking | None) -> GoPointer:
+    if ct is None:
+        return GoPointer(None)
+    return GoPointer(GoStruct("ConnectionTracking", (
+        StructField("TCPEstablishedTimeout", _int32(ct.tcp_established_timeout)),
+        StructField("UDPStreamTimeout", _int32(ct.udp_stream_timeout)),
+        StructField("UDPTimeout", _int32(ct.udp_timeout)),
+    )))
+
+
+def _cpu_options(options: CPUOptions | None) -> GoPointer:
+    if options is None:
+        return GoPointer(None)
+    return GoPointer(GoStruct("CPUOptions", (
+        StructField("NestedVirtualization", _str(options.nested_virtualization)),
+    )))
+
+
 def spec_go_value(node_class: EC2NodeClass) -> GoStruct:
     """The EC2NodeClassSpec as the Go value Karpenter AWS hashes (see the module docs)."""
     s = node_class.spec
@@ -201,9 +221,9 @@ def spec_go_value(node_class: EC2NodeClass) -> GoStruct:
         # The CRD defaults metadataOptions, so a stored object always carries it; the
         # model's default stands for that.
         StructField("MetadataOptions", _metadata_options(True, s.metadata_options)),
-        StructField("ConnectionTracking", GoPointer(None)),
+        StructField("ConnectionTracking", _connection_tracking(s.connection_tracking)),
         StructField("Context", _str(s.context)),
-        StructField("CPUOptions", GoPointer(None)),
+        StructField("CPUOptions", _cpu_options(s.cpu_options)),
     ))
 
 

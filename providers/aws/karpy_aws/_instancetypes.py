@@ -121,6 +121,20 @@ class NodeClassShape:
     zones: tuple[SubnetZone, ...] = field(default=())
     #: the capacity reservations of ``status.capacityReservations`` (reserved offerings)
     reservations: tuple[ReservedSlot, ...] = field(default=())
+    #: ``connectionTracking`` is set: only Nitro types can apply it
+    nitro_only: bool = False
+    #: ``cpuOptions.nestedVirtualization: enabled``: only types whose processor supports it
+    nested_virtualization: bool = False
+
+    def admits(self, info: Mapping[str, Any]) -> bool:
+        """Whether a DescribeInstanceTypes entry can launch this class at all, as Karpenter
+        AWS v1.14.1's compatibility checks (pkg/providers/instancetype/compatibility)."""
+        if self.nitro_only and info.get("Hypervisor") != "nitro":
+            return False
+        if self.nested_virtualization:
+            features = (info.get("ProcessorInfo") or {}).get("SupportedFeatures") or ()
+            return "nested-virtualization" in features
+        return True
 
     @classmethod
     def of(cls, node_class: EC2NodeClass) -> NodeClassShape:
@@ -148,9 +162,10 @@ class NodeClassShape:
                     key=lambda z: z.zone,
                 )
             ),
-            reservations=tuple(
-                ReservedSlot.of(r) for r in node_class.status.capacity_reservations
-            ),
+            reservations=tuple(ReservedSlot.of(r) for r in node_class.status.capacity_reservations),
+            nitro_only=spec.connection_tracking is not None,
+            nested_virtualization=spec.cpu_options is not None
+            and spec.cpu_options.nested_virtualization == "enabled",
         )
 
 

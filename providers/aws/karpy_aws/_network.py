@@ -15,6 +15,9 @@ addresses from the prefix and the node one of its own):
   network card the type has EFA on (``efa_count``), the first at device index 0 and the
   others at 1, so one card stays the primary (the one that would take a public IP);
 * else one primary interface at device index 0.
+
+``connectionTracking`` becomes every interface's ``ConnectionTrackingSpecification``
+except ``efa-only`` ones (Karpenter AWS v1.14.1 ``connectionTrackingSpec``).
 """
 
 from __future__ import annotations
@@ -27,12 +30,27 @@ from karpy_aws.apis.ec2nodeclass import EC2NodeClass
 __all__ = ["network_interfaces"]
 
 
+def _connection_tracking(node_class: EC2NodeClass) -> dict[str, int]:
+    ct = node_class.spec.connection_tracking
+    if ct is None:
+        return {}
+    fields = {
+        "TcpEstablishedTimeout": ct.tcp_established_timeout,
+        "UdpStreamTimeout": ct.udp_stream_timeout,
+        "UdpTimeout": ct.udp_timeout,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
 def _interface(
     node_class: EC2NodeClass, groups: Sequence[str], *, ipv6: bool, efa_only: bool = False
 ) -> dict[str, Any]:
     spec = node_class.spec
     interface: dict[str, Any] = {"Groups": list(groups)}
     if not efa_only:
+        tracking = _connection_tracking(node_class)
+        if tracking:
+            interface["ConnectionTrackingSpecification"] = tracking
         if spec.associate_public_ip_address is not None:
             interface["AssociatePublicIpAddress"] = spec.associate_public_ip_address
         if spec.ip_prefix_count is not None:

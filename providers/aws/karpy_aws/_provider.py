@@ -41,6 +41,7 @@ from karpy_aws._catalog import Catalog
 from karpy_aws._clients import AWSClients
 from karpy_aws._cluster import ClusterDiscovery
 from karpy_aws._controllers import register_controllers
+from karpy_aws._cpuoptions import cpu_options
 from karpy_aws._errors import is_launch_template_not_found, is_not_found, reason_message
 from karpy_aws._fleet import (
     FleetPlan,
@@ -405,6 +406,9 @@ class AWSCloudProvider:
         devices = _block_devices(node_class)
         if devices:
             data["BlockDeviceMappings"] = devices
+        cpu = cpu_options(node_class, self.clients.ec2)
+        if cpu is not None:
+            data["CpuOptions"] = cpu
         return data
 
     async def _templates(

@@ -58,8 +58,15 @@ def test_the_golden_cases_show_what_karpenter_aws_hashes() -> None:
     for different in ("minimal-with-ca", "ami-family-bottlerocket", "user-data",
                       "user-data-empty", "tags-empty", "kubelet-empty", "bdm-empty-list",
                       "detailed-monitoring-false", "public-ip-false", "context",
-                      "metadata-hop-limit-2", "placement-group-name"):
+                      "metadata-hop-limit-2", "placement-group-name",
+                      "connection-tracking-tcp", "cpu-options-nested-disabled",
+                      "cpu-options-empty"):
         assert h[different] != h["minimal"], different
+    # every value of the v1.13+ fields counts (a takeover must not drift their nodes)
+    assert len({h[n] for n in ("connection-tracking-tcp", "connection-tracking-tcp-60",
+                               "connection-tracking-udp", "connection-tracking-all")}) == 4
+    assert len({h[n] for n in ("cpu-options-nested-enabled", "cpu-options-nested-disabled",
+                               "cpu-options-empty")}) == 3
     assert h["kubelet-max-pods"] != h["kubelet-max-pods-other"]
     assert h["bdm-size-1024Gi"] != h["bdm-size-1000G"] != h["bdm-root"]
     assert h["kubelet-grace-0s"] != h["kubelet-grace-1m"]

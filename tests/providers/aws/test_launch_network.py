@@ -419,3 +419,118 @@ async def test_an_ipv6_cluster_gets_ipv6_prefixes_and_a_primary_ipv6_address(
         assert (primary["PrimaryIpv6"], primary["Ipv6AddressCount"]) == (True, 1)
     finally:
         await launcher.provider.delete(launched)
+
+
+async def test_connection_tracking_reaches_every_interface_but_efa_only_ones(
+    aws_settings: AWSSettings, aws_clients: AWSClients, launchers: list[Launcher]
+) -> None:
+    tracking = {"tcpEstablishedTimeout": 300, "udpStreamTimeout": 120, "udpTimeout": 45}
+    launcher = await launcher_for(
+        aws_settings,
+        aws_clients,
+        "conntrack",
+        connectionTracking=tracking,
+        networkInterfaces=[
+            {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+            {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+        ],
+    )
+    launchers.append(launcher)
+    launched = await launcher.provider.create(
+        make_nodeclaim(launcher.pool, requirements=[ON_DEMAND, only("c6in.32xlarge")])
+    )
+    try:
+        (data,) = launcher.template_data(launcher.requests[0])
+        primary, efa_only = sorted(data["NetworkInterfaces"], key=lambda n: n["NetworkCardIndex"])
+        assert primary["ConnectionTrackingSpecification"] == {
+            "TcpEstablishedTimeout": 300,
+            "UdpStreamTimeout": 120,
+            "UdpTimeout": 45,
+        }
+        # as Karpenter AWS: EFA-only interfaces carry no IP traffic to track
+        assert "ConnectionTrackingSpecification" not in efa_only
+    finally:
+        await launcher.provider.delete(launched)
+
+
+async def test_connection_tracking_reaches_the_default_primary_interface(
+    aws_settings: AWSSettings, aws_clients: AWSClients, launchers: list[Launcher]
+) -> None:
+    launcher = await launcher_for(
+        aws_settings, aws_clients, "conntrack-udp", connectionTracking={"udpTimeout": 60}
+    )
+    launchers.append(launcher)
+    launched = await launcher.provider.create(
+        make_nodeclaim(launcher.pool, requirements=[ON_DEMAND, only("m5.large")])
+    )
+    try:
+        (data,) = launcher.template_data(launcher.requests[0])
+        (primary,) = data["NetworkInterfaces"]
+        # only what the class sets: EC2 keeps its own defaults for the others
+        assert primary["ConnectionTrackingSpecification"] == {"UdpTimeout": 60}
+    finally:
+        await launcher.provider.delete(launched)
+
+
+async def test_nested_virtualization_reaches_the_template_or_is_refused_by_name(
+    aws_settings: AWSSettings, aws_clients: AWSClients, launchers: list[Launcher]
+) -> None:
+    launcher = await launcher_for(
+        aws_settings, aws_clients, "nested", cpuOptions={"nestedVirtualization": "enabled"}
+    )
+    launchers.append(launcher)
+    # c7i's processor supports nested virtualization (moto's DescribeInstanceTypes)
+    claim = make_nodeclaim(launcher.pool, requirements=[ON_DEMAND, only("c7i.large")])
+    sdk = aws_clients.ec2.meta.service_model.shape_for("LaunchTemplateCpuOptionsRequest")
+    if "NestedVirtualization" not in sdk.members:
+        # an SDK that cannot send it: one clear error naming the field, no launch
+        # without the setting
+        with pytest.raises(NodeClassNotReadyError, match=r"spec\.cpuOptions\.nestedVirtualization"):
+            await launcher.provider.create(claim)
+        assert launcher.requests == []
+        return
+    launched = await launcher.provider.create(claim)
+    try:
+        (data,) = launcher.template_data(launcher.requests[0])
+        assert data["CpuOptions"] == {"NestedVirtualization": "enabled"}
+    finally:
+        await launcher.provider.delete(launched)
+
+
+async def test_a_class_without_cpu_options_sends_none(
+    aws_settings: AWSSettings, aws_clients: AWSClients, launchers: list[Launcher]
+) -> None:
+    launcher = await launcher_for(aws_settings, aws_clients, "no-cpu-options", cpuOptions={})
+    launchers.append(launcher)
+    launched = await launcher.provider.create(
+        make_nodeclaim(launcher.pool, requirements=[ON_DEMAND, only("m5.large")])
+    )
+    try:
+        (data,) = launcher.template_data(launcher.requests[0])
+        # upstream renders CpuOptions only for a set nestedVirtualization
+        assert "CpuOptions" not in data
+    finally:
+        await launcher.provider.delete(launched)
+
+
+async def test_connection_tracking_keeps_only_nitro_types_and_nested_virtualization_capable_ones(
+    aws_settings: AWSSettings, aws_clients: AWSClients, launchers: list[Launcher]
+) -> None:
+    plain = await launcher_for(aws_settings, aws_clients, "types-plain")
+    tracked = await launcher_for(
+        aws_settings, aws_clients, "types-tracked", connectionTracking={"udpTimeout": 30}
+    )
+    nested = await launcher_for(
+        aws_settings, aws_clients, "types-nested", cpuOptions={"nestedVirtualization": "enabled"}
+    )
+    launchers.extend([plain, tracked, nested])
+
+    async def names(launcher: Launcher) -> set[str]:
+        return {it.name for it in await launcher.provider.get_instance_types(launcher.pool)}
+
+    every, nitro, capable = await names(plain), await names(tracked), await names(nested)
+    # xen (c3, m4, ...) types cannot take a ConnectionTrackingSpecification
+    assert {"m5.large", "c7i.large"} <= nitro < every
+    assert "m4.large" in every - nitro
+    # only processors reporting nested-virtualization (c7i yes, m5 no)
+    assert "c7i.large" in capable and "m5.large" not in capable and capable < every

@@ -1,8 +1,9 @@
 """The ``karpenter.k8s.aws/v1`` EC2NodeClass: how karpy launches EC2 instances (AMIs,
 subnets, security groups, IAM, user data, kubelet, block devices, metadata options).
 
-The schema follows Karpenter's AWS provider v1 (v1.12) field for field, with its
-defaults, bounds, patterns and CEL rules, so existing manifests apply unchanged.
+The schema follows Karpenter's AWS provider v1 (v1.12; ``connectionTracking`` and
+``cpuOptions`` as of v1.14.1) field for field, with its defaults, bounds, patterns and CEL
+rules, so existing manifests apply unchanged.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ __all__ = [
     "AMISelectorTerm",
     "BlockDevice",
     "BlockDeviceMapping",
+    "CPUOptions",
     "CapacityReservation",
     "CapacityReservationSelectorTerm",
+    "ConnectionTracking",
     "EC2NodeClass",
     "EC2NodeClassSpec",
     "EC2NodeClassStatus",
@@ -348,6 +351,60 @@ class MetadataOptions(KubeModel):
     )
     http_tokens: Literal["required", "optional"] = Field(
         "required", description="Whether IMDSv2 session tokens are required."
+    )
+
+
+class CPUOptions(KubeModel):
+    """CPU settings of the launched instances (Karpenter AWS v1.14.1 ``CPUOptions``)."""
+
+    nested_virtualization: Literal["enabled", "disabled"] | None = Field(
+        None,
+        description=(
+            "Enables or disables nested virtualization on the instance. When enabled, "
+            "only instance types whose processor reports nested-virtualization are used."
+        ),
+    )
+
+
+class ConnectionTracking(KubeModel):
+    """Idle connection tracking timeouts (seconds) of the interfaces the launch template
+    provisions (the primary, EFA and ``interface`` ones; not ``efa-only`` ones, nor the
+    CNI's secondary interfaces). Needs Nitro instance types; Karpenter AWS v1.14.1."""
+
+    model_config = ConfigDict(
+        json_schema_extra=validations(
+            Rule(
+                "has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) "
+                "|| has(self.udpTimeout)",
+                "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout "
+                "must be set",
+            )
+        )
+    )
+
+    tcp_established_timeout: int | None = Field(
+        None,
+        ge=60,
+        le=432000,
+        description="Timeout for idle established TCP connections (60-432000; EC2's "
+        "default 350 on Nitro v6 types, else 432000).",
+        json_schema_extra={"format": "int32"},
+    )
+    udp_stream_timeout: int | None = Field(
+        None,
+        ge=60,
+        le=180,
+        description="Timeout for idle UDP flows that saw more than one request-response "
+        "(60-180; EC2's default 180).",
+        json_schema_extra={"format": "int32"},
+    )
+    udp_timeout: int | None = Field(
+        None,
+        ge=30,
+        le=60,
+        description="Timeout for idle one-direction or single request-response UDP flows "
+        "(30-60; EC2's default 30).",
+        json_schema_extra={"format": "int32"},
     )
 
 
@@ -666,7 +723,15 @@ class EC2NodeClassSpec(KubeModel):
             }
         },
     )
+    connection_tracking: ConnectionTracking | None = Field(
+        None,
+        description="Idle connection tracking timeouts of the interfaces the launch "
+        "template provisions (Nitro instance types only).",
+    )
     context: str | None = Field(None, description="The EC2 Fleet context (reserved).")
+    cpu_options: CPUOptions | None = Field(
+        None, description="CPU options of the instances."
+    )
 
     def ami_family_resolved(self) -> str:
         """The AMI family in effect: amiFamily, else the alias' family, else Custom."""
