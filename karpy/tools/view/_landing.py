@@ -8,19 +8,22 @@ Each planned NodeClaim is built as the provisioner would create it
 provider would launch it (the cheapest fitting offering, :func:`choose_launch`,
 :func:`launched_nodeclaim`), given a Node, and fed to the model with its pods bound.
 The machines are named ``<nodepool>-simulated-<n>`` with provider IDs
-``simulated://<name>``.
+``simulated://<name>``. They land *now*: their conditions and their last pod event carry
+the time given, so a NodePool's consolidateAfter keeps consolidation's pods off them, as
+Karpenter's ``IsUnderConsolidateAfter`` does for a node that has just initialized.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from karpy.apis import NodeClaim
 from karpy.apis.labels import LABEL_HOSTNAME, LABEL_INITIALIZED, LABEL_REGISTERED
 from karpy.cloudprovider.launch import choose_launch, launched_nodeclaim
 from karpy.controllers.provisioning.nodeclaims import nodeclaim_manifest
-from karpy.runtime import Cache, errors, freeze, kinds, thaw
+from karpy.runtime import Cache, errors, format_time, freeze, kinds, thaw
 from karpy.scheduling import NodeClaimPlan, Results
 from karpy.state import Cluster
 
@@ -28,16 +31,13 @@ __all__ = ["PROVIDER_ID_PREFIX", "land"]
 
 PROVIDER_ID_PREFIX = "simulated://"
 
-_TIME = "1970-01-01T00:00:00Z"
-
-
-def _conditions(*types: str) -> list[dict[str, str]]:
+def _conditions(when: str, *types: str) -> list[dict[str, str]]:
     return [{"type": t, "status": "True", "reason": t, "message": "",
-             "lastTransitionTime": _TIME} for t in types]
+             "lastTransitionTime": when} for t in types]
 
 
-def _launched(plan: NodeClaimPlan, cluster: Cluster, name: str) -> tuple[dict[str, Any],
-                                                                           dict[str, Any]] | None:
+def _launched(plan: NodeClaimPlan, cluster: Cluster, name: str,
+              when: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
     entry = cluster.nodepool(plan.nodepool)
     if entry is None or entry.model is None:
         return None
@@ -52,19 +52,21 @@ def _launched(plan: NodeClaimPlan, cluster: Cluster, name: str) -> tuple[dict[st
               LABEL_REGISTERED: "true", LABEL_INITIALIZED: "true"}
     claim["metadata"]["labels"] = labels
     claim["status"]["nodeName"] = name
-    claim["status"]["conditions"] = _conditions("Launched", "Registered", "Initialized", "Ready")
+    claim["status"]["conditions"] = _conditions(
+        when, "Launched", "Registered", "Initialized", "Ready")
+    claim["status"]["lastPodEventTime"] = when  # its pods were just bound
     node = {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": labels},
         "spec": {"providerID": PROVIDER_ID_PREFIX + name},
         "status": {"capacity": claim["status"]["capacity"],
                    "allocatable": claim["status"]["allocatable"],
-                   "conditions": _conditions("Ready")},
+                   "conditions": _conditions(when, "Ready")},
     }
     return claim, node
 
 
-def _bind(cache: Cache, cluster: Cluster, keys: list[str], node: str) -> None:
+def _bind(cache: Cache, cluster: Cluster, keys: list[str], node: str, when: str) -> None:
     for key in keys:
         namespace, _, name = key.partition("/")
         try:
@@ -73,26 +75,28 @@ def _bind(cache: Cache, cluster: Cluster, keys: list[str], node: str) -> None:
             continue
         pod.setdefault("spec", {})["nodeName"] = node
         pod["status"] = {"phase": "Running",
-                         "conditions": _conditions("PodScheduled", "Ready")}
+                         "conditions": _conditions(when, "PodScheduled", "Ready")}
         cluster.update_pod(freeze(pod))
 
 
-def land(cluster: Cluster, cache: Cache, results: Results) -> Mapping[str, NodeClaimPlan]:
-    """Feed ``results`` to ``cluster`` as landed (see the module docstring); returns the
-    simulated machines' names and the plans they came from."""
+def land(cluster: Cluster, cache: Cache, results: Results,
+         now: datetime) -> Mapping[str, NodeClaimPlan]:
+    """Feed ``results`` to ``cluster`` as landed at ``now`` (see the module docstring);
+    returns the simulated machines' names and the plans they came from."""
+    when = format_time(now)
     landed: dict[str, NodeClaimPlan] = {}
     for placement in results.existing_nodes:
-        _bind(cache, cluster, [p.key for p in placement.pods], placement.node)
+        _bind(cache, cluster, [p.key for p in placement.pods], placement.node, when)
     counters: dict[str, int] = {}
     for plan in results.new_nodeclaims:
         counters[plan.nodepool] = counters.get(plan.nodepool, 0) + 1
         name = f"{plan.nodepool}-simulated-{counters[plan.nodepool]}"
-        built = _launched(plan, cluster, name)
+        built = _launched(plan, cluster, name, when)
         if built is None:
             continue
         claim, node = built
         cluster.update_nodeclaim(freeze(claim))
         cluster.update_node(freeze(node))
-        _bind(cache, cluster, [p.key for p in plan.pods], name)
+        _bind(cache, cluster, [p.key for p in plan.pods], name, when)
         landed[name] = plan
     return landed

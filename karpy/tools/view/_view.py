@@ -202,10 +202,11 @@ class ClusterView:
 
     def land(self, results: Results) -> Mapping[str, NodeClaimPlan]:
         """Assume ``results`` has landed: its NodeClaims launched and initialized, its
-        pods running where it put them (in the model only; see ``_landing``). Returns
+        pods running where it put them, landed at the view's clock's now (in the model
+        only; see ``_landing``). Returns
         the simulated machines' names and their plans. Call before
         :meth:`disruption_pass` to ask what disruption would do next."""
-        return land(self.cluster, self.cache, results)
+        return land(self.cluster, self.cache, results, self.clock.now())
 
     async def disruption_pass(self) -> DisruptionPass | None:
         """What the next disruption pass would start (None: nothing to disrupt). Never
