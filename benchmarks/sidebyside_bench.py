@@ -171,6 +171,17 @@ async def live_claims(client: KubeClient) -> list[Any]:
             if not c["metadata"].get("deletionTimestamp")]
 
 
+def exited(controller: Controller, result: Result) -> bool:
+    """Whether the controller died mid-run (Karpenter panics when it loses its Lease, as
+    it did once on a loaded machine): the run is reported as such instead of waiting
+    out its timeout with nothing acting."""
+    code = controller.proc.poll()
+    if code is None:
+        return False
+    result.notes.append(f"{controller.which} exited with {code} mid-run; see {controller.log}")
+    return True
+
+
 async def one_run(args: argparse.Namespace, which: str, pods: int, kubeconfig: str,
                   catalogue: Path, logs: Path) -> Result:
     result = Result(which, pods)
@@ -215,6 +226,8 @@ async def one_run(args: argparse.Namespace, which: str, pods: int, kubeconfig: s
                            namespace=NAMESPACE)
         while await running_pods(client) < pods:
             controller.sample()
+            if exited(controller, result):
+                return result
             if time.time() - t0 > args.timeout:
                 result.notes.append(f"scale-up timed out after {args.timeout:g}s")
                 break
@@ -230,6 +243,8 @@ async def one_run(args: argparse.Namespace, which: str, pods: int, kubeconfig: s
         last_change, seen = t1, {c["metadata"]["name"] for c in claims}
         while True:
             controller.sample()
+            if exited(controller, result):
+                return result
             await asyncio.sleep(2.0)
             now = {c["metadata"]["name"] for c in await live_claims(client)}
             if now != seen:
