@@ -85,8 +85,10 @@ def disrupt_pod_delete(
 
 def failed_to_drain(recorder: Recorder, node: Obj, error: str) -> None:
     """The node still holds pods waiting to be evicted, or an eviction was refused."""
+    # The error is in the dedupe key as well: a refused eviction (a PDB) must not be
+    # hidden behind an earlier "pods waiting" message within the 2-minute window.
     recorder.warning(node, REASON_FAILED_DRAINING, f"Failed to drain node, {error}",
-                     dedupe_values=(_name(node),))
+                     dedupe_values=(_name(node), error))
 
 
 def awaiting_volume_detachment(recorder: Recorder, node: Obj, names: Sequence[str]) -> None:
