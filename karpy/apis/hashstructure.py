@@ -52,6 +52,10 @@ __all__ = [
     "StructField",
     "fnv1_64",
     "hash_v2",
+    "ptr_bool",
+    "ptr_int32",
+    "ptr_int64",
+    "ptr_string",
 ]
 
 _OFFSET: Final = 0xCBF29CE484222325
@@ -261,3 +265,24 @@ def hash_v2(value: GoValue) -> int:
     SlicesAsSets the elements are XORed, so their order does not matter.
     """
     return _visit(value)
+
+
+# Go's optional fields are pointers: None is a nil one. The four the API types use.
+def ptr_string(value: str | None) -> GoPointer:
+    """A Go ``*string``: nil for None."""
+    return GoPointer(None if value is None else GoString(value))
+
+
+def ptr_bool(value: bool | None) -> GoPointer:
+    """A Go ``*bool``: nil for None."""
+    return GoPointer(None if value is None else GoBool(value))
+
+
+def ptr_int32(value: int | None) -> GoPointer:
+    """A Go ``*int32``: nil for None."""
+    return GoPointer(None if value is None else GoInt32(value))
+
+
+def ptr_int64(value: int | None) -> GoPointer:
+    """A Go ``*int64``: nil for None."""
+    return GoPointer(None if value is None else GoInt64(value))

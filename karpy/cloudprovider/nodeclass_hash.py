@@ -27,7 +27,7 @@ from typing import Any
 from karpy.cloudprovider._types import NODE_CLAIM
 from karpy.runtime import Client, Kind, Request, Result, errors
 
-__all__ = ["NodeClassHash", "NodeClassHashSpec"]
+__all__ = ["NodeClassHash", "NodeClassHashSpec", "stamped_hash_drifted"]
 
 _DRIFTED = "Drifted"
 
@@ -43,6 +43,20 @@ class NodeClassHashSpec:
     version_annotation: str
     version: str
     hash_of: Callable[[Mapping[str, Any]], str | None]
+
+
+def stamped_hash_drifted(nodeclaim: Mapping[str, str], nodeclass: Mapping[str, str], *,
+                         hash_annotation: str, version_annotation: str) -> bool:
+    """Static drift as both providers judge it (``areStaticFieldsDrifted``), from the
+    NodeClaim's and the NodeClass's annotations: the hash this controller stamped on the
+    NodeClass differs from the NodeClaim's, both present and of the same version. A missing
+    annotation or another version is no drift: re-stamping settles the version first."""
+    keys = (hash_annotation, version_annotation)
+    if not all(k in nodeclaim and k in nodeclass for k in keys):
+        return False
+    if nodeclaim[version_annotation] != nodeclass[version_annotation]:
+        return False
+    return nodeclaim[hash_annotation] != nodeclass[hash_annotation]
 
 
 def _annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:

@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Final
 from karpy.apis.hashstructure import (
     GoBool,
     GoInt32,
-    GoInt64,
     GoMap,
     GoPointer,
     GoSlice,
@@ -48,9 +47,14 @@ from karpy.apis.hashstructure import (
     GoValue,
     StructField,
     hash_v2,
+    ptr_bool,
+    ptr_int32,
+    ptr_int64,
+    ptr_string,
 )
 from karpy.apis.quantity import canonical_quantity
 from karpy.apis.v1.nodepool_hash import go_metav1_duration
+from karpy.cloudprovider.nodeclass_hash import stamped_hash_drifted
 from karpy_aws.apis import labels as aws
 
 if TYPE_CHECKING:
@@ -75,20 +79,8 @@ HASH_VERSION: Final = "v5"
 """Karpenter AWS v1.14.1's ``EC2NodeClassHashVersion`` (v1.15.2 moves to ``v6``)."""
 
 
-def _str(value: str | None) -> GoPointer:
-    return GoPointer(None if value is None else GoString(value))
 
 
-def _bool(value: bool | None) -> GoPointer:
-    return GoPointer(None if value is None else GoBool(value))
-
-
-def _int32(value: int | None) -> GoPointer:
-    return GoPointer(None if value is None else GoInt32(value))
-
-
-def _int64(value: int | None) -> GoPointer:
-    return GoPointer(None if value is None else GoInt64(value))
 
 
 def _present(model: BaseModel, name: str) -> bool:
@@ -108,8 +100,8 @@ def _placement(selector: PlacementGroupSelector | None) -> GoPointer:
     if selector is None:
         return GoPointer(None)
     return GoPointer(GoStruct("PlacementGroupSelector", (
-        StructField("Name", _str(selector.name)),
-        StructField("ID", _str(selector.id)),
+        StructField("Name", ptr_string(selector.name)),
+        StructField("ID", ptr_string(selector.id)),
     )))
 
 
@@ -121,8 +113,8 @@ def _kubelet(kubelet: KubeletConfiguration | None) -> GoPointer:
     grace_present = bool(grace) or _present(k, "eviction_soft_grace_period")
     return GoPointer(GoStruct("KubeletConfiguration", (
         StructField("ClusterDNS", _slice(k, "cluster_dns", [GoString(d) for d in k.cluster_dns])),
-        StructField("MaxPods", _int32(k.max_pods)),
-        StructField("PodsPerCore", _int32(k.pods_per_core)),
+        StructField("MaxPods", ptr_int32(k.max_pods)),
+        StructField("PodsPerCore", ptr_int32(k.pods_per_core)),
         StructField("SystemReserved", _map(k, "system_reserved", k.system_reserved)),
         StructField("KubeReserved", _map(k, "kube_reserved", k.kube_reserved)),
         StructField("EvictionHard", _map(k, "eviction_hard", k.eviction_hard)),
@@ -130,10 +122,10 @@ def _kubelet(kubelet: KubeletConfiguration | None) -> GoPointer:
         StructField("EvictionSoftGracePeriod", GoMap(
             {key: go_metav1_duration(v) for key, v in grace.items()} if grace_present else None
         )),
-        StructField("EvictionMaxPodGracePeriod", _int32(k.eviction_max_pod_grace_period)),
-        StructField("ImageGCHighThresholdPercent", _int32(k.image_gc_high_threshold_percent)),
-        StructField("ImageGCLowThresholdPercent", _int32(k.image_gc_low_threshold_percent)),
-        StructField("CPUCFSQuota", _bool(k.cpu_cfs_quota)),
+        StructField("EvictionMaxPodGracePeriod", ptr_int32(k.eviction_max_pod_grace_period)),
+        StructField("ImageGCHighThresholdPercent", ptr_int32(k.image_gc_high_threshold_percent)),
+        StructField("ImageGCLowThresholdPercent", ptr_int32(k.image_gc_low_threshold_percent)),
+        StructField("CPUCFSQuota", ptr_bool(k.cpu_cfs_quota)),
     )))
 
 
@@ -142,22 +134,22 @@ def _block_device(ebs: BlockDevice | None) -> GoPointer:
         return GoPointer(None)
     size = None if ebs.volume_size is None else canonical_quantity(ebs.volume_size)
     return GoPointer(GoStruct("BlockDevice", (
-        StructField("DeleteOnTermination", _bool(ebs.delete_on_termination)),
-        StructField("Encrypted", _bool(ebs.encrypted)),
-        StructField("IOPS", _int64(ebs.iops)),
-        StructField("KMSKeyID", _str(ebs.kms_key_id)),
-        StructField("SnapshotID", _str(ebs.snapshot_id)),
-        StructField("Throughput", _int64(ebs.throughput)),
-        StructField("VolumeInitializationRate", _int32(ebs.volume_initialization_rate)),
+        StructField("DeleteOnTermination", ptr_bool(ebs.delete_on_termination)),
+        StructField("Encrypted", ptr_bool(ebs.encrypted)),
+        StructField("IOPS", ptr_int64(ebs.iops)),
+        StructField("KMSKeyID", ptr_string(ebs.kms_key_id)),
+        StructField("SnapshotID", ptr_string(ebs.snapshot_id)),
+        StructField("Throughput", ptr_int64(ebs.throughput)),
+        StructField("VolumeInitializationRate", ptr_int32(ebs.volume_initialization_rate)),
         # hash:"string": hashed as Quantity.String(), the canonical form.
-        StructField("VolumeSize", _str(size)),
-        StructField("VolumeType", _str(ebs.volume_type)),
+        StructField("VolumeSize", ptr_string(size)),
+        StructField("VolumeType", ptr_string(ebs.volume_type)),
     )))
 
 
 def _mapping(bdm: BlockDeviceMapping) -> GoPointer:
     return GoPointer(GoStruct("BlockDeviceMapping", (
-        StructField("DeviceName", _str(bdm.device_name)),
+        StructField("DeviceName", ptr_string(bdm.device_name)),
         StructField("EBS", _block_device(bdm.ebs)),
         StructField("RootVolume", GoBool(bool(bdm.root_volume))),
     )))
@@ -176,10 +168,10 @@ def _metadata_options(spec_has_it: bool, options: MetadataOptions) -> GoPointer:
         return GoPointer(None)
     o = options
     return GoPointer(GoStruct("MetadataOptions", (
-        StructField("HTTPEndpoint", _str(o.http_endpoint)),
-        StructField("HTTPProtocolIPv6", _str(o.http_protocol_ipv6)),
-        StructField("HTTPPutResponseHopLimit", _int64(o.http_put_response_hop_limit)),
-        StructField("HTTPTokens", _str(o.http_tokens)),
+        StructField("HTTPEndpoint", ptr_string(o.http_endpoint)),
+        StructField("HTTPProtocolIPv6", ptr_string(o.http_protocol_ipv6)),
+        StructField("HTTPPutResponseHopLimit", ptr_int64(o.http_put_response_hop_limit)),
+        StructField("HTTPTokens", ptr_string(o.http_tokens)),
     )))
 
 
@@ -187,9 +179,9 @@ def _connection_tracking(ct: ConnectionTracking | None) -> GoPointer:
     if ct is None:
         return GoPointer(None)
     return GoPointer(GoStruct("ConnectionTracking", (
-        StructField("TCPEstablishedTimeout", _int32(ct.tcp_established_timeout)),
-        StructField("UDPStreamTimeout", _int32(ct.udp_stream_timeout)),
-        StructField("UDPTimeout", _int32(ct.udp_timeout)),
+        StructField("TCPEstablishedTimeout", ptr_int32(ct.tcp_established_timeout)),
+        StructField("UDPStreamTimeout", ptr_int32(ct.udp_stream_timeout)),
+        StructField("UDPTimeout", ptr_int32(ct.udp_timeout)),
     )))
 
 
@@ -197,7 +189,7 @@ def _cpu_options(options: CPUOptions | None) -> GoPointer:
     if options is None:
         return GoPointer(None)
     return GoPointer(GoStruct("CPUOptions", (
-        StructField("NestedVirtualization", _str(options.nested_virtualization)),
+        StructField("NestedVirtualization", ptr_string(options.nested_virtualization)),
     )))
 
 
@@ -206,23 +198,23 @@ def spec_go_value(node_class: EC2NodeClass) -> GoStruct:
     s = node_class.spec
     return GoStruct("EC2NodeClassSpec", (
         StructField("PlacementGroupSelector", _placement(s.placement_group_selector)),
-        StructField("AssociatePublicIPAddress", _bool(s.associate_public_ip_address)),
-        StructField("UserData", _str(s.user_data)),
+        StructField("AssociatePublicIPAddress", ptr_bool(s.associate_public_ip_address)),
+        StructField("UserData", ptr_string(s.user_data)),
         StructField("Role", GoString(s.role or "")),
-        StructField("InstanceProfile", _str(s.instance_profile)),
+        StructField("InstanceProfile", ptr_string(s.instance_profile)),
         StructField("Tags", _map(s, "tags", s.tags)),
         StructField("Kubelet", _kubelet(s.kubelet)),
         StructField("BlockDeviceMappings", _slice(
             s, "block_device_mappings", [_mapping(b) for b in s.block_device_mappings])),
-        StructField("InstanceStorePolicy", _str(s.instance_store_policy)),
+        StructField("InstanceStorePolicy", ptr_string(s.instance_store_policy)),
         StructField("NetworkInterfaces", _slice(
             s, "network_interfaces", [_interface(n) for n in s.network_interfaces])),
-        StructField("DetailedMonitoring", _bool(s.detailed_monitoring)),
+        StructField("DetailedMonitoring", ptr_bool(s.detailed_monitoring)),
         # The CRD defaults metadataOptions, so a stored object always carries it; the
         # model's default stands for that.
         StructField("MetadataOptions", _metadata_options(True, s.metadata_options)),
         StructField("ConnectionTracking", _connection_tracking(s.connection_tracking)),
-        StructField("Context", _str(s.context)),
+        StructField("Context", ptr_string(s.context)),
         StructField("CPUOptions", _cpu_options(s.cpu_options)),
     ))
 
@@ -242,12 +234,7 @@ def hash_drifted(nodeclaim: NodeClaim, node_class: EC2NodeClass) -> bool:
     controller stamped on the EC2NodeClass differs from the NodeClaim's, both present and of
     the same hash version. A missing annotation or another version is no drift: the
     controller re-stamps NodeClaims when the version changes."""
-    claim = nodeclaim.metadata.annotations
-    cls = node_class.metadata.annotations
-    keys = (aws.ANNOTATION_EC2NODECLASS_HASH, aws.ANNOTATION_EC2NODECLASS_HASH_VERSION)
-    if not all(k in claim and k in cls for k in keys):
-        return False
-    digest, version = keys
-    if claim[version] != cls[version]:
-        return False
-    return claim[digest] != cls[digest]
+    return stamped_hash_drifted(
+        nodeclaim.metadata.annotations, node_class.metadata.annotations,
+        hash_annotation=aws.ANNOTATION_EC2NODECLASS_HASH,
+        version_annotation=aws.ANNOTATION_EC2NODECLASS_HASH_VERSION)

@@ -32,16 +32,23 @@ from typing import TYPE_CHECKING, Any, Final
 from karpy.apis.hashstructure import (
     GoBool,
     GoInt32,
-    GoInt64,
     GoPointer,
     GoSlice,
     GoString,
     GoStruct,
     StructField,
     hash_v2,
+    ptr_bool,
+    ptr_int32,
+    ptr_int64,
+    ptr_string,
 )
 from karpy.apis.v1.nodepool_hash import go_metav1_duration, go_nillable_duration
-from karpy.cloudprovider.nodeclass_hash import NodeClassHash, NodeClassHashSpec
+from karpy.cloudprovider.nodeclass_hash import (
+    NodeClassHash,
+    NodeClassHashSpec,
+    stamped_hash_drifted,
+)
 from karpy.runtime import Manager
 from karpy_azure._nodeclasses import AKS_NODE_CLASS
 from karpy_azure.apis import AKSNodeClass
@@ -97,16 +104,7 @@ _SYSCTLS: Final = (
 )
 
 
-def _str(value: str | None) -> GoPointer:
-    return GoPointer(None if value is None else GoString(value))
 
-
-def _bool(value: bool | None) -> GoPointer:
-    return GoPointer(None if value is None else GoBool(value))
-
-
-def _int32(value: int | None) -> GoPointer:
-    return GoPointer(None if value is None else GoInt32(value))
 
 
 def _scalar(value: object) -> GoPointer:
@@ -126,19 +124,18 @@ def _kubelet(k: KubeletConfiguration | None) -> GoPointer:
     sysctls = k.allowed_unsafe_sysctls
     present = bool(sysctls) or "allowed_unsafe_sysctls" in k.model_fields_set
     return GoPointer(GoStruct("KubeletConfiguration", (
-        StructField("CPUManagerPolicy", _str(k.cpu_manager_policy)),
-        StructField("CPUCFSQuota", _bool(k.cpu_cfs_quota)),
+        StructField("CPUManagerPolicy", ptr_string(k.cpu_manager_policy)),
+        StructField("CPUCFSQuota", ptr_bool(k.cpu_cfs_quota)),
         StructField("CPUCFSQuotaPeriod", go_metav1_duration(k.cpu_cfs_quota_period)),
-        StructField("ImageGCHighThresholdPercent", _int32(k.image_gc_high_threshold_percent)),
-        StructField("ImageGCLowThresholdPercent", _int32(k.image_gc_low_threshold_percent)),
-        StructField("TopologyManagerPolicy", _str(k.topology_manager_policy)),
+        StructField("ImageGCHighThresholdPercent", ptr_int32(k.image_gc_high_threshold_percent)),
+        StructField("ImageGCLowThresholdPercent", ptr_int32(k.image_gc_low_threshold_percent)),
+        StructField("TopologyManagerPolicy", ptr_string(k.topology_manager_policy)),
         StructField("AllowedUnsafeSysctls",
                     GoSlice([GoString(s) for s in sysctls] if present else None)),
-        StructField("ContainerLogMaxSize", _str(k.container_log_max_size)),
-        StructField("ContainerLogMaxFiles", _int32(k.container_log_max_files)),
-        StructField("PodPidsLimit",
-                    GoPointer(None if k.pod_pids_limit is None else GoInt64(k.pod_pids_limit))),
-        StructField("FailSwapOn", _bool(k.fail_swap_on)),
+        StructField("ContainerLogMaxSize", ptr_string(k.container_log_max_size)),
+        StructField("ContainerLogMaxFiles", ptr_int32(k.container_log_max_files)),
+        StructField("PodPidsLimit", ptr_int64(k.pod_pids_limit)),
+        StructField("FailSwapOn", ptr_bool(k.fail_swap_on)),
     )))
 
 
@@ -149,7 +146,7 @@ def _override(o: LocalDNSZoneOverride) -> GoStruct:
         StructField("Protocol", GoString(o.protocol)),
         StructField("ForwardDestination", GoString(o.forward_destination)),
         StructField("ForwardPolicy", GoString(o.forward_policy)),
-        StructField("MaxConcurrent", _int32(o.max_concurrent)),
+        StructField("MaxConcurrent", ptr_int32(o.max_concurrent)),
         StructField("CacheDuration", go_nillable_duration(o.cache_duration)),
         StructField("ServeStaleDuration", go_nillable_duration(o.serve_stale_duration)),
         StructField("ServeStale", GoString(o.serve_stale)),
@@ -178,10 +175,10 @@ def _linux_os_config(config: LinuxOSConfiguration | None) -> GoPointer:
     if config is None:
         return GoPointer(None)
     return GoPointer(GoStruct("LinuxOSConfiguration", (
-        StructField("SwapFileSize", _str(config.swap_file_size)),
+        StructField("SwapFileSize", ptr_string(config.swap_file_size)),
         StructField("Sysctls", _sysctls(config.sysctls)),
-        StructField("TransparentHugePageDefrag", _str(config.transparent_huge_page_defrag)),
-        StructField("TransparentHugePageEnabled", _str(config.transparent_huge_page_enabled)),
+        StructField("TransparentHugePageDefrag", ptr_string(config.transparent_huge_page_defrag)),
+        StructField("TransparentHugePageEnabled", ptr_string(config.transparent_huge_page_enabled)),
     )))
 
 
@@ -192,23 +189,23 @@ def spec_go_value(node_class: AKSNodeClass) -> GoStruct:
     gpu = s.gpu
     streaming = s.artifact_streaming
     return GoStruct("AKSNodeClassSpec", (
-        StructField("VNETSubnetID", _str(s.vnet_subnet_id)),
-        StructField("OSDiskSizeGB", _int32(s.os_disk_size_gb)),
+        StructField("VNETSubnetID", ptr_string(s.vnet_subnet_id)),
+        StructField("OSDiskSizeGB", ptr_int32(s.os_disk_size_gb)),
         StructField("ImageID", GoPointer(None)),
-        StructField("ImageFamily", _str(s.image_family)),
-        StructField("FIPSMode", _str(s.fips_mode)),
+        StructField("ImageFamily", ptr_string(s.image_family)),
+        StructField("FIPSMode", ptr_string(s.fips_mode)),
         StructField("Kubelet", _kubelet(s.kubelet)),
-        StructField("MaxPods", _int32(s.max_pods)),
+        StructField("MaxPods", ptr_int32(s.max_pods)),
         StructField("Security", GoPointer(None if security is None else GoStruct("Security", (
-            StructField("EncryptionAtHost", _bool(security.encryption_at_host)),
+            StructField("EncryptionAtHost", ptr_bool(security.encryption_at_host)),
         )))),
         StructField("LocalDNS", _local_dns(s.local_dns)),
         StructField("GPU", GoPointer(None if gpu is None else GoStruct("GPU", (
-            StructField("Mode", _str(gpu.mode)),
+            StructField("Mode", ptr_string(gpu.mode)),
         )))),
         StructField("ArtifactStreaming", GoPointer(
             None if streaming is None else GoStruct("ArtifactStreaming", (
-                StructField("Enabled", _bool(streaming.enabled)),
+                StructField("Enabled", ptr_bool(streaming.enabled)),
             )))),
         StructField("LinuxOSConfig", _linux_os_config(s.linux_os_config)),
     ))
@@ -222,14 +219,10 @@ def node_class_hash(node_class: AKSNodeClass) -> str:
 def hash_drifted(nodeclaim: NodeClaim, node_class: AKSNodeClass) -> bool:
     """Karpenter Azure's static drift: the hash the nodeclass.hash controller stamped on the
     AKSNodeClass differs from the NodeClaim's, both present and of the same hash version."""
-    claim = nodeclaim.metadata.annotations
-    cls = node_class.metadata.annotations
-    digest, version = az.ANNOTATION_AKSNODECLASS_HASH, az.ANNOTATION_AKSNODECLASS_HASH_VERSION
-    if not all(k in claim and k in cls for k in (digest, version)):
-        return False
-    if claim[version] != cls[version]:
-        return False
-    return claim[digest] != cls[digest]
+    return stamped_hash_drifted(
+        nodeclaim.metadata.annotations, node_class.metadata.annotations,
+        hash_annotation=az.ANNOTATION_AKSNODECLASS_HASH,
+        version_annotation=az.ANNOTATION_AKSNODECLASS_HASH_VERSION)
 
 
 def _hash_of(stored: Mapping[str, Any]) -> str | None:
