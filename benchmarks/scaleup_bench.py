@@ -137,6 +137,22 @@ def _leading(path: Path) -> bool:
     return b"successfully acquired lease" in path.read_bytes()
 
 
+def kwok_nodepool(name: str, max_cpu: int, disruption: dict[str, Any]) -> dict[str, Any]:
+    """The benchmarks' NodePool: on-demand amd64 Linux kwok types of at most ``max_cpu``
+    vCPU on the KWOKNodeClass of the same name, never expiring."""
+    return {"metadata": {"name": name}, "spec": {"template": {"spec": {
+        "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": name},
+        "requirements": [
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+            {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "karpenter.kwok.sh/instance-cpu", "operator": "Lt",
+             "values": [str(max_cpu + 1)]},
+        ],
+        "expireAfter": "Never",
+    }}, "disruption": disruption}}
+
+
 async def scale_up(
     args: argparse.Namespace, kubeconfig: str, cluster_dir: Path,
     karpy: subprocess.Popen[bytes], log_path: Path,
@@ -145,23 +161,9 @@ async def scale_up(
     try:
         await client.create(kinds.NAMESPACE, {"metadata": {"name": NAMESPACE}})
         await client.create(KWOK_NODE_CLASS, {"metadata": {"name": "scaleup"}, "spec": {}})
-        await client.create(NODE_POOL, {
-            "metadata": {"name": "scaleup"},
-            "spec": {"template": {"spec": {
-                "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass",
-                                 "name": "scaleup"},
-                "requirements": [
-                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-                    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                    {"key": "karpenter.sh/capacity-type", "operator": "In",
-                     "values": ["on-demand"]},
-                    {"key": "karpenter.kwok.sh/instance-cpu", "operator": "Lt",
-                     "values": [str(args.max_cpu + 1)]},
-                ],
-                "expireAfter": "Never",
-            }}, "disruption": {"consolidationPolicy": "WhenEmpty",
-                               "consolidateAfter": "Never"}},
-        })
+        await client.create(NODE_POOL, kwok_nodepool(
+            "scaleup", args.max_cpu,
+            {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"}))
         labels = {"app": "inflate"}
         await client.create(kinds.DEPLOYMENT, {
             "metadata": {"name": "inflate"},

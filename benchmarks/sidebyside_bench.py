@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scaleup_bench import _cpu_seconds, _rss_kib, start_cluster
+from scaleup_bench import _cpu_seconds, _rss_kib, kwok_nodepool, start_cluster
 
 from karpy.cloudprovider.kwok._catalogue import dump_catalogue, generate_catalogue
 from karpy.runtime import KubeClient, errors, kinds
@@ -193,23 +193,9 @@ async def one_run(args: argparse.Namespace, which: str, pods: int, kubeconfig: s
                 raise SystemExit(f"{which} exited early; see {controller.log}")
             await asyncio.sleep(0.2)
         await client.create(KWOK_NODE_CLASS, {"metadata": {"name": NAME}, "spec": {}})
-        await client.create(NODE_POOL, {"metadata": {"name": NAME}, "spec": {
-            "template": {"spec": {
-                "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass",
-                                 "name": NAME},
-                "requirements": [
-                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-                    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                    {"key": "karpenter.sh/capacity-type", "operator": "In",
-                     "values": ["on-demand"]},
-                    {"key": "karpenter.kwok.sh/instance-cpu", "operator": "Lt",
-                     "values": [str(args.max_cpu + 1)]},
-                ],
-                "expireAfter": "Never",
-            }},
-            "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized",
-                           "consolidateAfter": "30s"},
-        }})
+        await client.create(NODE_POOL, kwok_nodepool(
+            NAME, args.max_cpu,
+            {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "30s"}))
         labels = {"app": NAME}
         await client.create(kinds.DEPLOYMENT, {"metadata": {"name": NAME}, "spec": {
             "replicas": 0, "selector": {"matchLabels": labels}, "template": {

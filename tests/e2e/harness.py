@@ -31,7 +31,8 @@ from karpy.options import Options
 from karpy.runtime import Client
 from karpy.runtime.telemetry import JsonFormatter
 
-__all__ = ["RunningKarpy", "in_cluster_env", "karpy_operator", "karpy_process", "pump_logs"]
+__all__ = ["RunningKarpy", "in_cluster_env", "karpy_operator", "karpy_process", "pump_logs",
+           "stop_process"]
 
 LogRecord = dict[str, Any]
 
@@ -206,6 +207,17 @@ def in_cluster_env(*, server: str, token: str, ca_pem: str, namespace: str,
     }
 
 
+async def stop_process(proc: asyncio.subprocess.Process) -> None:
+    """SIGTERM, as a pod's stop does, then SIGKILL after 30 s."""
+    if proc.returncode is None:
+        proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), timeout=30.0)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
 async def pump_logs(running: RunningKarpy, stream: asyncio.StreamReader) -> None:
     """Feed karpy's log lines from ``stream`` (its stderr, or a container's output) into
     ``running`` until EOF; JSON lines become records, others ``{"message": line}``."""
@@ -261,11 +273,5 @@ async def karpy_process(
         await running.wait_for_log("caches synced", timeout=60.0)
         yield running
     finally:
-        if proc.returncode is None:
-            proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), timeout=30.0)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await stop_process(proc)
         await reader

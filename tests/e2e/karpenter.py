@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness import RunningKarpy, pump_logs
+from harness import RunningKarpy, pump_logs, stop_process
 
 from karpy.cloudprovider.kwok._catalogue import dump_catalogue, generate_catalogue
 
@@ -126,12 +126,6 @@ async def karpenter_process(
             await running.wait_for_log("Starting workers", timeout=90.0)
         yield running
     finally:
-        if proc.returncode is None:
-            proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), timeout=30.0)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await stop_process(proc)
         await reader
 

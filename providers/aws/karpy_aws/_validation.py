@@ -4,7 +4,10 @@ launch with this class? Asked of AWS the way Karpenter AWS asks it
 status instead of as failed launches:
 
 1. while subnets, security groups, AMIs or the instance profile are not resolved:
-   False, ``DependenciesNotReady``;
+   False, ``DependenciesNotReady``; a field the installed AWS SDK cannot send
+   (``cpuOptions.nestedVirtualization`` on an older botocore): False,
+   ``UnsupportedConfiguration`` (karpy's reason: Karpenter's SDK always has it), dry
+   runs or not;
 2. ``CreateLaunchTemplate`` of the class's launch template (made for real, with the
    class's tags and an empty ``karpenter.sh/nodepool``, as Karpenter does);
 3. ``CreateFleet`` with ``DryRun`` from that template, over every subnet, tagged as a
@@ -32,8 +35,10 @@ from typing import Any, Final, Protocol
 
 from karpy.apis import NodeClaim
 from karpy.apis import labels as wk
+from karpy.cloudprovider import NodeClassNotReadyError
 from karpy_aws._clients import AWSClients
 from karpy_aws._cluster import ClusterDiscovery
+from karpy_aws._cpuoptions import cpu_options
 from karpy_aws._errors import error_code
 from karpy_aws._fleet import TemplateKey
 from karpy_aws._instances import nodepool_tags
@@ -164,6 +169,12 @@ class NodeClassValidation:
                 "DependenciesNotReady",
                 "Awaiting AMI, Instance Profile, Security Group, and Subnet resolution",
             )
+        try:
+            # Before the dry runs and without them (DISABLE_DRY_RUN): a field this SDK
+            # cannot send would fail every launch, so the class says so instead.
+            cpu_options(node_class, self._clients.ec2)
+        except NodeClassNotReadyError as unsupported:
+            return (False, "UnsupportedConfiguration", str(unsupported))
         if self._settings.disable_dry_run:
             # DISABLE_DRY_RUN: Karpenter AWS sets the condition True without the calls
             return (True, "", "")

@@ -125,3 +125,23 @@ async def test_validation_waits_for_the_other_conditions(
     _, resolution = await validate(aws_settings, aws_clients, manifest)
     ok, reason, _ = resolution.conditions["ValidationSucceeded"]
     assert (ok, reason) == (False, "DependenciesNotReady")
+
+
+async def test_a_field_the_sdk_cannot_send_makes_the_class_not_ready_naming_it(
+    aws_settings: AWSSettings, aws_clients: AWSClients
+) -> None:
+    # cpuOptions.nestedVirtualization needs an EC2 model with
+    # LaunchTemplateCpuOptionsRequest.NestedVirtualization: without it every launch would
+    # fail, so the class's status says so (and the status is still written).
+    members = aws_clients.ec2.meta.service_model.shape_for(
+        "LaunchTemplateCpuOptionsRequest").members
+    manifest = node_class_manifest(f"nested-{uuid.uuid4().hex[:6]}")
+    manifest["spec"]["cpuOptions"] = {"nestedVirtualization": "enabled"}
+    _, resolution = await validate(aws_settings, aws_clients, manifest)
+    status, reason, message = resolution.conditions["ValidationSucceeded"]
+    if "NestedVirtualization" in members:
+        assert (status, reason) == (True, "")
+    else:
+        assert (status, reason) == (False, "UnsupportedConfiguration")
+        assert "spec.cpuOptions.nestedVirtualization" in message
+        assert not resolution.ready
