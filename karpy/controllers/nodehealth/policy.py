@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -122,7 +122,7 @@ class RepairPolicyMatcher:
     def resolve(self, node: Mapping[str, Any], now: datetime) -> RepairResult | None:
         """The repair ``node`` calls for at ``now``; None if no policy is eligible."""
         created = parse_time((node.get("metadata") or {}).get("creationTimestamp"))
-        best: dict[str, Any] | None = None
+        best: tuple[tuple[int, int, datetime, str], RepairResult] | None = None
         bound: tuple[timedelta, datetime, str] | None = None
         score: tuple[float, int, datetime] | None = None
         for cond in (node.get("status") or {}).get("conditions") or ():
@@ -150,38 +150,19 @@ class RepairPolicyMatcher:
                 tgp = policy.termination_grace_period
                 if tgp is not None and (bound is None or (tgp, eligible, key[0]) < bound):
                     bound = (tgp, eligible, key[0])
-                candidate = {
-                    "action": policy.action, "condition": key[0], "condition_status": key[1],
-                    "reason": reason, "reason_regex": policy.reason_regex,
-                    "eligible_at": eligible, "priority": policy.priority,
-                }  # fmt: skip
-                if best is None or _before(candidate, best):
-                    best = candidate
+                # Selected first: the most disruptive action, then the highest priority,
+                # the earliest eligible, the condition type's name (see the module docs).
+                order = (-_ACTION_RANK[policy.action], -policy.priority, eligible, key[0])
+                if best is None or order < best[0]:
+                    best = (order, RepairResult(
+                        action=policy.action, condition=key[0], condition_status=key[1],
+                        reason=reason, reason_regex=policy.reason_regex, eligible_at=eligible,
+                        termination_grace_period=None, rank=0, score_eligible_at=eligible,
+                    ))
         if best is None or score is None:
             return None
-        return RepairResult(
-            action=best["action"],
-            condition=best["condition"],
-            condition_status=best["condition_status"],
-            reason=best["reason"],
-            reason_regex=best["reason_regex"],
-            eligible_at=best["eligible_at"],
-            termination_grace_period=bound[0] if bound else None,
-            rank=score[1],
-            score_eligible_at=score[2],
-        )
-
-
-def _before(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Whether policy match ``a`` is selected over ``b`` (see the module docstring)."""
-    if a["action"] != b["action"]:
-        return bool(_ACTION_RANK[a["action"]] > _ACTION_RANK[b["action"]])
-    if a["priority"] != b["priority"]:
-        return bool(a["priority"] > b["priority"])
-    if a["eligible_at"] != b["eligible_at"]:
-        return bool(a["eligible_at"] < b["eligible_at"])
-    return bool(a["condition"] < b["condition"])
-
+        return replace(best[1], termination_grace_period=bound[0] if bound else None,
+                       rank=score[1], score_eligible_at=score[2])
 
 def _describe(policy: RepairPolicy) -> str:
     return f"{policy.condition_type}={policy.condition_status}"
