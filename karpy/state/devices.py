@@ -14,6 +14,7 @@ without resource.k8s.io/v1 (before Kubernetes 1.34) must not wait for kinds it l
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
@@ -71,6 +72,9 @@ class DeviceIndex:
         self._templates: dict[str, DeviceClaim | str] = {}
         self._classes: dict[str, DeviceClass] = {}
         self._slices: dict[str, ResourceSliceTemplate] = {}
+        # Per ResourceSlice: (node, driver, pool, pool generation, resourceSliceCount),
+        # for the pool completeness NodeClaim initialization waits for.
+        self._pools: dict[str, tuple[str, str, str, int, int]] = {}
         self._inputs: DeviceInputs | None = None
 
     # -- events -------------------------------------------------------------------------
@@ -112,6 +116,19 @@ class DeviceIndex:
         self._inputs = None
 
     def update_slice(self, obj: Mapping[str, Any]) -> None:
+        self._pools.pop(_key(obj), None)
+        spec = obj.get("spec") or {}
+        pool = spec.get("pool") or {}
+        # A slice is the node's by spec.nodeName or a Node owner (sliceBelongsToNode).
+        owners = [r.get("name") for r in (obj.get("metadata") or {}).get("ownerReferences") or ()
+                  if r.get("kind") == "Node"]
+        # The API server validates these; a slice whose numbers do not read completes nothing.
+        with contextlib.suppress(TypeError, ValueError):
+            self._pools[_key(obj)] = (
+                str(spec.get("nodeName") or (owners[0] if owners else "")),
+                str(spec.get("driver") or ""),
+                str(pool.get("name") or ""), int(pool.get("generation") or 0),
+                int(pool.get("resourceSliceCount") or 0))
         try:
             self._slices[_key(obj)] = slice_from_dict(obj)
         except DeviceError as exc:
@@ -121,19 +138,31 @@ class DeviceIndex:
 
     def delete_slice(self, obj: Mapping[str, Any]) -> None:
         self._slices.pop(_key(obj), None)
+        self._pools.pop(_key(obj), None)
         self._inputs = None
 
     # -- reads --------------------------------------------------------------------------
 
     def has_slices(self, node: str) -> bool:
-        """Whether any ResourceSlice names ``node``."""
-        return bool(self.drivers_on(node))
+        """Whether any ResourceSlice is ``node``'s."""
+        return any(on == node for on, *_ in self._pools.values())
 
     def drivers_on(self, node: str) -> frozenset[str]:
-        """The drivers that published a ResourceSlice for ``node`` (``spec.nodeName``);
-        NodeClaim initialization waits for the ones it requested."""
-        return frozenset(s.driver for s in self._slices.values()
-                         if s.devices and s.devices[0].node_name == node)
+        """The drivers with a complete resource pool on ``node`` (``spec.nodeName``), as
+        Karpenter's completePoolDrivers (v1.14.1): a pool is complete when the slices seen
+        at its highest generation are as many as they declare (``resourceSliceCount``).
+        NodeClaim initialization waits for the drivers it requested."""
+        latest: dict[tuple[str, str], tuple[int, int, int]] = {}
+        for on, driver, pool, generation, count in self._pools.values():
+            if on != node:
+                continue
+            seen = latest.get((driver, pool))
+            if seen is None or generation > seen[0]:
+                latest[(driver, pool)] = (generation, count, 1)
+            elif generation == seen[0]:
+                latest[(driver, pool)] = (generation, seen[1], seen[2] + 1)
+        return frozenset(driver for (driver, _), (_, count, observed) in latest.items()
+                         if count > 0 and observed == count)
 
     def inputs(self) -> DeviceInputs:
         """The simulator's device inputs (rebuilt after a change)."""

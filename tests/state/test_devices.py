@@ -10,7 +10,8 @@ from karpy.scheduling import Pod
 from karpy.state.devices import DeviceIndex
 
 SLICE = {"metadata": {"name": "n1-gpu"}, "spec": {
-    "driver": "gpu.example.com", "pool": {"name": "n1"}, "nodeName": "n1",
+    "driver": "gpu.example.com",
+    "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1}, "nodeName": "n1",
     "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}
 
 
@@ -82,3 +83,29 @@ def test_unparseable_claim_names_its_field() -> None:
     assert index.resolve(obj, Pod.from_dict(obj)) == (
         "ResourceClaim default/bad spec.devices.requests[gpu]: one of exactly or "
         "firstAvailable is required")
+
+
+def _slice(name: str, *, generation: int, count: int, owner: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    spec: dict[str, Any] = {"driver": "gpu.example.com", "pool": {
+        "name": "n1", "generation": generation, "resourceSliceCount": count}, "devices": []}
+    if owner:
+        meta["ownerReferences"] = [{"kind": "Node", "name": "n1", "apiVersion": "v1",
+                                    "uid": "u"}]
+    else:
+        spec["nodeName"] = "n1"
+    return {"metadata": meta, "spec": spec}
+
+
+def test_a_driver_counts_once_its_pool_is_complete_at_its_latest_generation() -> None:
+    """Karpenter v1.14.1 completePoolDrivers: the slices seen at a pool's highest
+    generation must be as many as they declare; a newer generation starts over."""
+    index = DeviceIndex()
+    index.update_slice(_slice("a", generation=1, count=2))
+    assert index.drivers_on("n1") == frozenset()  # 1 of 2
+    index.update_slice(_slice("b", generation=1, count=2, owner=True))  # a Node owner
+    assert index.drivers_on("n1") == {"gpu.example.com"}
+    index.update_slice(_slice("c", generation=2, count=2))
+    assert index.drivers_on("n1") == frozenset()  # generation 2: 1 of 2
+    index.delete_slice(_slice("c", generation=2, count=2))
+    assert index.drivers_on("n1") == {"gpu.example.com"}

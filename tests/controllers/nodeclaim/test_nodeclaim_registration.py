@@ -279,7 +279,8 @@ async def test_initialization_waits_for_requested_dra_drivers(
         "Unknown", "DRADriverPoolsNotPublished",
         'DRA driver "gpu.example.com" has not published a complete resource pool')
     slices.update_slice({"metadata": {"name": "node-1-gpu"}, "spec": {
-        "driver": "gpu.example.com", "pool": {"name": "node-1"}, "nodeName": "node-1",
-        "devices": [{"name": "gpu-0"}]}})
+        "driver": "gpu.example.com",
+        "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+        "nodeName": "node-1", "devices": [{"name": "gpu-0"}]}})
     await lifecycle.reconcile(REQUEST)
     assert condition(kube.peek(NODE_CLAIM, NAME), "Initialized")["status"] == "True"

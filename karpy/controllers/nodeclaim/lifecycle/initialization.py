@@ -164,9 +164,9 @@ class Initialization:
         self, node: Mapping[str, Any], nodeclaim: NodeClaim
     ) -> tuple[str, str] | None:
         """Karpenter's draDriverPoolsPublished (v1.14.1): each driver the NodeClaim's
-        requested-dra-drivers annotation names must have published a ResourceSlice for
-        the node. Karpenter also wants the pool complete (every slice of its latest
-        generation); karpy takes one slice of the driver on the node as published."""
+        requested-dra-drivers annotation names must have published a complete resource
+        pool for the node (every slice of the pool's latest generation:
+        :meth:`karpy.state.devices.DeviceIndex.drivers_on`)."""
         wanted = nodeclaim.metadata.annotations.get(ANNOTATION_REQUESTED_DRA_DRIVERS, "")
         if self._dra_drivers_on is None or not wanted.strip():
             return None
