@@ -153,6 +153,18 @@ async def running_pods(client: KubeClient, namespace: str, app: str, replicas: i
     return up if len(up) == replicas else []
 
 
+async def moved_pods(client: KubeClient, namespace: str, app: str, away_from: str) -> list[Any]:
+    """The ``app`` pods Running, not terminating, on a node other than ``away_from``.
+
+    A pod evicted from a node without a kubelet (taken from kwok) lingers, terminating
+    and still "Running", until pod GC takes it; what a user sees is its replacement.
+    """
+    pods = await client.list(kinds.POD, namespace=namespace, label_selector={"app": app})
+    return [p for p in pods if (p.get("status") or {}).get("phase") == "Running"
+            and not p["metadata"].get("deletionTimestamp")
+            and p["spec"].get("nodeName") not in (None, away_from)]
+
+
 def pool_of(obj: Mapping[str, Any]) -> str:
     """The NodePool a Node or NodeClaim belongs to ("" if none)."""
     return str((obj["metadata"].get("labels") or {}).get("karpenter.sh/nodepool", ""))

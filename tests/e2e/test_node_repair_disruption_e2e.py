@@ -21,6 +21,7 @@ from kube import (
     connect,
     deployment,
     eventually,
+    moved_pods,
     nodepool,
     pool_objects,
     ready_node_class,
@@ -101,11 +102,8 @@ async def test_an_unhealthy_node_is_replaced_first_and_drained_within_its_bound(
                 stamp = parse_time(seen["stamp"])
                 assert stamp is not None and stamp <= repaired_at
 
-            async def moved() -> list[Any]:
-                pods = await running_pods(client, namespace, app, 1)
-                return [p for p in pods if p["spec"]["nodeName"] != sick]
-
-            await eventually(moved, timeout=60, what="the pod Running on the replacement")
+            await eventually(lambda: moved_pods(client, namespace, app, sick), timeout=60,
+                             what="the pod Running on the replacement")
         finally:
             forced = await clean_up(client, namespace, app, [pool], timeout=120)
         assert forced == [], f"termination left these behind: {forced}"

@@ -23,6 +23,7 @@ from kube import (
     connect,
     deployment,
     eventually,
+    moved_pods,
     nodepool,
     pool_objects,
     ready_node_class,
@@ -114,11 +115,8 @@ async def test_a_node_not_ready_past_the_toleration_is_replaced(
                      if r.get("Node", {}).get("name") == sick]
             assert lines, "no 'deleting unhealthy node' log line"
 
-            async def moved() -> list[Any]:
-                pods = await running_pods(client, namespace, app, 1)
-                return [p for p in pods if p["spec"]["nodeName"] != sick]
-
-            await eventually(moved, timeout=120, what="the pod Running on a replacement node")
+            await eventually(lambda: moved_pods(client, namespace, app, sick), timeout=120,
+                             what="the pod Running on a replacement node")
             text = op.operator.manager.metrics.render().decode() if op.operator else ""
             assert any(line.startswith("karpenter_nodeclaims_unhealthy_disrupted_total{")
                        and 'condition="ready"' in line and f'nodepool="{pool}"' in line

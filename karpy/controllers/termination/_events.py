@@ -85,10 +85,11 @@ def disrupt_pod_delete(
 
 def failed_to_drain(recorder: Recorder, node: Obj, error: str) -> None:
     """The node still holds pods waiting to be evicted, or an eviction was refused."""
-    # The error is in the dedupe key as well: a refused eviction (a PDB) must not be
-    # hidden behind an earlier "pods waiting" message within the 2-minute window.
+    # Deduped by the node alone, as Karpenter's: one FailedDraining per node per
+    # 2 minutes, whichever reason came first (a PDB's refusals show in
+    # karpenter_pods_eviction_requests_total{code="429"}).
     recorder.warning(node, REASON_FAILED_DRAINING, f"Failed to drain node, {error}",
-                     dedupe_values=(_name(node), error))
+                     dedupe_values=(_name(node),))
 
 
 def awaiting_volume_detachment(recorder: Recorder, node: Obj, names: Sequence[str]) -> None:
