@@ -59,11 +59,12 @@ async def test_lros_longer_than_the_wait_are_reported_launched_and_finish_alone(
 ) -> None:
     wait_at_most(azure, 0.3)
     arm.lro_seconds = 1.0  # every operation outlasts what one create waits
-    started = asyncio.get_running_loop().time()
     launched = await azure.create(claim())
-    assert asyncio.get_running_loop().time() - started < 2.0 + 1.0  # NIC LRO + the wait
     name = "aks-" + (launched.metadata.name or "")
     assert launched.status.provider_id and launched.status.provider_id.endswith(name)
+    # create returned while its VM's operation was still running: had it waited for the
+    # LRO, its own poll would have seen Succeeded. (A state, not a wall-clock bound: the
+    # bound failed on a loaded machine.)
     assert arm.state.vms[name]["properties"]["provisioningState"] == "Creating"
     await finished(azure, name)
     assert arm.state.vms[name]["properties"]["provisioningState"] == "Succeeded"
