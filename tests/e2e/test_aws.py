@@ -28,7 +28,7 @@ import aioboto3
 import pytest
 from aws_kubelet import MotoKubelet
 from harness import karpy_operator
-from kube import clean_up, connect, deployment, eventually, running_pods
+from kube import clean_up, connect, deployment, eventually, gone, running_pods
 
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, kinds
@@ -138,16 +138,9 @@ async def _left_clean_on_failure(client: Any, namespace: str) -> AsyncIterator[N
         await clean_up(client, namespace, APP, [POOL], timeout=120)
         with contextlib.suppress(api_errors.NotFound):
             await client.delete(EC2_NODE_CLASS_KIND, POOL)
-
-        async def node_class_gone() -> bool:
-            try:
-                await client.get(EC2_NODE_CLASS_KIND, POOL)
-            except api_errors.NotFound:
-                return True
-            return False
-
         try:
-            await eventually(node_class_gone, timeout=60, what="EC2NodeClass finalized")
+            await eventually(lambda: gone(client, EC2_NODE_CLASS_KIND, POOL), timeout=60,
+                             what="EC2NodeClass finalized")
         except AssertionError:
             with contextlib.suppress(api_errors.NotFound):
                 await client.patch(EC2_NODE_CLASS_KIND, POOL, {"metadata": {"finalizers": None}})
@@ -317,16 +310,9 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                     # the EC2NodeClass's finalizer needs karpy running (and an event loop that
                     # is not blocked by a kubectl subprocess)
                     await client.delete(EC2_NODE_CLASS_KIND, POOL)
-
-                    async def node_class_gone() -> bool:
-                        try:
-                            await client.get(EC2_NODE_CLASS_KIND, POOL)
-                        except api_errors.NotFound:
-                            return True
-                        return False
-
                     await eventually_allowed(
-                        node_class_gone, timeout=120, what="EC2NodeClass finalized"
+                        lambda: gone(client, EC2_NODE_CLASS_KIND, POOL), timeout=120,
+                        what="EC2NodeClass finalized",
                     )
                     with pytest.raises(Exception, match="NoSuchEntity"):
                         await provider.clients.iam.get_instance_profile(
