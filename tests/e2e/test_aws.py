@@ -128,7 +128,7 @@ async def scale(client: Client, namespace: str, replicas: int) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _left_clean_on_failure(client: Any, namespace: str) -> AsyncIterator[None]:
+async def _left_clean_on_failure(client: Client, namespace: str) -> AsyncIterator[None]:
     """A failed run leaves no NodePool, NodeClaim, Node or EC2NodeClass of its own on the
     shared cluster (the tools' e2e tests, after it, would pick the aws provider from them).
     Entered after karpy, so its exit runs while karpy can still finalize them."""

@@ -60,11 +60,13 @@ async def test_lros_longer_than_the_wait_are_reported_launched_and_finish_alone(
     wait_at_most(azure, 0.3)
     arm.lro_seconds = 1.0  # every operation outlasts what one create waits
     launched = await azure.create(claim())
+    returned = asyncio.get_running_loop().time()
     name = "aks-" + (launched.metadata.name or "")
     assert launched.status.provider_id and launched.status.provider_id.endswith(name)
-    # create returned while its VM's operation was still running: had it waited for the
-    # LRO, its own poll would have seen Succeeded. (A state, not a wall-clock bound: the
-    # bound failed on a loaded machine.)
+    # create returned before its VM's operation was done (the bound is the server's own
+    # clock for that LRO, not a fixed number of seconds, which a loaded machine missed),
+    # and the VM is still Creating: had create waited, its poll would have seen Succeeded.
+    assert returned < arm.ready_at("vm", name)
     assert arm.state.vms[name]["properties"]["provisioningState"] == "Creating"
     await finished(azure, name)
     assert arm.state.vms[name]["properties"]["provisioningState"] == "Succeeded"

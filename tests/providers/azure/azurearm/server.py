@@ -318,6 +318,15 @@ class ArmServer:
         self.faults.append(fault)
         return fault
 
+    def ready_at(self, kind: str, name: str, action: str = "create") -> float:
+        """When the latest ``action`` operation on ``kind`` ``name`` stops reporting
+        InProgress (monotonic time, the clock asyncio's loop reads)."""
+        times = [op.ready_at for op in self._operations.values()
+                 if (op.kind, op.name, op.action) == (kind, name, action)]
+        if not times:
+            raise KeyError(f"no {action} operation on {kind} {name}")
+        return times[-1]
+
     def bodies(self, method: str, fragment: str) -> list[Any]:
         """Bodies of recorded ``method`` requests whose path contains ``fragment``."""
         return [
