@@ -715,9 +715,23 @@ class Cluster:
             state.nominated_until = max(state.nominated_until, self.clock.monotonic() + ttl)
 
     def is_node_nominated(self, provider_id: str) -> bool:
-        """Whether pending pods were recently expected on this machine."""
+        """Whether pending pods were recently expected on this machine: it was nominated
+        within the TTL, or pods nominated to it (to its NodeClaim, perhaps before it
+        launched) have not bound yet and their nominations hold."""
         state = self._nodes.get(provider_id)
-        return state is not None and state.nominated_until > self.clock.monotonic()
+        if state is None:
+            return False
+        now = self.clock.monotonic()
+        if state.nominated_until > now:
+            return True
+        # The provisioner nominates pods to a NodeClaim it has just created, when there is
+        # no machine to flag yet; without this, a node that came up before the pods bound
+        # looks empty to disruption (a launch that outran kube-scheduler's bind).
+        return any(
+            nomination.pod.key not in self._bindings and self._holds(nomination, now)
+            for target in self._targets_of(state)
+            for nomination in self._nominations.for_target(target)
+        )
 
     # -- DaemonSets, NodePools, Namespaces ----------------------------------------------
 
