@@ -132,43 +132,67 @@ def test_the_mix_is_one_the_stage_improves() -> None:
 async def _provision(
     cluster: Any, namespace: str, pool: str, *flags: str
 ) -> tuple[float, list[str]]:
-    """Run ``karpy run *flags``, provision MIX on NodePool ``pool``, wait until every
-    pod is Running on the pool's nodes; the NodeClaims' $/h and instance types."""
-    async with connect(cluster) as client, karpy_process(cluster, *flags):
+    """Provision MIX on NodePool ``pool`` with ``karpy run *flags``, wait until every
+    pod is Running on the pool's nodes; the NodeClaims' $/h and instance types.
+
+    karpy starts once every pod of MIX is pending, so that both runs decide on the
+    whole mix in one batch: pods trickling in over several batches (a loaded machine
+    is slow to create them) would compare different decisions, not the stage."""
+    wanted = sum(replicas for _, replicas, *_ in MIX)
+    async with connect(cluster) as client:
         await ready_node_class(client, NODE_CLASS)
         await client.create(NODE_POOL, nodepool(pool, node_class=NODE_CLASS,
                                                 labels={SELECT: pool},
                                                 requirements=REQUIREMENTS))
-        forced: list[str] = []
         try:
             for app, replicas, cpu, memory, anti in MIX:
                 await client.create(kinds.DEPLOYMENT,
                                     workload(app, replicas, cpu, memory, anti, pool),
                                     namespace=namespace)
-            wanted = sum(replicas for _, replicas, *_ in MIX)
 
-            async def all_running() -> list[Any]:
+            async def all_unschedulable() -> bool:
                 pods = await client.list(kinds.POD, namespace=namespace)
-                up = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
-                return up if len(up) == wanted else []
+                waiting = [p for p in pods if any(
+                    c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+                    for c in (p.get("status") or {}).get("conditions") or [])]
+                return len(waiting) == wanted
 
-            pods = await eventually(all_running, timeout=240,
-                                    what=f"{wanted} pods Running ({' '.join(flags) or 'default'})")
-            claims = await _launched(client, pool)
-            by_node = {(nc.get("status") or {}).get("nodeName"): nc for nc in claims}
-            for p in pods:  # every pod is on a node one of this pool's NodeClaims stands for
-                assert p["spec"].get("nodeName") in by_node, p["metadata"]["name"]
-            types = sorted(nc["metadata"]["labels"]["node.kubernetes.io/instance-type"]
-                           for nc in claims)
-            return hourly_price(claims), types
+            await eventually(all_unschedulable, timeout=120,
+                             what=f"{wanted} pods waiting for capacity")
+            async with karpy_process(cluster, *flags):
+                try:
+                    async def all_running() -> list[Any]:
+                        pods = await client.list(kinds.POD, namespace=namespace)
+                        up = [p for p in pods
+                              if (p.get("status") or {}).get("phase") == "Running"]
+                        return up if len(up) == wanted else []
+
+                    pods = await eventually(
+                        all_running, timeout=240,
+                        what=f"{wanted} pods Running ({' '.join(flags) or 'default'})")
+                    claims = await _launched(client, pool)
+                    by_node = {(nc.get("status") or {}).get("nodeName"): nc for nc in claims}
+                    for p in pods:  # every pod is on a node of one of this pool's NodeClaims
+                        assert p["spec"].get("nodeName") in by_node, p["metadata"]["name"]
+                    types = sorted(nc["metadata"]["labels"]["node.kubernetes.io/instance-type"]
+                                   for nc in claims)
+                    return hourly_price(claims), types
+                finally:
+                    # termination needs karpy running
+                    for app, *_ in MIX[1:]:
+                        with contextlib.suppress(errors.NotFound):
+                            await client.delete(kinds.DEPLOYMENT, app, namespace=namespace,
+                                                propagation_policy="Foreground")
+                    forced = await clean_up(client, namespace, MIX[0][0], [pool],
+                                            timeout=CLEANUP_TIMEOUT)
+                    assert forced == [], f"termination left these behind: {forced}"
         finally:
-            for app, *_ in MIX[1:]:
+            # karpy never started: nothing was launched, only the objects to take back
+            for app, *_ in MIX:
                 with contextlib.suppress(errors.NotFound):
-                    await client.delete(kinds.DEPLOYMENT, app, namespace=namespace,
-                                        propagation_policy="Foreground")
-            forced = await clean_up(client, namespace, MIX[0][0], [pool],
-                                    timeout=CLEANUP_TIMEOUT)
-            assert forced == [], f"termination left these behind: {forced}"
+                    await client.delete(kinds.DEPLOYMENT, app, namespace=namespace)
+            with contextlib.suppress(errors.NotFound):
+                await client.delete(NODE_POOL, pool)
 
 
 async def _launched(client: Client, pool: str) -> list[Any]:
