@@ -66,12 +66,25 @@ echo "== mypy --strict"
 bash scripts/timed.sh "mypy --strict" mypy karpy providers/aws/karpy_aws providers/azure/karpy_azure
 echo "== import-linter"
 bash scripts/timed.sh import-linter lint-imports
-echo "== pytest"
 status=0
 # -rs: every skip is printed with its reason (tests/testrun/skips.py fails one without);
 # the pytest plugin tests/testrun/phases.py records the pure and the cluster tests' times.
-# -m "not soak": the long soaks run from scripts/chaos.sh (a -m of your own replaces it).
-pytest -p no:cacheprovider -rs -m "not soak" "$@" || status=$?
+# -m "not soak": the long soaks run from scripts/chaos.sh.
+if [ "$#" -eq 0 ]; then
+  # The pure tests are CPU-bound and independent: one pytest worker per core
+  # (pytest-xdist) runs them in about half the time. The cluster tests share one control
+  # plane and run after, in a run of their own, one at a time. PYTEST_ADDOPTS reaches
+  # both runs (e.g. --durations=60).
+  echo "== pytest: pure tests (one worker per core)"
+  pytest -p no:cacheprovider -rs -m "not soak and not cluster" -n auto || status=$?
+  echo "== pytest: cluster tests"
+  pytest -p no:cacheprovider -rs -m "not soak and cluster" || status=$?
+else
+  # Arguments of your own (paths, -k, a -m that replaces the one here): one run, in
+  # order, pure tests first.
+  echo "== pytest"
+  pytest -p no:cacheprovider -rs -m "not soak" "$@" || status=$?
+fi
 echo "== builds (control plane, nodeadm's validator, image)"
 if wait "$builds"; then
   tail -n 5 "$builds_log"

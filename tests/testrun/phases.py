@@ -3,7 +3,9 @@ cluster's start spent waiting for.
 
 Registered from tests/conftest.py. pytest runs the tests needing the local control plane
 after the pure ones (``controlplane.fixtures.pytest_collection_modifyitems``), so the run
-splits in two at the first cluster test. At the end of the run the split is printed in
+splits in two at the first cluster test; scripts/test.sh runs the two in runs of their
+own (the pure tests in parallel), and a run of the cluster tests alone reports what came
+before its first test as ``collecting``. At the end of the run the split is printed in
 the terminal summary and, when ``KARPY_PHASE_TIMES`` names a file, appended to it as
 ``name<TAB>seconds`` lines, which scripts/test.sh prints with its own phases in one
 table. The cluster's start is split as ``controlplane.fixtures`` records it: the wait
@@ -23,6 +25,7 @@ from controlplane.fixtures import STARTUP
 
 _STARTED = pytest.StashKey[float]()
 _FIRST_CLUSTER_TEST = pytest.StashKey[float]()
+_PURE_TESTS_RAN = pytest.StashKey[bool]()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -32,7 +35,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item) -> None:
     stash = item.config.stash
-    if _FIRST_CLUSTER_TEST not in stash and item.get_closest_marker("cluster") is not None:
+    if item.get_closest_marker("cluster") is None:
+        stash[_PURE_TESTS_RAN] = True
+    elif _FIRST_CLUSTER_TEST not in stash:
         stash[_FIRST_CLUSTER_TEST] = time.monotonic()
 
 
@@ -41,7 +46,11 @@ def phases(config: pytest.Config, now: float) -> list[tuple[str, float]]:
     tests, the cluster's start with the cluster tests (and shown on its own below)."""
     started = config.stash.get(_STARTED, now)
     boundary = config.stash.get(_FIRST_CLUSTER_TEST, now)
-    rows = [("pure tests", boundary - started)]
+    # A run of the cluster tests alone (scripts/test.sh runs the pure tests in a run of
+    # their own, in parallel) spends that time collecting, not on pure tests.
+    lead = ("pure tests" if config.stash.get(_PURE_TESTS_RAN, False)
+            or _FIRST_CLUSTER_TEST not in config.stash else "collecting")
+    rows = [(lead, boundary - started)]
     if _FIRST_CLUSTER_TEST in config.stash:
         rows.append(("cluster tests", now - boundary))
         rows += [(f"  {name}", seconds) for name, seconds in config.stash.get(STARTUP, {}).items()]

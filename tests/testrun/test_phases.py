@@ -55,3 +55,14 @@ def test_a_run_without_cluster_tests_has_one_phase(
     result = pytester.runpytest_inprocess(*INNER, "-m", "not cluster")
     result.assert_outcomes(passed=1, deselected=1)
     assert list(_rows(out)) == ["pure tests"]
+
+
+def test_a_run_of_the_cluster_tests_alone_reports_its_lead_in_as_collecting(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "times"
+    monkeypatch.setenv("KARPY_PHASE_TIMES", str(out))
+    pytester.makepyfile(test_inner_phases=TESTS)
+    result = pytester.runpytest_inprocess(*INNER, "-m", "cluster")
+    result.assert_outcomes(passed=1, deselected=1)
+    assert list(_rows(out)) == ["collecting", "cluster tests"]
