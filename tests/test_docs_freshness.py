@@ -181,3 +181,45 @@ def test_every_provider_setting_in_the_docs_is_a_setting(provider: str) -> None:
     keys = re.findall(r"^\| `([a-zA-Z]+)` \| `[A-Z][A-Z0-9_]+`", page, flags=re.M)
     assert len(keys) >= 5, "the settings table was not found"
     assert [key for key in keys if f'"{key}"' not in settings] == []
+
+
+def _method_classes() -> list[str]:
+    """The disruption methods the controller builds, in the order it tries them."""
+    import ast
+
+    tree = ast.parse((ROOT / "karpy/controllers/disruption/_controller.py").read_text())
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                and node.target.id == "methods" and isinstance(node.value, ast.List)):
+            return [call.func.id for call in node.value.elts
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)]
+    raise AssertionError("the disruption controller's method list was not found")
+
+
+@pytest.mark.parametrize("module", ["karpy.controllers.disruption",
+                                    "karpy.controllers.disruption._controller"])
+def test_the_disruption_docstrings_name_every_method_in_its_order(module: str) -> None:
+    methods = _method_classes()
+    assert "StaticDrift" in methods  # the parse found the list
+    doc = " ".join((importlib.import_module(module).__doc__ or "").split())
+    words = {"MultiNodeConsolidation": "multi-node", "SingleNodeConsolidation": "single-node"}
+    named = [words.get(m, m) for m in methods]
+    where = [doc.find(n) for n in named]
+    assert -1 not in where, f"{module}'s docstring does not name {named[where.index(-1)]}"
+    assert where == sorted(where), f"{module}'s docstring names the methods out of order"
+
+
+def test_no_docstring_calls_an_existing_command_future() -> None:
+    """A docstring that says ``karpy X`` is "not written yet" or "a future" command, once X
+    exists, tells the next reader something false."""
+    commands = set(_subcommands(build_parser()))
+    stale = []
+    for root in SOURCES:
+        for path in root.rglob("*.py"):
+            text = " ".join(path.read_text().split())
+            for match in re.finditer(r"(a future|not written yet|is meant to)", text):
+                near = text[max(0, match.start() - 120):match.end() + 120]
+                for command in re.findall(r"``karpy ([a-z-]+)", near):
+                    if command in commands:
+                        stale.append(f"{path.relative_to(ROOT)}: karpy {command}")
+    assert not stale, stale

@@ -2,17 +2,18 @@
 the way Karpenter v1 does (docs/disruption.md).
 
 * ``disruption`` (:class:`DisruptionController`) — every 10 s, the methods in
-  Karpenter's order (Emptiness, Drift, multi-node and single-node consolidation) look
+  Karpenter's order (Emptiness, StaticDrift, Drift, multi-node and single-node
+  consolidation) look
   for a command within the NodePools' disruption budgets; consolidation asks the
   scheduling simulator what-if questions (``_whatif``), and may also split one node
   into several cheaper ones, or replace N nodes by M < N cheaper ones (N into M);
-* ``disruption.queue`` (:class:`OrchestrationQueue`) — executes commands: taint,
-  launch replacements, wait until they are initialized, then delete the candidates
-  (termination drains them), or roll back.
+* ``disruption.queue`` (:class:`OrchestrationQueue`) — executes commands: taint and
+  mark the candidates, launch replacements, wait until they are initialized, then delete
+  the candidates (termination drains them), or roll back.
 
 Why a node is *not* disrupted comes from one place, :func:`node_blockers` /
-:func:`pod_blockers`: the DisruptionBlocked events read it, and a future
-``karpy explain node`` (issue 14) is meant to call the same functions.
+:func:`pod_blockers`: the DisruptionBlocked events read it, and so does ``karpy explain
+node`` (karpy/tools/explain).
 """
 
 from __future__ import annotations

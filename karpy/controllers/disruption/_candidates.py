@@ -9,8 +9,8 @@ it is not managed, not initialized, already going away, nominated for pending po
 annotated ``karpenter.sh/do-not-disrupt``, or one of its pods is protected by that
 annotation or by a PodDisruptionBudget, or has ResourceClaims (karpy's: the what-if
 solves do not carry allocated devices yet). The controller turns its first answer into a
-``DisruptionBlocked`` event, exactly as Karpenter words it; it returns all of them so
-that a ``karpy explain node`` command (not written yet) can show every one.
+``DisruptionBlocked`` event, exactly as Karpenter words it; it returns all of them, and
+``karpy explain node`` shows every one.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ templates, instance types, pending and moving pods). Emptiness and consolidation
 commands are validated after ``Settings.disruption_validation_delay``: re-built from
 fresh state, dropped if any candidate, budget or the simulation changed.
 
-Karpenter's StaticDrift method serves NodePools with ``replicas`` (static capacity),
-which karpy does not offer; there is nothing for it to do, so it is not in the list.
+StaticDrift (``_staticdrift``) serves static NodePools (``spec.replicas``): it replaces
+their drifted nodes one for one, as Karpenter's StaticDrift does.
 """
 
 from __future__ import annotations

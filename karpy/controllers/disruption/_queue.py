@@ -4,11 +4,11 @@ Starting a command (Karpenter's StartCommand):
 
 1. log "disrupting node(s)"; taint every candidate's Node ``karpenter.sh/disrupted:
    NoSchedule`` and set its NodeClaim's ``DisruptionReason`` condition;
-2. create the replacement NodeClaims through the provisioner (the one owner of
+2. mark the candidates for deletion in the cluster model, so no provisioning round
+   counts on their capacity (before any replacement exists, in Karpenter's order);
+3. create the replacement NodeClaims through the provisioner (the one owner of
    NodeClaim creation), nominating the candidates' pods to them and to the existing
-   nodes the simulation placed them on;
-3. mark the candidates for deletion in the cluster model, so no provisioning round
-   counts on their capacity.
+   nodes the simulation placed them on.
 
 Then, every second (``disruption.queue``), each command is looked at: while a
 replacement is not Initialized it waits (DisruptionLaunching /

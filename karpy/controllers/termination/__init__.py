@@ -14,7 +14,8 @@ finalizer) takes the machine down without losing anything a user created:
   (PodDisruptionBudgets respected; a refused eviction is retried after
   ``Settings.eviction_retry``), or deletes them when the grace period forces it.
 
-Only these controllers call ``CloudProvider.delete``.
+These controllers and NodeClaim garbage collection (``nodeclaim.garbagecollection``,
+for instances no NodeClaim carries) are the only callers of ``CloudProvider.delete``.
 """
 
 from __future__ import annotations
