@@ -40,6 +40,12 @@ HOMES = {
     "index_nodeclass_ref": "karpy/controllers/indexes.py",
     "index_nodepool_label": "karpy/controllers/indexes.py",
     "nodeclass_ref_key": "karpy/controllers/indexes.py",
+    # "this condition is True" on a raw object: the first entry of its type decides
+    "condition_is_true": "karpy/apis/conditions.py",
+    # what a running machine's offering costs (None when unknown: each caller says why)
+    "offering_price": "karpy/state/cost.py",
+    # CamelCase -> snake_case in metric labels (Karpenter's pretty.ToSnakeCase)
+    "to_snake_case": "karpy/apis/pretty.py",
     # --provider-setting KEY=VALUE
     "parse_provider_settings": "karpy/options.py",
     "add_provider_setting_argument": "karpy/options.py",
@@ -54,6 +60,16 @@ SIGNS = {
     },
     "fromisoformat(": {"karpy/runtime/_timestamps.py"},
     "provider_setting:": {"karpy/options.py"},
+    # a condition read for True by hand; the holders read more than that (the condition
+    # itself, its reason, its observedGeneration), and the runtime may not import apis
+    '.get("status") == "True"': {
+        "karpy/apis/conditions.py",
+        "karpy/controllers/termination/_eviction.py",
+        "karpy/controllers/capacitybuffer/_controller.py",
+        "karpy/controllers/metrics/_pod.py",
+        "karpy/controllers/nodeclaim/lifecycle/controller.py",
+        "karpy/runtime/_fakeclient.py",
+    },
     # the capacity type's value: karpy.apis.labels.CAPACITY_TYPE_ON_DEMAND
     '"on-demand"': {"karpy/apis/labels.py"},
 }

@@ -19,10 +19,10 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Final, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 from karpy.apis.core import Condition, ConditionStatus
 
@@ -258,3 +258,15 @@ class ConditionSet(Generic[C]):
             "UnhealthyDependents" if failed else "ReconcilingDependents",
             ", ".join(f"{c.type}={c.status}" for c in unhealthy),
         )
+
+
+def condition_is_true(obj: Mapping[str, Any] | None, type_: str) -> bool:
+    """Whether the raw object's ``status.conditions`` has ``type_`` with status "True".
+
+    The first entry of that type decides, as :meth:`ConditionSet.get` reads it (the API
+    keeps one per type: ``conditions`` is a list map keyed by ``type``).
+    """
+    for condition in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if condition.get("type") == type_:
+            return bool(condition.get("status") == "True")
+    return False

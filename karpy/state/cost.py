@@ -25,7 +25,27 @@ from karpy.scheduling import InstanceType
 from karpy.state.nodepool import NodePoolEntry
 from karpy.state.statenode import StateNode
 
-__all__ = ["MachineOffering", "PriceBook", "load_price_book", "machine_offering"]
+__all__ = ["MachineOffering", "PriceBook", "load_price_book", "machine_offering", "offering_price"]
+
+
+def offering_price(
+    instance_type: InstanceType, zone: str | None, capacity_type: str | None
+) -> float | None:
+    """What a machine of ``instance_type`` costs per hour in ``zone`` and ``capacity_type``:
+    the cheapest such offering's price, available or not (the machine runs already).
+    An empty or None zone or capacity type matches any. None when no offering matches or
+    none has a price (NaN): the caller says what an unknown price means to it."""
+    best: float | None = None
+    for offering in instance_type.offerings:
+        if zone and offering.zone != zone:
+            continue
+        if capacity_type and offering.capacity_type != capacity_type:
+            continue
+        if math.isnan(offering.price):
+            continue
+        if best is None or offering.price < best:
+            best = offering.price
+    return best
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,17 +96,7 @@ class PriceBook:
         instance_type = self._instance_type(offering.nodepool, offering.instance_type)
         if instance_type is None:
             return None
-        best: float | None = None
-        for candidate in instance_type.offerings:
-            if offering.zone and candidate.zone != offering.zone:
-                continue
-            if offering.capacity_type and candidate.capacity_type != offering.capacity_type:
-                continue
-            if math.isnan(candidate.price):
-                continue
-            if best is None or candidate.price < best:
-                best = candidate.price
-        return best
+        return offering_price(instance_type, offering.zone, offering.capacity_type)
 
     def machine_price(self, state: StateNode) -> float | None:
         """The hourly price of a machine of the cluster model (None: unmanaged or

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from karpy.apis import NodePool
+from karpy.apis.conditions import condition_is_true
 from karpy.runtime import Object
 
 __all__ = ["NodePoolEntry"]
-
-
-def _condition_true(obj: Mapping[str, Any], condition: str) -> bool:
-    for cond in (obj.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == condition:
-            return bool(cond.get("status") == "True")
-    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +52,7 @@ class NodePoolEntry:
     @property
     def ready(self) -> bool:
         """status.conditions Ready=True (its NodeClass is ready and it validated)."""
-        return _condition_true(self.raw, "Ready")
+        return condition_is_true(self.raw, "Ready")
 
     @property
     def deleting(self) -> bool:

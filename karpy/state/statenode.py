@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from karpy.apis.conditions import condition_is_true
 from karpy.apis.labels import LABEL_INITIALIZED, LABEL_NODEPOOL
 from karpy.runtime import Object
 from karpy.scheduling import ExistingNode, NodeTaint, Pod
@@ -24,15 +25,6 @@ __all__ = ["NodePods", "StateNode"]
 
 _EMPTY_LIST: Mapping[str, int] = MappingProxyType({})
 _EMPTY_LABELS: Mapping[str, str] = MappingProxyType({})
-
-
-def _condition_true(obj: Object | None, condition: str) -> bool:
-    if obj is None:
-        return False
-    for cond in (obj.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == condition:
-            return bool(cond.get("status") == "True")
-    return False
 
 
 #: Taint key prefixes of the taints Kubernetes (node conditions, cordoning, the cloud
@@ -285,13 +277,13 @@ class StateNode:
     @property
     def launched(self) -> bool:
         """The NodeClaim's instance exists (Launched=True), or there is a Node."""
-        return self.node is not None or _condition_true(self.nodeclaim, "Launched")
+        return self.node is not None or condition_is_true(self.nodeclaim, "Launched")
 
     @property
     def registered(self) -> bool:
         """The Node joined the cluster (for unmanaged nodes: the Node exists)."""
         if self.nodeclaim is not None:
-            return _condition_true(self.nodeclaim, "Registered")
+            return condition_is_true(self.nodeclaim, "Registered")
         return self.node is not None
 
     @property
@@ -299,7 +291,7 @@ class StateNode:
         """Ready for pods as karpy sees it: the NodeClaim is Initialized; an unmanaged
         node always is."""
         if self.nodeclaim is not None:
-            return _condition_true(self.nodeclaim, "Initialized")
+            return condition_is_true(self.nodeclaim, "Initialized")
         if self.node is not None:
             labels = self.node["metadata"].get("labels") or {}
             if LABEL_NODEPOOL in labels:

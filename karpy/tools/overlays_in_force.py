@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 
+from karpy.apis.conditions import condition_is_true
 from karpy.apis.v1alpha1.nodeoverlay import CONDITION_VALIDATION_SUCCEEDED
 from karpy.controllers.nodeoverlay import judge
 from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
@@ -29,11 +30,7 @@ log = logging.getLogger(__name__)
 
 def in_force(overlay: Object) -> bool:
     """Whether the nodeoverlay controller put ``overlay`` in force."""
-    conditions = (overlay.get("status") or {}).get("conditions") or []
-    return any(
-        c.get("type") == CONDITION_VALIDATION_SUCCEEDED and c.get("status") == "True"
-        for c in conditions
-    )
+    return condition_is_true(overlay, CONDITION_VALIDATION_SUCCEEDED)
 
 
 class InForceOverlays:

@@ -27,6 +27,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from karpy.apis.conditions import condition_is_true
 from karpy.runtime import parse_time
 from karpy.scheduling import resources as res
 from karpy.state import Cluster, StateNode
@@ -121,13 +122,6 @@ def _created(obj: Mapping[str, Any] | None) -> datetime | None:
         return None
 
 
-def _node_ready(node: Mapping[str, Any]) -> bool:
-    for cond in (node.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
-
-
 def _status(state: StateNode) -> str:
     if state.marked_for_deletion:
         return DELETING
@@ -142,7 +136,7 @@ def _status(state: StateNode) -> str:
     if node is not None:
         if not state.schedulable:
             return CORDONED
-        if not _node_ready(node):
+        if not condition_is_true(node, "Ready"):
             return NOT_READY
     return READY
 

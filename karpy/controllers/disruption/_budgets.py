@@ -9,11 +9,11 @@ never below zero (Karpenter's BuildDisruptionBudgetMapping).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
+from karpy.apis.conditions import condition_is_true
 from karpy.apis.v1 import CONDITION_INSTANCE_TERMINATING
 from karpy.apis.v1.nodepool import UNLIMITED, DisruptionReason
 from karpy.state import NodePoolEntry
@@ -32,20 +32,6 @@ class BudgetCount:
     """Of those, the ones not Ready or already marked for deletion."""
 
 
-def _ready(node: Mapping[str, Any] | None) -> bool:
-    for cond in ((node or {}).get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
-
-
-def _condition_true(obj: Mapping[str, Any] | None, condition: str) -> bool:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
-        if cond.get("type") == condition:
-            return bool(cond.get("status") == "True")
-    return False
-
-
 def count_nodes(
     states: Iterable[StateNode], reason: DisruptionReason | None = None
 ) -> dict[str, BudgetCount]:
@@ -59,11 +45,11 @@ def count_nodes(
     for state in states:
         if not state.managed or not state.initialized or not state.nodepool:
             continue
-        if _condition_true(state.nodeclaim, CONDITION_INSTANCE_TERMINATING):
+        if condition_is_true(state.nodeclaim, CONDITION_INSTANCE_TERMINATING):
             continue
         count = counts.setdefault(state.nodepool, BudgetCount())
         count.nodes += 1
-        not_ready = not _ready(state.node) and reason != "Unhealthy"
+        not_ready = not condition_is_true(state.node, "Ready") and reason != "Unhealthy"
         if not_ready or state.marked_for_deletion:
             count.disrupting += 1
     return counts

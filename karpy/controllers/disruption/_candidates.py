@@ -16,13 +16,13 @@ solves do not carry allocated devices yet). The controller turns its first answe
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal
 
 from karpy.apis.annotations import ANNOTATION_DO_NOT_DISRUPT
+from karpy.apis.conditions import condition_is_true
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_ZONE
 from karpy.apis.pods import has_dra_requirements, is_active
 from karpy.apis.v1 import CONDITION_CONSOLIDATABLE
@@ -31,8 +31,9 @@ from karpy.controllers.disruption._pdb import PdbLimits
 # Termination and disruption must agree on which pods an eviction concerns: one copy.
 from karpy.controllers.termination._pods import do_not_disrupt_active, is_evictable
 from karpy.runtime import Object
-from karpy.scheduling import InstanceType, Pod, Requirements
+from karpy.scheduling import InstanceType, Pod
 from karpy.state import NodePoolEntry
+from karpy.state.cost import offering_price
 from karpy.state.pods import is_reschedulable
 from karpy.state.statenode import StateNode
 
@@ -187,7 +188,7 @@ class Candidate:
 
     def consolidatable(self) -> bool:
         """The NodeClaim's ``Consolidatable`` condition is True (consolidateAfter passed)."""
-        return _condition_true(self.nodeclaim, CONDITION_CONSOLIDATABLE)
+        return condition_is_true(self.nodeclaim, CONDITION_CONSOLIDATABLE)
 
     def condition_time(self, condition: str) -> str:
         """The lastTransitionTime of a condition ("" when absent): drift goes oldest first."""
@@ -195,13 +196,6 @@ class Candidate:
             if cond.get("type") == condition:
                 return str(cond.get("lastTransitionTime") or "")
         return ""
-
-
-def _condition_true(obj: Mapping[str, Any] | None, condition: str) -> bool:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
-        if cond.get("type") == condition:
-            return bool(cond.get("status") == "True")
-    return False
 
 
 _REPAIR_IGNORES: Final = frozenset({
@@ -352,13 +346,8 @@ def _key(pod: Mapping[str, Any]) -> str:
 
 
 def _price(instance_type: InstanceType | None, zone: str, capacity_type: str) -> float:
-    """What the machine costs now: its offering's price (0 when unknown, as Karpenter)."""
-    if instance_type is None:
-        return 0.0
-    labels = {LABEL_ZONE: zone, LABEL_CAPACITY_TYPE: capacity_type}
-    wanted = Requirements.from_labels({k: v for k, v in labels.items() if v})
-    best: float | None = None
-    for offering in instance_type.offerings:
-        if wanted.overlaps(offering.requirements) and (best is None or offering.price < best):
-            best = offering.price
-    return 0.0 if best is None or math.isnan(best) else best
+    """What the machine costs now: its offering's price (:func:`offering_price`).
+    Unknown counts as 0 here: consolidation sums and compares the candidates' prices,
+    and removing a machine nobody can price saves nothing that can be counted."""
+    price = offering_price(instance_type, zone, capacity_type) if instance_type else None
+    return 0.0 if price is None else price

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from karpy.apis.conditions import condition_is_true
 from karpy.apis.v1 import CONDITION_DRIFTED
 from karpy.apis.v1.nodepool import DisruptionReason
 from karpy.controllers.disruption._candidates import EVENTUAL, Candidate
@@ -32,10 +33,7 @@ class Drift:
         """The NodeClaim is Drifted (a static NodePool's node is StaticDrift's)."""
         if candidate.static:
             return False
-        for cond in (candidate.nodeclaim.get("status") or {}).get("conditions") or ():
-            if cond.get("type") == CONDITION_DRIFTED:
-                return bool(cond.get("status") == "True")
-        return False
+        return condition_is_true(candidate.nodeclaim, CONDITION_DRIFTED)
 
     async def compute(self, context: Context) -> Sequence[Command]:
         """Replace the longest-drifted candidate the budgets and the cluster allow."""

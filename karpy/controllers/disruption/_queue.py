@@ -31,7 +31,9 @@ from datetime import timedelta
 from typing import Any
 
 from karpy.apis.annotations import ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
+from karpy.apis.conditions import condition_is_true
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
+from karpy.apis.pretty import to_snake_case
 from karpy.apis.v1 import CONDITION_INITIALIZED
 from karpy.controllers.disruption._command import Command
 from karpy.controllers.disruption._events import DisruptionEvents
@@ -43,23 +45,13 @@ from karpy.runtime import Client, Clock, Kind, Result, errors, format_time, pars
 from karpy.runtime.kinds import NODE
 from karpy.state import NODE_CLAIM, Cluster
 
-__all__ = ["OrchestrationQueue", "snake"]
+__all__ = ["OrchestrationQueue"]
 
 log = logging.getLogger("controller")
 
 _POLL = 1.0
 _RETRY_SCALE = 0.08  # Karpenter: 80 ms more patience per command in flight
 _MAX_RETRY = 3600.0
-
-
-def snake(reason: str) -> str:
-    """``Underutilized`` -> ``underutilized`` (Karpenter's metric label form)."""
-    out = []
-    for i, ch in enumerate(reason):
-        if ch.isupper() and i:
-            out.append("_")
-        out.append(ch.lower())
-    return "".join(out)
 
 
 class CommandFailedError(Exception):
@@ -225,7 +217,7 @@ class OrchestrationQueue:
             if claim["metadata"].get("deletionTimestamp"):
                 raise CommandFailedError(f"replacement is being deleted (NodeClaim={name})")
             self._events.launching(claim, command.reason)
-            if not _condition_true(claim, CONDITION_INITIALIZED):
+            if not condition_is_true(claim, CONDITION_INITIALIZED):
                 self._events.waiting_readiness(claim)
                 waiting.append(name)
                 continue
@@ -252,7 +244,7 @@ class OrchestrationQueue:
                 continue
             self._events.terminating(c.node, c.nodeclaim, command.reason)
             labels = {
-                "reason": snake(command.reason),
+                "reason": command.reason.lower(),
                 "nodepool": str((c.nodeclaim["metadata"].get("labels") or {}).get(
                     LABEL_NODEPOOL, c.nodepool)),
                 "capacity_type": c.state.labels.get(LABEL_CAPACITY_TYPE, ""),
@@ -262,7 +254,7 @@ class OrchestrationQueue:
             condition = command.repaired_conditions.get(name)
             if condition is not None:
                 self._metrics.nodeclaims_unhealthy_disrupted.add(1, {
-                    "condition": snake(condition), "nodepool": labels["nodepool"],
+                    "condition": to_snake_case(condition), "nodepool": labels["nodepool"],
                     "capacity_type": labels["capacity_type"],
                     "image_id": str((c.nodeclaim.get("status") or {}).get("imageID") or ""),
                 })  # fmt: skip
@@ -287,7 +279,7 @@ class OrchestrationQueue:
         failed = [n for n in command.replacement_names if n not in command.initialized]
         self._metrics.disruption_queue_failures.add(
             max(len(failed), 1),
-            {"decision": str(command.decision), "reason": snake(command.reason),
+            {"decision": str(command.decision), "reason": command.reason.lower(),
              "consolidation_type": command.consolidation_type},
         )
         await self._unmark(command)
@@ -305,8 +297,3 @@ class OrchestrationQueue:
         for c in command.candidates:
             if self._commands.get(c.provider_id) is command:
                 del self._commands[c.provider_id]
-
-
-def _condition_true(obj: Mapping[str, Any], condition: str) -> bool:
-    conditions = (obj.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == condition and c.get("status") == "True" for c in conditions)

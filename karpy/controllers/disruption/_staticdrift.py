@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from karpy.apis.conditions import condition_is_true
 from karpy.apis.v1 import CONDITION_DRIFTED
 from karpy.apis.v1.nodepool import DisruptionReason
 from karpy.controllers.disruption._candidates import EVENTUAL, Candidate
@@ -37,10 +38,7 @@ class StaticDrift:
         """A static NodePool's NodeClaim that is Drifted."""
         if not candidate.static:
             return False
-        for cond in (candidate.nodeclaim.get("status") or {}).get("conditions") or ():
-            if cond.get("type") == CONDITION_DRIFTED:
-                return bool(cond.get("status") == "True")
-        return False
+        return condition_is_true(candidate.nodeclaim, CONDITION_DRIFTED)
 
     async def compute(self, context: Context) -> Sequence[Command]:
         """A replace command per drifted node the budgets and the node limit allow."""

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from karpy.apis import NodeClaim
+from karpy.apis.conditions import condition_is_true
 from karpy.apis.v1 import CONDITION_CONSISTENT_STATE_FOUND, CONDITION_INITIALIZED
 from karpy.cloudprovider import CloudProvider
 from karpy.controllers.nodeclaim._managed import is_managed_object
@@ -46,18 +47,11 @@ SCAN_PERIOD: Final = 600.0
 _MIN_FRACTION: Final = 0.90
 
 
-def _conditions_true(obj: Mapping[str, Any], type_: str) -> bool:
-    return any(
-        c.get("type") == type_ and c.get("status") == "True"
-        for c in (obj.get("status") or {}).get("conditions") or ()
-    )
-
-
 def node_shape_issues(nodeclaim: Mapping[str, Any], node: Mapping[str, Any]) -> list[str]:
     """Karpenter's NodeShape check: one message per requested resource the Node has less
     than 90 % of (none for a deleting or not yet Initialized NodeClaim)."""
     meta = nodeclaim.get("metadata") or {}
-    if meta.get("deletionTimestamp") or not _conditions_true(nodeclaim, CONDITION_INITIALIZED):
+    if meta.get("deletionTimestamp") or not condition_is_true(nodeclaim, CONDITION_INITIALIZED):
         return []
     requests = ((nodeclaim.get("spec") or {}).get("resources") or {}).get("requests") or {}
     expected_all = (nodeclaim.get("status") or {}).get("capacity") or {}

@@ -37,13 +37,13 @@ from collections.abc import Awaitable, Iterable, Sequence
 from datetime import datetime
 
 from karpy.apis import NodeClaim
+from karpy.apis.conditions import condition_is_true
 from karpy.apis.v1.nodeclaim import CONDITION_REGISTERED
 from karpy.cloudprovider import CloudProvider, NodeClaimNotFoundError
 from karpy.controllers.indexes import Index, nodes_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim._managed import is_managed_object
 from karpy.controllers.nodeclaim.lifecycle._base import disrupted_labels, log
-from karpy.controllers.nodeclaim.lifecycle.initialization import node_ready
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, Object, Result, errors, logging_context
 from karpy.runtime.kinds import NODE
@@ -173,7 +173,7 @@ class GarbageCollector:
         else:
             return  # listed late, but there: not gone
         nodes = nodes_for_provider_id(self._index, provider_id)
-        if any(node_ready(n) for n in nodes):
+        if any(condition_is_true(n, "Ready") for n in nodes):
             # The cloud says gone, yet a kubelet reports Ready: trust the kubelet.
             return
         try:
@@ -207,10 +207,7 @@ def _vanished(obj: Object, listed: set[str | None]) -> bool:
         not obj["metadata"].get("deletionTimestamp")
         and bool(provider_id)
         and provider_id not in listed
-        and any(
-            c.get("type") == CONDITION_REGISTERED and c.get("status") == "True"
-            for c in (obj.get("status") or {}).get("conditions") or ()
-        )
+        and condition_is_true(obj, CONDITION_REGISTERED)
     )
 
 

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
 
 from karpy.apis.annotations import ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
+from karpy.apis.pretty import to_snake_case
 from karpy.cloudprovider import CloudProvider, RepairPolicy
 from karpy.controllers.indexes import Index, nodeclaims_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
@@ -122,10 +122,6 @@ def unhealthy_condition(
 def allowed_unhealthy(total: int) -> int:
     """How many of ``total`` nodes may be unhealthy (20 %, rounded up)."""
     return math.ceil(total * ALLOWED_UNHEALTHY_PERCENT / 100)
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
 class NodeHealth:
@@ -240,7 +236,7 @@ class NodeHealth:
         self._metrics.pods_disruption_initiated.add(
             await reschedulable_pods(self._client, node["metadata"]["name"]), labels)
         self._metrics.nodeclaims_unhealthy_disrupted.add(1, {
-            "condition": _snake(str(condition.get("type") or "")),
+            "condition": to_snake_case(str(condition.get("type") or "")),
             "nodepool": pool,
             "capacity_type": capacity_type,
             "image_id": str((nodeclaim.get("status") or {}).get("imageID") or ""),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 
+from karpy.apis.conditions import condition_is_true
 from karpy.apis.taints import has_disrupted_taint
 from karpy.controllers.provisioning.provisioner import Provisioner
 from karpy.runtime import FuncHandler, Informer, Object
@@ -57,9 +58,10 @@ class ProvisionerTrigger:
 
     def on_nodepool(self, old: Object | None, new: Object) -> None:
         """A NodePool changed: trigger if it became Ready or its spec changed."""
-        if not _ready(new):
+        if not condition_is_true(new, "Ready"):
             return
-        if old is None or not _ready(old) or _generation(old) != _generation(new):
+        if (old is None or not condition_is_true(old, "Ready")
+                or _generation(old) != _generation(new)):
             self._provisioner.trigger(f"nodepool/{new['metadata'].get('uid')}/{_generation(new)}")
 
     async def run(self) -> None:
@@ -79,13 +81,6 @@ class ProvisionerTrigger:
             self._pods.remove_handler(pods)
             self._nodes.remove_handler(nodes)
             self._nodepools.remove_handler(nodepools)
-
-
-def _ready(nodepool: Object) -> bool:
-    for condition in (nodepool.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "Ready":
-            return bool(condition.get("status") == "True")
-    return False
 
 
 def _generation(obj: Object) -> int:

@@ -26,6 +26,7 @@ from karpy.apis.annotations import (
     ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP,
     FINALIZER_TERMINATION,
 )
+from karpy.apis.conditions import condition_is_true
 from karpy.apis.labels import LABEL_NODEPOOL, LABEL_ZONE
 from karpy.apis.v1 import (
     CONDITION_DRAINED,
@@ -56,7 +57,7 @@ from karpy.runtime import (
 )
 from karpy.state.kinds import NODE_CLAIM
 
-__all__ = ["MIN_DRAIN_TIME", "NodeTermination", "is_node_ready", "node_termination_time"]
+__all__ = ["MIN_DRAIN_TIME", "NodeTermination", "node_termination_time"]
 
 log = logging.getLogger("controller")
 
@@ -65,14 +66,6 @@ log = logging.getLogger("controller")
 MIN_DRAIN_TIME: Final = timedelta(seconds=5)
 _DRAIN_POLL: Final = 1.0
 _INSTANCE_POLL: Final = 5.0
-
-
-def is_node_ready(node: Mapping[str, Any]) -> bool:
-    """Whether the Node's Ready condition is True."""
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (node.get("status") or {}).get("conditions") or ()
-    )
 
 
 def node_termination_time(nodeclaim: Mapping[str, Any] | None) -> datetime | None:
@@ -151,7 +144,7 @@ class NodeTermination:
                 # conditions written below must be based on.
                 if deleted is not None and deleted.get("kind") == "NodeClaim":
                     nodeclaim = deleted
-        if not is_node_ready(node):
+        if not condition_is_true(node, "Ready"):
             # A NotReady node whose instance is gone has no kubelet left to drain.
             try:
                 await self._provider.get((node.get("spec") or {}).get("providerID") or "")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from karpy.apis.conditions import condition_is_true
 from karpy.apis.duration import parse_nillable_duration
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from karpy.apis.v1 import CONDITION_CONSOLIDATABLE, CONDITION_DRIFTED
@@ -288,18 +289,11 @@ def _expiration(state: StateNode, now: datetime) -> dict[str, Any]:
     assert born is not None  # created is not empty
     expires = born + after
     left = expires - now
-    drifted = _condition(claim, CONDITION_DRIFTED)
+    drifted = condition_is_true(claim, CONDITION_DRIFTED)
     text = (f"expires at {expires.isoformat()} (in {_short(left)})" if left > timedelta(0)
             else f"expired at {expires.isoformat()}: the expiration controller deletes it")
     return {"expireAfter": raw, "expiresAt": expires.isoformat(), "description": text,
             "drifted": drifted}
-
-
-def _condition(obj: Mapping[str, Any], kind: str) -> bool:
-    for cond in (obj.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == kind:
-            return bool(cond.get("status") == "True")
-    return False
 
 
 def _short(delta: timedelta) -> str:

@@ -48,6 +48,7 @@ from karpy.runtime import Cache, Clock, KubeClient, Manager, Object, Request, Sy
 from karpy.runtime.kinds import Kind
 from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
 from karpy.state import NODE_POOL, Cluster, OverlayStore
+from karpy.state.cost import offering_price
 from karpy.state.kinds import NODE_OVERLAY
 from karpy.state.statenode import StateNode
 from karpy.tools.view._landing import land
@@ -179,11 +180,8 @@ class ClusterView:
         instance_type = types.get(name)
         if instance_type is None:
             return None
-        zone, capacity = labels.get(LABEL_ZONE), labels.get(LABEL_CAPACITY_TYPE)
-        prices = [o.price for o in instance_type.offerings
-                  if (zone is None or o.zone == zone)
-                  and (capacity is None or o.capacity_type == capacity)]
-        return min(prices, default=None)
+        return offering_price(instance_type, labels.get(LABEL_ZONE),
+                              labels.get(LABEL_CAPACITY_TYPE))
 
     def pending_pods(self) -> list[Pod]:
         """The pods the provisioner would provision for (provisionable, not nominated,

@@ -32,6 +32,7 @@ from typing import Any
 
 from karpy.apis import NodeClaim
 from karpy.apis.annotations import FINALIZER_TERMINATION
+from karpy.apis.conditions import condition_is_true
 from karpy.apis.v1.nodeclaim import (
     CONDITION_INITIALIZED,
     CONDITION_LAUNCHED,
@@ -132,7 +133,7 @@ class LifecycleController:
         return [
             Request("", nc["metadata"]["name"])
             for nc in nodeclaims_for_provider_id(self._index, provider_id)
-            if not _condition_true(nc, CONDITION_INITIALIZED)
+            if not condition_is_true(nc, CONDITION_INITIALIZED)
         ]
 
     # -- reconcile -----------------------------------------------------------------------
@@ -261,11 +262,6 @@ def settled(obj: Object) -> bool:
         c.get("status") == "True" and c.get("observedGeneration") == generation
         for c in found.values()
     )
-
-
-def _condition_true(obj: Object, type_: str) -> bool:
-    conditions = (obj.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == type_ and c.get("status") == "True" for c in conditions)
 
 
 def _combine(outcomes: Sequence[Outcome]) -> Result:

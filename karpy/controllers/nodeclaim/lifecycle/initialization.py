@@ -10,11 +10,12 @@ plugin registers). The Node is labelled ``karpenter.sh/initialized=true``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from karpy.apis import NodeClaim
 from karpy.apis.annotations import ANNOTATION_REQUESTED_DRA_DRIVERS
+from karpy.apis.conditions import condition_is_true
 from karpy.apis.labels import LABEL_INITIALIZED, LABEL_NODEPOOL
 from karpy.apis.taints import UNREGISTERED_NO_EXECUTE_TAINT
 from karpy.apis.v1.nodeclaim import CONDITION_INITIALIZED, CONDITION_REGISTERED
@@ -32,7 +33,6 @@ __all__ = [
     "Initialization",
     "ephemeral_taint",
     "format_taint",
-    "node_ready",
     "startup_taint",
     "unregistered_resource",
 ]
@@ -94,12 +94,6 @@ def unregistered_resource(node: Mapping[str, Any], nodeclaim: NodeClaim) -> str 
         if parse_quantity(allocatable.get(name, 0)) == 0:
             return name
     return None
-
-
-def node_ready(node: Mapping[str, Any]) -> bool:
-    """Whether the Node's Ready condition is True."""
-    conditions_: Iterable[Mapping[str, Any]] = (node.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions_)
 
 
 class Initialization:
@@ -180,7 +174,7 @@ class Initialization:
 
 def _waiting_for(node: Mapping[str, Any], nodeclaim: NodeClaim) -> tuple[str, str] | None:
     """(reason, message) of what the Node still lacks, or None when it is initialized."""
-    if not node_ready(node):
+    if not condition_is_true(node, "Ready"):
         return "NodeNotReady", "Node status is NotReady"
     taint = startup_taint(node, nodeclaim)
     if taint is not None:
