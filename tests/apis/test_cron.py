@@ -93,7 +93,7 @@ def test_a_schedule_karpenter_refuses_blocks_disruption() -> None:
     st.sampled_from(["*", "?", "-", "/", ",", "1", "59", "mon", "\u0130", " ", "\t", "@",
                      "every", "9" * 25]), max_size=20).map("".join))  # fmt: skip
 def test_any_text_is_parsed_or_refused_quickly(text: str) -> None:
-    started = time.process_time()
+    started = time.thread_time()
     try:
         schedule = parse_cron(text)
     except CronError as err:
@@ -101,13 +101,13 @@ def test_any_text_is_parsed_or_refused_quickly(text: str) -> None:
     else:
         for start in STARTS:
             schedule.next_after(start)
-    assert time.process_time() - started < 0.1
+    assert time.thread_time() - started < 0.1
 
 
 @pytest.mark.parametrize("schedule", [", * * * *", "* , * * *", "* * , , *", "0 0 30 2 *"])
 def test_a_schedule_that_never_fires_is_answered_at_once(schedule: str) -> None:
     # robfig walks five years before giving up; here that must not cost seconds of CPU
     # in every disruption pass.
-    started = time.process_time()
+    started = time.thread_time()
     assert parse_cron(schedule).next_after(STARTS[0]) is None
-    assert time.process_time() - started < 0.1
+    assert time.thread_time() - started < 0.1

@@ -28,11 +28,11 @@ FAST = 0.1  # seconds of CPU per input (the issue's bound for input under 10 KB)
 
 
 def _timed(fn: Callable[[], Any]) -> Any:
-    started = time.process_time()
+    started = time.thread_time()
     try:
         return fn()
     finally:
-        assert time.process_time() - started < FAST
+        assert time.thread_time() - started < FAST
 
 
 # -- Go's integers -------------------------------------------------------------------

@@ -51,9 +51,9 @@ def test_a_malformed_sku_is_dropped_and_logged_and_the_rest_kept(
     logger = logging.getLogger("karpy.cloudprovider.azure")
     logger.addHandler(handler)
     try:
-        started = time.process_time()
+        started = time.thread_time()
         names = {s.name for s in parse_skus(listing, LOCATION)}
-        assert time.process_time() - started < 0.1
+        assert time.thread_time() - started < 0.1
     finally:
         logger.removeHandler(handler)
     assert GOOD - {victim} <= names  # every other SKU is still there
