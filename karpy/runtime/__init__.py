@@ -28,7 +28,7 @@ kinds), :mod:`~karpy.runtime.ratelimit` (work-queue rate limiters, backoff),
 
 from . import errors, kinds
 from ._cache import Cache, InformerOptions
-from ._client import KubeClient, ObjectList, PatchType, Reader, WatchEvent
+from ._client import KubeClient, ObjectList, PatchType, Reader, ServerVersion, WatchEvent
 from ._clock import Clock, SystemClock
 from ._controller import Controller, singleton_controller
 from ._events import EventRecorder
@@ -47,7 +47,7 @@ from ._predicates import (
     Predicate,
     predicate_from,
 )
-from ._protocol import Client, ListerWatcher, ManagerClient
+from ._protocol import Client, ListerWatcher, ManagerClient, ReportsServerVersion
 from ._reconcile import Reconciler, Request, Result, SingletonReconciler
 from ._run import run
 from ._sources import InformerSource, MapFunc, Source, enqueue_object, enqueue_owner
@@ -83,9 +83,11 @@ __all__ = [
     "Predicate",
     "Reader",
     "Reconciler",
+    "ReportsServerVersion",
     "Request",
     "Result",
     "Runnable",
+    "ServerVersion",
     "SingletonReconciler",
     "Source",
     "SystemClock",

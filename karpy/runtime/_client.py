@@ -254,6 +254,24 @@ def _namespace_of(kind: Kind, obj: Mapping[str, Any], namespace: str | None) -> 
     return str(ns)
 
 
+@dataclass(frozen=True, slots=True)
+class ServerVersion:
+    """What an API server's ``/version`` says (client-go's ``version.Info``, in part)."""
+
+    major: str
+    """``"1"``."""
+    minor: str
+    """``"31"``; a provider's build may append to it (``"31+"`` on EKS)."""
+    git_version: str
+    """``"v1.31.2"``, perhaps with a build suffix (``"v1.31.2-eks-7f9249a"``)."""
+
+    @property
+    def major_minor(self) -> str:
+        """``"1.31"``: the digits of major and minor, as the node images are named."""
+        minor = "".join(ch for ch in self.minor if ch.isdigit())
+        return f"{self.major}.{minor}"
+
+
 class KubeClient:
     """An async Kubernetes client for any :class:`Kind`, with a timeout on every request:
     the implementation of the :class:`~karpy.runtime.Client` protocol that talks to an
@@ -425,6 +443,15 @@ class KubeClient:
         (before or after), in ``metrics`` (client-go's request metrics; the manager
         calls this with its registry's). None stops counting."""
         self._observer.metrics = metrics
+
+    async def server_version(self) -> ServerVersion:
+        """The API server's ``/version`` (client-go's ``discovery.ServerVersion``), with
+        this client's retries, token bucket and request metrics."""
+        data = await self._call("GET", "/version")
+        info = data if isinstance(data, Mapping) else {}
+        return ServerVersion(major=str(info.get("major") or ""),
+                             minor=str(info.get("minor") or ""),
+                             git_version=str(info.get("gitVersion") or ""))
 
     @property
     def api_client(self) -> k8s_client.ApiClient:

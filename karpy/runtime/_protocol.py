@@ -33,7 +33,15 @@ import warnings
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ._client import KubeClient, ObjectList, PatchType, Reader, Selector, WatchEvent
+from ._client import (
+    KubeClient,
+    ObjectList,
+    PatchType,
+    Reader,
+    Selector,
+    ServerVersion,
+    WatchEvent,
+)
 from ._fence import WriteGate
 from ._objects import Object
 from .kinds import Kind
@@ -250,6 +258,18 @@ class ListerWatcher(Protocol):
 
 
 @runtime_checkable
+@runtime_checkable
+class ReportsServerVersion(Protocol):
+    """A client that can say the API server's version (client-go's discovery
+    ``ServerVersion``): :class:`KubeClient` reads ``/version``; an embedder's client may
+    answer it its own way. Providers that pick node images by the cluster's Kubernetes
+    version ask this, not for a concrete client."""
+
+    async def server_version(self) -> ServerVersion:
+        """The API server's version."""
+        ...
+
+
 class ManagerClient(Client, ListerWatcher, Protocol):
     """What a :class:`~karpy.runtime.Manager` asks of its client: the verbs, the list and
     watch its cache's informers make, and the two views of itself it hands the
@@ -269,5 +289,7 @@ class ManagerClient(Client, ListerWatcher, Protocol):
 
 if TYPE_CHECKING:  # mypy proves the real client implements the protocols
 
-    def _conforms(client: KubeClient) -> tuple[Client, ListerWatcher, ManagerClient]:
-        return client, client, client
+    def _conforms(
+        client: KubeClient,
+    ) -> tuple[Client, ListerWatcher, ManagerClient, ReportsServerVersion]:
+        return client, client, client, client

@@ -19,7 +19,7 @@ import logging
 from typing import Any, Final, Protocol
 
 from karpy.cloudprovider import NODE_CLAIM
-from karpy.runtime import Client, EventRecorder, KubeClient, Request, Result, thaw
+from karpy.runtime import Client, EventRecorder, ReportsServerVersion, Request, Result, thaw
 from karpy.runtime import errors as kerrors
 from karpy_aws._clients import AWSAccess, AWSClients
 from karpy_aws._cluster import ClusterDiscovery
@@ -43,13 +43,9 @@ log = logging.getLogger("karpy.aws.nodeclass")
 REFRESH_INTERVAL: Final = 60.0
 
 
-async def kubernetes_minor_version(client: KubeClient) -> str:
+async def kubernetes_minor_version(client: ReportsServerVersion) -> str:
     """The API server's ``major.minor`` (e.g. ``1.31``), which picks the EKS AMIs."""
-    from kubernetes_asyncio.client import VersionApi
-
-    info = await VersionApi(client.api_client).get_code()
-    minor = "".join(ch for ch in str(info.minor) if ch.isdigit())
-    return f"{info.major}.{minor}"
+    return (await client.server_version()).major_minor
 
 
 async def eks_minor_version(clients: AWSClients, cluster_name: str) -> str:
@@ -123,12 +119,12 @@ class NodeClassStatusController:
                 self._k8s_version = await eks_minor_version(
                     self._provider.clients, self._provider.settings.cluster_name
                 )
-            elif isinstance(self._client, KubeClient):
+            elif isinstance(self._client, ReportsServerVersion):
                 self._k8s_version = await kubernetes_minor_version(self._client)
-            else:  # a test double: it has no /version to read
+            else:  # a client that cannot say the server's version (a test double)
                 raise TypeError(
-                    f"{type(self._client).__name__} cannot read the API server's version: "
-                    "pass k8s_version="
+                    f"{type(self._client).__name__} cannot read the API server's version "
+                    "(it has no server_version()): pass k8s_version="
                 )
         return self._k8s_version
 

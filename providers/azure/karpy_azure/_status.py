@@ -28,7 +28,15 @@ from azure.core.exceptions import HttpResponseError
 
 from karpy.apis.core import NodeSelectorRequirement
 from karpy.apis.labels import LABEL_ARCH
-from karpy.runtime import GENERATION_CHANGED, Client, KubeClient, Manager, Request, Result, thaw
+from karpy.runtime import (
+    GENERATION_CHANGED,
+    Client,
+    Manager,
+    ReportsServerVersion,
+    Request,
+    Result,
+    thaw,
+)
 from karpy.runtime import errors as api_errors
 from karpy_azure._arm import ArmAccess, error_code, is_not_found
 from karpy_azure._images import (
@@ -218,19 +226,18 @@ async def resolve_status(
 
 
 def api_server_version(client: Client) -> KubernetesVersion:
-    """Read the Kubernetes version (``1.31.2``) from the API server's ``/version``; only
-    a :class:`KubeClient` has a connection to ask (a ``TypeError`` names any other)."""
+    """Read the Kubernetes version (``1.31.2``) from the API server's ``/version``, through
+    a client that can say it (:class:`~karpy.runtime.ReportsServerVersion`; a
+    ``TypeError`` names any other)."""
 
     async def read() -> str:
-        from kubernetes_asyncio.client import VersionApi
-
-        if not isinstance(client, KubeClient):
+        if not isinstance(client, ReportsServerVersion):
             raise TypeError(
-                f"reading the API server's /version needs a KubeClient, not "
-                f"{type(client).__name__}"
+                f"reading the API server's /version needs a client with server_version(), "
+                f"not {type(client).__name__}"
             )
-        info = await VersionApi(client.api_client).get_code()
-        return str(info.git_version).lstrip("v").split("-")[0].split("+")[0]
+        info = await client.server_version()
+        return info.git_version.lstrip("v").split("-")[0].split("+")[0]
 
     return read
 
