@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from aiohttp import web
+from aiohttp_serving import serving
 from kubernetes_asyncio import client as k8s_client
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -74,14 +75,9 @@ async def server() -> AsyncIterator[Server]:
     app = web.Application()
     app.router.add_route("*", "/api/v1/namespaces", handle)
     app.router.add_route("*", "/api/v1/namespaces/{name}", handle)
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    state.url = f"http://127.0.0.1:{port}"
-    yield state
-    await runner.cleanup()
+    async with serving(app) as url:
+        state.url = url
+        yield state
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from typing import Any
 import aiohttp.client
 import pytest
 from aiohttp import web
+from aiohttp_serving import serving
 from kubernetes_asyncio import client as k8s_client
 
 from karpy.runtime import KubeClient, kinds
@@ -23,13 +24,8 @@ async def server() -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_get("/api/v1/namespaces/{name}", get)
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+    async with serving(app) as url:
+        yield url
 
 
 def _client(host: str) -> KubeClient:

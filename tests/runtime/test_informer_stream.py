@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from aiohttp_serving import serving
 from kubernetes_asyncio import client as k8s_client
 
 from karpy.runtime import FuncHandler, Informer, KubeClient, kinds
@@ -60,16 +61,11 @@ async def stub() -> AsyncIterator[tuple[StubServer, KubeClient]]:
     server = StubServer()
     app = web.Application()
     app.router.add_get("/api/v1/configmaps", server.handle)
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    configuration = k8s_client.Configuration(host=f"http://127.0.0.1:{port}")
-    client = KubeClient(k8s_client.ApiClient(configuration), timeout=5, owns_api_client=True)
-    yield server, client
-    await client.close()
-    await runner.cleanup()
+    async with serving(app) as url:
+        configuration = k8s_client.Configuration(host=url)
+        client = KubeClient(k8s_client.ApiClient(configuration), timeout=5, owns_api_client=True)
+        yield server, client
+        await client.close()
 
 
 def _informer(client: KubeClient) -> Informer:

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
+from aiohttp_serving import serving
 from kubernetes_asyncio import client as k8s_client
 
 from karpy.runtime import KubeClient, ReportsServerVersion, ServerVersion
@@ -28,13 +29,8 @@ async def api_server() -> AsyncIterator[tuple[str, list[str]]]:
 
     app = web.Application()
     app.router.add_get("/version", version)
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield f"http://127.0.0.1:{port}", seen
-    await runner.cleanup()
+    async with serving(app) as url:
+        yield url, seen
 
 
 async def test_kubeclient_reads_the_servers_version(
