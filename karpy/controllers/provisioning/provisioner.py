@@ -31,10 +31,8 @@ from karpy.apis import NodePool
 from karpy.apis.duration import format_go_duration
 from karpy.controllers.provisioning.batcher import Batcher
 from karpy.controllers.provisioning.inputs import SchedulingInputs
-from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
 from karpy.controllers.provisioning.nodeclaims import instance_type_names, nodeclaim_manifest
 from karpy.controllers.provisioning.pretty import truncated_list
-from karpy.controllers.provisioning.virtualpods import VirtualPodSource
 from karpy.runtime import Client, Clock, Result, freeze
 from karpy.scheduling import (
     NodeClaimPlan,
@@ -45,7 +43,7 @@ from karpy.scheduling import (
     reservation_label_keys,
 )
 from karpy.scheduling import resources as res
-from karpy.scheduling.simulator import SchedulerOptions, Simulator
+from karpy.scheduling.simulator import Simulator
 from karpy.state import (
     NODE_CLAIM,
     NodePoolEntry,
@@ -95,33 +93,6 @@ class Provisioner:
         # NodePool name -> (the parsed NodePool, its hash): hashing the template costs
         # ~1 ms, once per NodePool version rather than once per NodeClaim.
         self._hashes: dict[str, tuple[NodePool, str]] = {}
-
-    @property
-    def instance_types(self) -> InstanceTypeCache:
-        """The scheduling inputs' instance-type cache."""
-        return self.inputs.instance_types
-
-    @instance_types.setter
-    def instance_types(self, cache: InstanceTypeCache) -> None:
-        self.inputs.instance_types = cache
-
-    @property
-    def options(self) -> SchedulerOptions:
-        """The scheduling inputs' simulator options."""
-        return self.inputs.options
-
-    @options.setter
-    def options(self, options: SchedulerOptions) -> None:
-        self.inputs.options = options
-
-    @property
-    def virtual_pods(self) -> VirtualPodSource | None:
-        """The scheduling inputs' CapacityBuffer headroom."""
-        return self.inputs.virtual_pods
-
-    @virtual_pods.setter
-    def virtual_pods(self, source: VirtualPodSource | None) -> None:
-        self.inputs.virtual_pods = source
 
     # -- triggering ----------------------------------------------------------------------
 
@@ -208,7 +179,7 @@ class Provisioner:
         # (Karpenter builds its scheduler without templates): pods may fit existing and
         # in-flight capacity, and the rest are told why they cannot schedule.
         simulator = Simulator(
-            templates, daemonsets=self.cluster.daemonset_pods(), options=self.options
+            templates, daemonsets=self.cluster.daemonset_pods(), options=self.inputs.options
         )
         keys = reservation_label_keys(it for t in templates for it in t.instance_types)
         # NodeClaims not launched yet hold reservation slots the cloud does not count
@@ -231,8 +202,8 @@ class Provisioner:
             )
         finally:
             unfinished.remove(*solve_labels)
-        if self.virtual_pods is not None:
-            self.virtual_pods.observe(results)
+        if self.inputs.virtual_pods is not None:
+            self.inputs.virtual_pods.observe(results)
         elapsed = time.perf_counter() - started
         self.metrics.scheduling_duration.record(elapsed, {"controller": self.name})
         if results.new_nodeclaims:

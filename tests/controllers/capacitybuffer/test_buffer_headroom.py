@@ -56,7 +56,7 @@ def provisioner() -> tuple[Provisioner, Cluster, FakeClient, FakeEventRecorder, 
     )  # fmt: skip
     prov = Provisioner(client=client, inputs=inputs, clock=clock)
     virtual = VirtualPods()
-    prov.virtual_pods = virtual
+    prov.inputs.virtual_pods = virtual
     cluster.update_nodepool(freeze(t.nodepool("default")))
     return prov, cluster, client, recorder, virtual
 

@@ -64,5 +64,5 @@ async def test_min_values_met_is_annotated_false(policy: str) -> None:
 
 def test_the_provisioner_schedules_with_the_policies_of_its_settings() -> None:
     h = build(Settings(preference_policy="Ignore", min_values_policy="BestEffort"))
-    assert h.provisioner.options.preference_policy == "Ignore"
-    assert h.provisioner.options.min_values_policy == "BestEffort"
+    assert h.provisioner.inputs.options.preference_policy == "Ignore"
+    assert h.provisioner.inputs.options.min_values_policy == "BestEffort"

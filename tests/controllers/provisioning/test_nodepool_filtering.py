@@ -48,7 +48,7 @@ async def test_min_values_filtering_says_so_unless_best_effort() -> None:
                              "instance types due to minValues incompatibility")
 
     relaxed = build(Settings())
-    relaxed.provisioner.options = SchedulerOptions(min_values_policy="BestEffort")
+    relaxed.provisioner.inputs.options = SchedulerOptions(min_values_policy="BestEffort")
     relaxed.cluster.update_nodepool(nodepool("picky", requirements=[TOO_FEW]))
     relaxed.cluster.update_pod(pod("web-1", cpu="1", memory="256Mi"))
     await relaxed.provisioner.provision()

@@ -22,7 +22,7 @@ DEVICE = "example.com/device"
 def with_overlays(h: Harness, *overlays: Overlay) -> None:
     store = OverlayStore(required=True)
     store.update(overlays, ["default"])
-    h.provisioner.instance_types = InstanceTypeCache(
+    h.provisioner.inputs.instance_types = InstanceTypeCache(
         h.provider, h.unavailable, h.clock, overlays=store)
 
 

@@ -207,11 +207,11 @@ async def test_instance_types_are_fetched_once_per_nodepool_generation() -> None
     await h.provisioner.provision()
     pending(h, 1, prefix="again")
     await h.provisioner.provision()
-    assert h.provisioner.instance_types.fetches == 1
+    assert h.provisioner.inputs.instance_types.fetches == 1
     h.cluster.update_nodepool(nodepool(generation=2))
     pending(h, 1, prefix="third")
     await h.provisioner.provision()
-    assert h.provisioner.instance_types.fetches == 2
+    assert h.provisioner.inputs.instance_types.fetches == 2
 
 
 async def test_daemonset_overhead_is_part_of_the_requests() -> None:

@@ -102,7 +102,7 @@ async def test_instance_types_with_reservations_are_fetched_every_round() -> Non
     h = _harness()
     await h.provisioner.provision()
     await h.provisioner.provision()
-    assert h.provisioner.instance_types.fetches == 2
+    assert h.provisioner.inputs.instance_types.fetches == 2
 
 
 async def test_disruption_what_ifs_fall_back_when_a_reservation_is_full() -> None:
