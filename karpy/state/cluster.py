@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -518,16 +518,24 @@ class Cluster:
 
     def provisionable_pods(self) -> list[Object]:
         """Pods that need capacity: provisionable and not nominated to coming capacity."""
+        return list(self._provisionable_pods())
+
+    def needs_capacity(self) -> bool:
+        """Whether any pod needs capacity: :meth:`provisionable_pods` or
+        :meth:`reschedulable_pods` would not be empty (answered at the first such pod,
+        without building either list)."""
+        return (next(self._provisionable_pods(), None) is not None
+                or next(self._reschedulable_pods(), None) is not None)
+
+    def _provisionable_pods(self) -> Iterator[Object]:
         now = self.clock.monotonic()
-        out = []
         for key, pod in self._provisionable.items():
             nomination = self._nominations.get(key)
             if nomination is not None:
                 if self._holds(nomination, now):
                     continue
                 self._nominations.drop(key)
-            out.append(pod)
-        return out
+            yield pod
 
     def pending_pods(
         self,
@@ -568,8 +576,10 @@ class Cluster:
     def reschedulable_pods(self) -> list[Pod]:
         """Pods on machines being deleted that will need a new home (and are not
         nominated to one yet)."""
+        return list(self._reschedulable_pods())
+
+    def _reschedulable_pods(self) -> Iterator[Pod]:
         now = self.clock.monotonic()
-        out = []
         for state in self._nodes.values():
             if not state.marked_for_deletion or not state.bound.pods:
                 continue
@@ -577,8 +587,7 @@ class Cluster:
                 nomination = self._nominations.get(key)
                 if nomination is not None and self._holds(nomination, now):
                     continue
-                out.append(state.bound.pods[key])
-        return out
+                yield state.bound.pods[key]
 
     # -- nominations ---------------------------------------------------------------------
 

@@ -429,8 +429,10 @@ def test_reschedulable_pods_come_from_machines_being_deleted() -> None:
     cluster.update_pod(pod("app", node_name="n1"))
     cluster.update_pod(pod("agent", node_name="n1", owner_kind="DaemonSet"))
     assert cluster.reschedulable_pods() == []
+    assert not cluster.needs_capacity()
     cluster.update_node(node("n1", provider_id="p1", nodepool="default", deleting=True))
     assert [p.name for p in cluster.reschedulable_pods()] == ["app"]
+    assert cluster.needs_capacity()
 
 
 def test_nodepool_usage_sums_capacity_and_nodes_of_machines_not_going_away() -> None:
@@ -460,3 +462,16 @@ def test_nodepools_are_parsed_once_and_ordered_by_weight() -> None:
     entry = cluster.nodepool("broken")
     assert entry is not None and entry.model is None and "nodeClassRef" in (entry.error or "")
     assert all(p.model is not None for p in pools if p.name != "broken")
+
+
+def test_needs_capacity_answers_what_the_two_pod_lists_would() -> None:
+    cluster, _ = make()
+    assert not cluster.needs_capacity()
+    a = pod("a")
+    cluster.update_pod(a)
+    assert cluster.needs_capacity()
+    cluster.update_nodeclaim(nodeclaim("c1"))
+    cluster.nominate([cluster.scheduling_pod(a)], "c1")
+    assert not cluster.needs_capacity()  # nominated to capacity on its way
+    cluster.delete_nodeclaim(nodeclaim("c1"))  # the capacity went away: needed again
+    assert cluster.needs_capacity() == bool(cluster.provisionable_pods()) is True

@@ -101,8 +101,7 @@ class SchedulingInputs:
 
     def has_pods(self) -> bool:
         """Whether any pod (pending, moving or virtual) may need capacity."""
-        return bool(self.cluster.provisionable_pods() or self.cluster.reschedulable_pods()
-                    or self.buffer_pods())
+        return self.cluster.needs_capacity() or bool(self.buffer_pods())
 
     def buffer_pods(self) -> list[Pod]:
         """The virtual pods of the CapacityBuffers (none without the feature gate)."""
