@@ -27,14 +27,13 @@ from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NO
 from karpy.apis.pods import has_dra_requirements, is_active
 from karpy.apis.v1 import CONDITION_CONSOLIDATABLE
 from karpy.controllers.disruption._pdb import PdbLimits
-
-# Termination and disruption must agree on which pods an eviction concerns: one copy.
-from karpy.controllers.termination._pods import do_not_disrupt_active, is_evictable
 from karpy.runtime import Object
 from karpy.scheduling import InstanceType, Pod
 from karpy.state import NodePoolEntry
 from karpy.state.cost import offering_price
-from karpy.state.pods import is_reschedulable
+
+# Termination and disruption must agree on which pods an eviction concerns: one copy.
+from karpy.state.pods import do_not_disrupt_active, is_evictable, is_reschedulable
 from karpy.state.statenode import StateNode
 
 __all__ = [

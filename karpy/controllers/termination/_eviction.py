@@ -32,8 +32,8 @@ from karpy.controllers.indexes import Index
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.termination import _events as events
 from karpy.controllers.termination._objects import nodeclaims_for_node
-from karpy.controllers.termination._pods import do_not_disrupt_active, is_evictable
 from karpy.runtime import Client, Clock, Object, Request, Result, errors, kinds, parse_time
+from karpy.state.pods import do_not_disrupt_active, is_evictable
 
 __all__ = [
     "FORCEFUL_TERMINATION",

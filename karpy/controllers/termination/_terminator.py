@@ -20,8 +20,9 @@ from karpy.apis.taints import DISRUPTED_NO_SCHEDULE_TAINT, TAINT_DISRUPTED, has_
 from karpy.controllers.indexes import Index
 from karpy.controllers.termination._eviction import EvictionQueue, needs_force_delete
 from karpy.controllers.termination._objects import pods_on_node
-from karpy.controllers.termination._pods import drain_tiers, is_waiting_eviction
+from karpy.controllers.termination._pods import drain_tiers
 from karpy.runtime import Client, Clock, kinds
+from karpy.state.pods import is_waiting_eviction
 
 __all__ = ["LABEL_EXCLUDE_BALANCERS", "DrainError", "Terminator"]
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from karpy.controllers.indexes import Index
 from karpy.controllers.termination._objects import INDEX_VA_NODE_NAME, pods_on_node
-from karpy.controllers.termination._pods import is_drainable
 from karpy.runtime import Client, Object, errors, kinds
+from karpy.state.pods import is_drainable
 
 __all__ = ["pending_volume_attachments"]
 

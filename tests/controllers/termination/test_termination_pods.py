@@ -7,12 +7,8 @@ from datetime import UTC, datetime, timedelta
 from controllers.termination import factories as f
 
 from karpy.apis.taints import TAINT_DISRUPTED
-from karpy.controllers.termination._pods import (
-    do_not_disrupt_active,
-    drain_tiers,
-    is_evictable,
-    is_waiting_eviction,
-)
+from karpy.controllers.termination._pods import drain_tiers
+from karpy.state.pods import do_not_disrupt_active, is_evictable, is_waiting_eviction
 
 NOW = datetime(2024, 1, 1, 1, 0, tzinfo=UTC)  # an hour after the pods started
 
