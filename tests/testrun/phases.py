@@ -62,6 +62,8 @@ def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, config: pytest.Config
 ) -> Generator[None, None, None]:
     yield
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # a pytest-xdist worker: the controller reports the run's phases once
     rows = phases(config, time.monotonic())
     terminalreporter.write_sep("-", "time per phase (pytest)")
     for name, seconds in rows:

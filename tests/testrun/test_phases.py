@@ -66,3 +66,16 @@ def test_a_run_of_the_cluster_tests_alone_reports_its_lead_in_as_collecting(
     result = pytester.runpytest_inprocess(*INNER, "-m", "cluster")
     result.assert_outcomes(passed=1, deselected=1)
     assert list(_rows(out)) == ["collecting", "cluster tests"]
+
+
+def test_a_parallel_run_reports_its_phases_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "times"
+    monkeypatch.setenv("KARPY_PHASE_TIMES", str(out))
+    # the workers are processes of their own: they find tests/testrun on PYTHONPATH
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
+    pytester.makepyfile(test_inner_phases=TESTS)
+    result = pytester.runpytest_subprocess(*INNER, "-n", "2", "-m", "not cluster")
+    result.assert_outcomes(passed=1)
+    assert [line.split("\t")[0] for line in out.read_text().splitlines()] == ["pure tests"]
