@@ -62,7 +62,7 @@ def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, config: pytest.Config
 ) -> Generator[None, None, None]:
     yield
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if hasattr(config, "workerinput"):
         return  # a pytest-xdist worker: the controller reports the run's phases once
     rows = phases(config, time.monotonic())
     terminalreporter.write_sep("-", "time per phase (pytest)")
