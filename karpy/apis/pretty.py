@@ -1,9 +1,11 @@
 """Names as Karpenter's ``pkg/utils/pretty`` prints them in metric labels.
 
 ``to_snake_case`` is ``pretty.ToSnakeCase``: the condition label of
-karpenter_nodeclaims_unhealthy_disrupted_total and the consolidation policy label are
-written through it, so a dashboard reads the same values from karpy as from Karpenter,
-acronyms included (``NodeOOM`` -> ``node_oom``, ``HTTPServer`` -> ``http_server``).
+karpenter_nodeclaims_unhealthy_disrupted_total is written through it, so a dashboard reads
+the same values from karpy as from Karpenter, acronyms included (``NodeOOM`` ->
+``node_oom``, ``HTTPServer`` -> ``http_server``). (Karpenter also writes the
+``consolidation_policy`` label of karpenter_nodeclaims_disrupted_total through it; karpy
+does not set that label yet.)
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 These predicates follow Karpenter's (pkg/utils/pod): a pod is *provisionable* when
 kube-scheduler tried and failed to place it and nothing else will; *reschedulable* when
-it would need a new home if its node went away.
+it would need a new home if its node went away. Where a pod is in its life (terminal,
+terminating) and who owns it are read with :mod:`karpy.apis.pods`.
 
 Draining and disruption read the same model. A node is drained when no pod is *waiting
 eviction*: every pod left is terminal, is a mirror (static) pod, tolerates the
@@ -10,8 +11,7 @@ eviction*: every pod left is terminal, is a mirror (static) pod, tolerates the
 for over a minute past its deletion time. Pods with an active
 ``karpenter.sh/do-not-disrupt`` annotation still count as waiting (the drain stalls on
 them) but are never *evictable*: only the NodeClaim's terminationGracePeriod removes
-them, by deleting them in time to finish before the deadline. Where a pod is in its life (terminal,
-terminating) and who owns it are read with :mod:`karpy.apis.pods`.
+them, by deleting them in time to finish before the deadline.
 """
 
 from __future__ import annotations

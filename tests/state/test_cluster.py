@@ -361,10 +361,9 @@ def test_node_nomination_is_a_short_lived_flag() -> None:
     assert not cluster.is_node_nominated("p1")
 
 
-def test_pods_nominated_before_launch_keep_the_machine_nominated_once_it_is_up() -> None:
-    """The provisioner nominates pods to a NodeClaim it has just created, before the
-    machine exists. Once the machine is up, and while those pods have not bound, it is
-    nominated, so emptiness does not take a node that the pods are on their way to."""
+def _up_with_a_pod_nominated_before_launch() -> tuple[Cluster, FakeClock]:
+    """Pod a nominated to NodeClaim c1 when it was just created; c1 then launched,
+    registered and initialized as Node n1 (provider ID p1), a not bound yet."""
     cluster, clock = make()
     a = pod("a")
     cluster.update_pod(a)
@@ -373,6 +372,14 @@ def test_pods_nominated_before_launch_keep_the_machine_nominated_once_it_is_up()
     cluster.update_nodeclaim(nodeclaim("c1", provider_id="p1", registered=True,
                                        initialized=True))
     cluster.update_node(node("n1", provider_id="p1", nodepool="default"))
+    return cluster, clock
+
+
+def test_pods_nominated_before_launch_keep_the_machine_nominated_once_it_is_up() -> None:
+    """The provisioner nominates pods to a NodeClaim it has just created, before the
+    machine exists. Once the machine is up, and while those pods have not bound, it is
+    nominated, so emptiness does not take a node that the pods are on their way to."""
+    cluster, clock = _up_with_a_pod_nominated_before_launch()
     clock.advance(10)
     assert cluster.is_node_nominated("p1")
     clock.advance(11)                            # the TTL after it initialized has run out
@@ -380,14 +387,7 @@ def test_pods_nominated_before_launch_keep_the_machine_nominated_once_it_is_up()
 
 
 def test_a_machine_is_no_longer_nominated_once_its_pods_have_bound() -> None:
-    cluster, _clock = make()
-    a = pod("a")
-    cluster.update_pod(a)
-    cluster.update_nodeclaim(nodeclaim("c1"))
-    cluster.nominate([cluster.scheduling_pod(a)], "c1")
-    cluster.update_nodeclaim(nodeclaim("c1", provider_id="p1", registered=True,
-                                       initialized=True))
-    cluster.update_node(node("n1", provider_id="p1", nodepool="default"))
+    cluster, _ = _up_with_a_pod_nominated_before_launch()
     cluster.update_pod(pod("a", node_name="n1"))
     assert not cluster.is_node_nominated("p1")
 
