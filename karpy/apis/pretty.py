@@ -3,10 +3,9 @@
 ``to_snake_case`` is ``pretty.ToSnakeCase``: the condition label of
 karpenter_nodeclaims_unhealthy_disrupted_total is written through it, so a dashboard reads
 the same values from karpy as from Karpenter, acronyms included (``NodeOOM`` ->
-``node_oom``, ``HTTPServer`` -> ``http_server``). (Karpenter also writes the
-``consolidation_policy`` label of karpenter_nodeclaims_disrupted_total through it; karpy
-does not set that label yet.)
-"""
+``node_oom``, ``HTTPServer`` -> ``http_server``), and so is the ``consolidation_policy``
+label of karpenter_nodeclaims_disrupted_total (``WhenEmptyOrUnderutilized`` ->
+``when_empty_or_underutilized``)."""
 
 from __future__ import annotations
 

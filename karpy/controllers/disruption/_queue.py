@@ -35,6 +35,7 @@ from karpy.apis.conditions import condition_is_true
 from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
 from karpy.apis.pretty import to_snake_case
 from karpy.apis.v1 import CONDITION_INITIALIZED
+from karpy.controllers.disrupted import disrupted_labels, grace_period_of, termination_mode
 from karpy.controllers.disruption._command import Command
 from karpy.controllers.disruption._events import DisruptionEvents
 from karpy.controllers.disruption._marks import set_disrupted_taint, set_disruption_reason
@@ -243,20 +244,28 @@ class OrchestrationQueue:
             except errors.NotFound:
                 continue
             self._events.terminating(c.node, c.nodeclaim, command.reason)
-            labels = {
-                "reason": command.reason.lower(),
-                "nodepool": str((c.nodeclaim["metadata"].get("labels") or {}).get(
-                    LABEL_NODEPOOL, c.nodepool)),
-                "capacity_type": c.state.labels.get(LABEL_CAPACITY_TYPE, ""),
-            }
+            claim_labels = c.nodeclaim["metadata"].get("labels") or {}
+            model = c.pool.entry.model
+            # Drift and repair pass through this queue too: only consolidation has a policy.
+            policy = (model.spec.disruption.consolidation_policy
+                      if command.consolidation_type and model is not None else "")
+            grace_period = grace_period_of(c.nodeclaim)
+            labels = disrupted_labels(
+                command.reason.lower(),
+                {LABEL_NODEPOOL: str(claim_labels.get(LABEL_NODEPOOL, c.nodepool)),
+                 LABEL_CAPACITY_TYPE: c.state.labels.get(LABEL_CAPACITY_TYPE, "")},
+                grace_period, consolidation_policy=policy)
             self._metrics.nodeclaims_disrupted.add(1, labels)
             self._metrics.pods_disruption_initiated.add(len(c.pods), labels)
             condition = command.repaired_conditions.get(name)
             if condition is not None:
+                # The drain bound repair applied, when it set one, not the NodeClaim's own.
                 self._metrics.nodeclaims_unhealthy_disrupted.add(1, {
                     "condition": to_snake_case(condition), "nodepool": labels["nodepool"],
                     "capacity_type": labels["capacity_type"],
                     "image_id": str((c.nodeclaim.get("status") or {}).get("imageID") or ""),
+                    "termination_mode": termination_mode(
+                        grace_period if bound is None else bound),
                 })  # fmt: skip
 
     async def _tighten_termination_timestamp(self, name: str, bound: timedelta) -> None:

@@ -20,9 +20,10 @@ from typing import Any, Final
 
 from karpy.apis import NodeClaim
 from karpy.cloudprovider import CloudProvider
+from karpy.controllers.disrupted import disrupted_labels
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim._managed import is_managed
-from karpy.controllers.nodeclaim.lifecycle._base import disrupted_labels, log
+from karpy.controllers.nodeclaim.lifecycle._base import log
 from karpy.controllers.reschedulable import reschedulable_pods
 from karpy.runtime import (
     Client,
@@ -106,7 +107,8 @@ class Expiration:
             self._deleted = {u: t for u, t in self._deleted.items() if now - t < _REMEMBER}
             self._deleted[uid] = now
             log.debug("deleting expired nodeclaim")
-            labels = disrupted_labels(nodeclaim, EXPIRED_REASON)
+            labels = disrupted_labels(EXPIRED_REASON, nodeclaim.metadata.labels,
+                                      nodeclaim.spec.termination_grace_period_timedelta)
             self._metrics.nodeclaims_disrupted.add(1, labels)
             # Pods not yet drained still show on the node: the state before the disruption.
             self._metrics.pods_disruption_initiated.add(

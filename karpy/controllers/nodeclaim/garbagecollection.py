@@ -40,10 +40,11 @@ from karpy.apis import NodeClaim
 from karpy.apis.conditions import condition_is_true
 from karpy.apis.v1.nodeclaim import CONDITION_REGISTERED
 from karpy.cloudprovider import CloudProvider, NodeClaimNotFoundError
+from karpy.controllers.disrupted import disrupted_labels
 from karpy.controllers.indexes import Index, nodes_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim._managed import is_managed_object
-from karpy.controllers.nodeclaim.lifecycle._base import disrupted_labels, log
+from karpy.controllers.nodeclaim.lifecycle._base import log
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, Object, Result, errors, logging_context
 from karpy.runtime.kinds import NODE
@@ -190,9 +191,9 @@ class GarbageCollector:
                 "provider-id": provider_id,
             },
         )
-        self._metrics.nodeclaims_disrupted.add(
-            1, disrupted_labels(nodeclaim, "garbage_collected")
-        )
+        self._metrics.nodeclaims_disrupted.add(1, disrupted_labels(
+            "garbage_collected", nodeclaim.metadata.labels,
+            nodeclaim.spec.termination_grace_period_timedelta))
 
 
 def _provider_id(obj: Object) -> str:

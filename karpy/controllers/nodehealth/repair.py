@@ -20,7 +20,7 @@ Logged: "annotated nodeclaim", "deleting unhealthy node"; counted:
 ``karpenter_nodeclaims_disrupted_total{reason="unhealthy"}``,
 ``karpenter_pods_disruption_initiated_total{reason="unhealthy"}`` and
 ``karpenter_nodeclaims_unhealthy_disrupted_total{condition, nodepool, capacity_type,
-image_id}``.
+image_id, termination_mode}``.
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from karpy.apis.annotations import ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
-from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
+from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.apis.pretty import to_snake_case
 from karpy.cloudprovider import CloudProvider, RepairPolicy
+from karpy.controllers.disrupted import disrupted_labels, grace_period_of
 from karpy.controllers.indexes import Index, nodeclaims_for_provider_id
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.reschedulable import reschedulable_pods
@@ -228,17 +229,17 @@ class NodeHealth:
         except (errors.NotFound, errors.Conflict):
             return Result()
         log.info("deleting unhealthy node")
-        labels = node["metadata"].get("labels") or {}
-        pool = labels.get(LABEL_NODEPOOL, "")
-        capacity_type = labels.get(LABEL_CAPACITY_TYPE, "")
-        labels = {"reason": UNHEALTHY_REASON, "nodepool": pool, "capacity_type": capacity_type}
+        # The Node's labels, as Karpenter's legacy repair reads them.
+        labels = disrupted_labels(UNHEALTHY_REASON, node["metadata"].get("labels") or {},
+                                  grace_period_of(nodeclaim))
         self._metrics.nodeclaims_disrupted.add(1, labels)
         self._metrics.pods_disruption_initiated.add(
             await reschedulable_pods(self._client, node["metadata"]["name"]), labels)
         self._metrics.nodeclaims_unhealthy_disrupted.add(1, {
             "condition": to_snake_case(str(condition.get("type") or "")),
-            "nodepool": pool,
-            "capacity_type": capacity_type,
+            "nodepool": labels["nodepool"],
+            "capacity_type": labels["capacity_type"],
             "image_id": str((nodeclaim.get("status") or {}).get("imageID") or ""),
+            "termination_mode": labels["termination_mode"],
         })
         return Result()

@@ -67,7 +67,8 @@ async def test_an_expired_nodeclaim_is_deleted_logged_and_counted(
     assert await controller.reconcile(REQUEST) == Result()
     assert deleting(kube)
     assert metrics.value("karpenter_nodeclaims_disrupted_total", reason="expired",
-                         nodepool="default", capacity_type="spot") == 1
+                         nodepool="default", capacity_type="spot", consolidation_policy="",
+                         termination_mode="graceful") == 1
     assert metrics.value("karpenter_pods_disruption_initiated_total", reason="expired",
                          nodepool="default") == 1
     [line] = logs.messages("deleting expired nodeclaim")
@@ -144,3 +145,18 @@ async def test_a_nodeclaim_that_never_expires_is_not_parsed(
     monkeypatch.setattr(NodeClaim, "from_dict", lambda data: (parsed.append("x"), real(data))[1])
     assert await expiration(kube, metrics, clock).reconcile(REQUEST) == Result()
     assert parsed == []
+
+
+async def test_an_expiry_bounded_by_a_termination_grace_period_is_counted_as_eventual(
+    kube: FakeClient, metrics: Metrics, clock: FakeClock
+) -> None:
+    claim = nodeclaim("1m")
+    claim["spec"]["terminationGracePeriod"] = "30m"
+    await kube.create(NODE_CLAIM, claim)
+    controller = expiration(kube, metrics, clock)
+    await clock.step(61)
+    await controller.reconcile(REQUEST)
+    assert metrics.value("karpenter_nodeclaims_disrupted_total", reason="expired",
+                         termination_mode="eventual") == 1
+    assert metrics.value("karpenter_nodeclaims_disrupted_total", reason="expired",
+                         termination_mode="graceful") == 0

@@ -123,9 +123,10 @@ async def test_an_unhealthy_node_is_replaced_once_its_toleration_has_passed(
     annotations = kube.peek(NODE_CLAIM, "claim-n0")["metadata"]["annotations"]
     assert annotations[ANNOTATION] == "2024-01-01T00:10:00Z"  # forced out at once
     assert metrics.value("karpenter_nodeclaims_disrupted_total", reason="unhealthy",
-                         nodepool="default", capacity_type="spot") == 1
+                         nodepool="default", capacity_type="spot", consolidation_policy="",
+                         termination_mode="graceful") == 1
     assert metrics.value("karpenter_nodeclaims_unhealthy_disrupted_total", condition="ready",
-                         image_id="img-1") == 1
+                         image_id="img-1", termination_mode="graceful") == 1
     assert metrics.value("karpenter_pods_disruption_initiated_total", reason="unhealthy") == 2
     assert "deleting unhealthy node" in caplog.messages
     for i in range(1, 5):

@@ -8,11 +8,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from karpy.apis import ConditionSet, NodeClaim
-from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
 from karpy.apis.v1.nodeclaim import NodeClaimCondition
 from karpy.runtime import Clock
 
-__all__ = ["Outcome", "SubReconciler", "conditions", "disrupted_labels", "log"]
+__all__ = ["Outcome", "SubReconciler", "conditions", "log"]
 
 log = logging.getLogger("controller")
 """Karpenter's lifecycle lines carry ``"logger": "controller"``."""
@@ -41,13 +40,3 @@ class SubReconciler(Protocol):
 def conditions(nodeclaim: NodeClaim, clock: Clock) -> ConditionSet[NodeClaimCondition]:
     """The NodeClaim's conditions, timestamped by ``clock`` to the second (as stored)."""
     return nodeclaim.status_conditions(now=lambda: clock.now().replace(microsecond=0))
-
-
-def disrupted_labels(nodeclaim: NodeClaim, reason: str) -> dict[str, str]:
-    """Labels of ``karpenter_nodeclaims_disrupted_total`` for this NodeClaim."""
-    labels = nodeclaim.metadata.labels
-    return {
-        "reason": reason,
-        "nodepool": labels.get(LABEL_NODEPOOL, ""),
-        "capacity_type": labels.get(LABEL_CAPACITY_TYPE, ""),
-    }

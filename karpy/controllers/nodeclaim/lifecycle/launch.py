@@ -30,11 +30,11 @@ from karpy.cloudprovider import (
     NodeClassNotReadyError,
     UnavailableOfferings,
 )
+from karpy.controllers.disrupted import disrupted_labels
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim.lifecycle._base import (
     Outcome,
     conditions,
-    disrupted_labels,
     log,
 )
 from karpy.controllers.settings import Settings
@@ -168,7 +168,9 @@ class Launch:
             )
         except (errors.NotFound, errors.Conflict):
             return  # gone already, or a newer NodeClaim of that name: not ours
-        self._metrics.nodeclaims_disrupted.add(1, disrupted_labels(nodeclaim, reason))
+        self._metrics.nodeclaims_disrupted.add(1, disrupted_labels(
+            reason, nodeclaim.metadata.labels,
+            nodeclaim.spec.termination_grace_period_timedelta))
 
     def _remembered(self, uid: str) -> NodeClaim | None:
         entry = self._launched.get(uid)

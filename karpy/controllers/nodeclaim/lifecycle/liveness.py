@@ -14,11 +14,11 @@ from datetime import datetime
 from karpy.apis import NodeClaim
 from karpy.apis.duration import format_go_duration
 from karpy.apis.v1.nodeclaim import CONDITION_LAUNCHED, CONDITION_REGISTERED
+from karpy.controllers.disrupted import disrupted_labels
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeclaim.lifecycle._base import (
     Outcome,
     conditions,
-    disrupted_labels,
     log,
 )
 from karpy.controllers.nodepool.registrationhealth import record_registration
@@ -101,7 +101,9 @@ class Liveness:
             f"{'launched' if reason == LAUNCH_TIMEOUT_REASON else 'registered'} "
             f"within {format_go_duration(ttl)}",
         )
-        self._metrics.nodeclaims_disrupted.add(1, disrupted_labels(nodeclaim, reason))
+        self._metrics.nodeclaims_disrupted.add(1, disrupted_labels(
+            reason, nodeclaim.metadata.labels,
+            nodeclaim.spec.termination_grace_period_timedelta))
         try:
             await record_registration(self._client, self._health, self._clock, nodeclaim,
                                       registered=False)

@@ -67,12 +67,13 @@ class Rig:
         self.clock = FakeClock()
         self.kube = FakeClient(clock=self.clock)
         self.launcher = Launcher(self.kube)
+        self.metrics = Metrics()
         self.queue = OrchestrationQueue(
             client=self.kube, cluster=scene.cluster,
             provisioner=self.launcher,  # type: ignore[arg-type]
             events=DisruptionEvents(FakeEventRecorder(), self.clock),
             clock=self.clock, settings=Settings(),
-            metrics=KarpenterMetrics(Metrics().meter("karpenter")),
+            metrics=KarpenterMetrics(self.metrics.meter("karpenter")),
         )
 
     async def publish(self) -> None:
@@ -360,3 +361,53 @@ async def test_should_add_and_remove_taints_from_nodeclaims_that_fail_to_disrupt
     await rig.reconcile()
     assert not await rig.tainted("node-0")
     assert await reasons() == []
+
+
+def disrupted(rig: Rig, metric: str) -> list[str]:
+    """The series of one counter the queue recorded, as exposition lines."""
+    return sorted(line for line in rig.metrics.render().decode().splitlines()
+                  if line.startswith(metric + "{"))
+
+
+@pytest.mark.parametrize(("grace", "mode"), [(None, "graceful"), ("1h", "eventual"),
+                                             ("0s", "forceful")])
+async def test_a_consolidated_nodeclaim_is_counted_with_its_policy_and_termination_mode(
+    grace: str | None, mode: str,
+) -> None:
+    """Not a queue_test.go case: Karpenter v1.15's queue.go labels the disrupted count
+    and the pods whose disruption it began with the NodePool's consolidation policy
+    (snake-cased) and the NodeClaim's termination mode."""
+    scene = karpenter_scene(policy="WhenEmptyOrUnderutilized")
+    machine(scene, "node-0", LEAST_EXPENSIVE, cpu="32", memory="32Gi", grace=grace)
+    machine(scene, "node-1", LEAST_EXPENSIVE, cpu="32", memory="32Gi")
+    scene.pod("pod-0", "node-0", cpu="10m", memory="10Mi")
+    scene.pod("pod-1", "node-0", cpu="10m", memory="10Mi")
+    for i in range(2, 5):
+        scene.pod(f"pod-{i}", "node-1", cpu="10m", memory="10Mi")
+    rig = Rig(scene)
+    [command] = await rig.start()
+    assert [c.name for c in command.candidates] == ["node-0"]
+    await rig.reconcile()
+    labels = (f'capacity_type="on-demand",consolidation_policy="when_empty_or_underutilized",'
+              f'nodepool="default",reason="underutilized",termination_mode="{mode}"')
+    assert disrupted(rig, "karpenter_nodeclaims_disrupted_total") == [
+        f"karpenter_nodeclaims_disrupted_total{{{labels}}} 1.0"]
+    assert disrupted(rig, "karpenter_pods_disruption_initiated_total") == [
+        f"karpenter_pods_disruption_initiated_total{{{labels}}} 2.0"]
+
+
+async def test_a_drifted_nodeclaim_is_counted_without_a_consolidation_policy() -> None:
+    """Drift passes through the same queue: Karpenter leaves the policy label empty."""
+    scene = karpenter_scene(policy="WhenEmpty")
+    machine(scene, "node-0", LEAST_EXPENSIVE, cpu="32", memory="32Gi", drifted=True,
+            grace="10m")
+    machine(scene, "node-1", LEAST_EXPENSIVE, cpu="32", memory="32Gi")
+    scene.pod("pod-0", "node-0", cpu="10m", memory="10Mi")
+    scene.pod("pod-1", "node-1", cpu="10m", memory="10Mi")
+    rig = Rig(scene)
+    [command] = await rig.start()
+    assert command.reason == "Drifted"
+    await rig.reconcile()
+    assert disrupted(rig, "karpenter_nodeclaims_disrupted_total") == [
+        'karpenter_nodeclaims_disrupted_total{capacity_type="on-demand",consolidation_policy="",'
+        'nodepool="default",reason="drifted",termination_mode="eventual"} 1.0']
