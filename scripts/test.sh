@@ -12,9 +12,12 @@ KARPY_PHASE_TIMES=$(mktemp "${TMPDIR:-/tmp}/karpy-times.XXXXXX")
 export KARPY_PHASE_TIMES
 builds_log=$(mktemp "${TMPDIR:-/tmp}/karpy-builds.XXXXXX")
 builds=
+pure=
+pure_log=
 
-# The time per phase, in the order they ran; the background builds after, each on its
+# The time per phase, in the order they ended; the background builds after, each on its
 # own line (they overlap the checks and the tests, so they do not add up to the total).
+# The pure tests run alongside the cluster tests: those rows overlap too.
 summary() {
   local total
   total=$(awk -v a="$began" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
@@ -33,18 +36,18 @@ summary() {
 }
 finish() {
   [ -z "$builds" ] || kill -- -"$builds" 2>/dev/null || true
+  [ -z "$pure" ] || kill "$pure" 2>/dev/null || true
   summary
-  rm -f "$KARPY_PHASE_TIMES" "$builds_log"
+  rm -f "$KARPY_PHASE_TIMES" "$builds_log" ${pure_log:+"$pure_log"}
 }
 trap finish EXIT
 
 # The Go builds (a cold one takes about 8 minutes) and the image (about 4, root only) run
-# in the background while the venv is set up and ruff, mypy, import-linter and the pure
-# tests run: pytest runs the cluster tests last (tests/controlplane/fixtures.py), and each
-# build is cached and locked, so the fixture that needs one waits for it, or builds it
-# itself if this failed. They need nothing from the venv, so they start first: on a cold
-# run the cluster tests' start waits for the Go builds (time per phase: "waiting for the
-# Go builds"), and the venv's pip install is mostly downloads. The image comes after the
+# in the background while the venv is set up, ruff, mypy and import-linter run, and the
+# tests start: each build is cached and locked, so the fixture that needs one waits for
+# it, or builds it itself if this failed. They need nothing from the venv, so they start
+# first: on a cold run the cluster tests' start waits for the Go builds (time per phase:
+# "waiting for the Go builds"), and the venv's pip install is mostly downloads. The image comes after the
 # Go builds, by when setup.sh's own apt-get (tmux) is long done.
 # Its own session (setsid), so a check failing early stops the whole build with it.
 setsid bash -c '
@@ -71,14 +74,28 @@ status=0
 # the pytest plugin tests/testrun/phases.py records the pure and the cluster tests' times.
 # -m "not soak": the long soaks run from scripts/chaos.sh.
 if [ "$#" -eq 0 ]; then
-  # The pure tests are CPU-bound and independent: one pytest worker per core
-  # (pytest-xdist) runs them in about half the time. The cluster tests share one control
-  # plane and run after, in a run of their own, one at a time. PYTEST_ADDOPTS reaches
+  # Two runs side by side. The cluster tests, in the foreground, on two pytest-xdist
+  # workers with a control plane each (the session's `cluster` fixture): most of their
+  # time is spent waiting on the cluster (a consolidation period, a toleration, a Lease),
+  # with a third of the machine's CPU busy for one cluster. A test file runs whole on one
+  # worker, the files in the order collection sorted them (--no-loadscope-reorder;
+  # tests/controlplane/fixtures.py says why the order). The pure tests, CPU-bound and
+  # independent, one worker per core, at the lowest priority (nice 19): they take the
+  # CPU the cluster tests leave idle and yield it whenever a cluster test, a control
+  # plane or a Go build wants it, so the cluster tests' timeouts see the machine as
+  # they would alone. Their output is printed when they are done. PYTEST_ADDOPTS reaches
   # both runs (e.g. --durations=60).
-  echo "== pytest: pure tests (one worker per core)"
-  pytest -p no:cacheprovider -rs -m "not soak and not cluster" -n auto || status=$?
-  echo "== pytest: cluster tests"
-  pytest -p no:cacheprovider -rs -m "not soak and cluster" || status=$?
+  pure_log=$(mktemp "${TMPDIR:-/tmp}/karpy-pure.XXXXXX")
+  nice -n 19 pytest -p no:cacheprovider -rs -m "not soak and not cluster" -n auto \
+    >"$pure_log" 2>&1 &
+  pure=$!
+  echo "== pytest: cluster tests (two workers, a control plane each; the pure tests run alongside)"
+  pytest -p no:cacheprovider -rs -m "not soak and cluster" -n 2 --dist loadfile \
+    --no-loadscope-reorder || status=$?
+  echo "== pytest: pure tests (one worker per core, alongside the cluster tests)"
+  wait "$pure" || status=$?
+  pure=
+  cat "$pure_log"
 else
   # Arguments of your own (paths, -k, a -m that replaces the one here): one run, in
   # order, pure tests first.

@@ -6,7 +6,8 @@ serves one NodePool CRD at a time, so the test cluster starts with the kwok set 
 local provider) plus every other provider's NodeClass CRD, so that AWS and Azure
 manifests apply too. A test that needs another provider's NodePool rules switches with
 ``serving(cluster, "aws")``, which waits until the API server enforces them and puts the
-kwok set back afterwards (tests in a session run one at a time, so this is safe).
+kwok set back afterwards (tests in a session run one at a time, and each pytest-xdist
+worker's session has a cluster of its own, so this is safe).
 """
 
 from __future__ import annotations

@@ -349,13 +349,16 @@ def _phase(item: pytest.Item) -> int:
     """0: pure tests; 1: the pure chart tests, which need helm (a Go build that
     scripts/test.sh starts first in the background: run last of the pure tests, they find
     it built instead of holding every pure test up while it builds — 197 s cold in a CI
-    run); 2: the AWS provider's cluster tests, which share the session's moto account with
-    its pure tests (tests/providers/aws/conftest.py) and must see it before any other test
-    resets moto; 3: every other cluster test (some reset moto's state); 4: the takeover
-    e2e, which runs the real Karpenter: its Go build (its own toolchain, minutes cold) is the
-    last of scripts/test.sh's background builds, so it gets the whole cluster phase to finish."""
+    run); 2: the takeover e2e, the longest cluster test by far (three minutes): it starts
+    first, so that the cluster tests' two workers (scripts/test.sh) finish together
+    instead of one running it alone at the end — on a cold run its worker waits for the
+    real Karpenter's build, the last of scripts/test.sh's background builds, while the
+    other worker runs on; 3: the AWS provider's cluster tests, which share the session's
+    moto account with its pure tests (tests/providers/aws/conftest.py) and must see it
+    before any other test resets moto; 4: every other cluster test (some reset moto's
+    state)."""
     if item.get_closest_marker("cluster") is None:
         return 1 if item.nodeid.startswith("tests/charts/") else 0
-    if "providers/aws/" in item.nodeid:
+    if item.nodeid.startswith("tests/e2e/test_takeover.py"):
         return 2
-    return 4 if item.nodeid.startswith("tests/e2e/test_takeover.py") else 3
+    return 3 if "providers/aws/" in item.nodeid else 4

@@ -79,3 +79,38 @@ def test_a_parallel_run_reports_its_phases_once(
     result = pytester.runpytest_subprocess(*INNER, "-n", "2", "-m", "not cluster")
     result.assert_outcomes(passed=1)
     assert [line.split("\t")[0] for line in out.read_text().splitlines()] == ["pure tests"]
+
+
+# Two cluster tests on two workers, each "starting its cluster" for a different time.
+PARALLEL_CLUSTER_TESTS = """
+import time
+import pytest
+from controlplane.fixtures import STARTUP
+
+@pytest.fixture
+def started(pytestconfig, request):
+    seconds = request.param
+    time.sleep(seconds)
+    pytestconfig.stash.setdefault(STARTUP, {})["starting the control plane"] = seconds
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("started", [0.3, 0.9], indirect=True)
+def test_needs_the_cluster(started):
+    time.sleep(0.2)
+"""
+
+
+def test_a_parallel_run_of_cluster_tests_merges_what_each_worker_saw(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "times"
+    monkeypatch.setenv("KARPY_PHASE_TIMES", str(out))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
+    pytester.makepyfile(test_inner_phases=PARALLEL_CLUSTER_TESTS)
+    result = pytester.runpytest_subprocess(*INNER, "-n", "2", "--dist", "load")
+    result.assert_outcomes(passed=2)
+    rows = _rows(out)
+    assert list(rows) == ["collecting", "cluster tests", "  starting the control plane"]
+    # the slower worker's start, and the cluster phase lasted at least as long as it
+    assert rows["  starting the control plane"] == 0.9
+    assert rows["cluster tests"] >= 1.1
