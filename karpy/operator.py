@@ -126,7 +126,7 @@ def wire(
     deps: Deps,
     *,
     read_only: bool = False,
-    disruption_type: type[disruption.DisruptionController] = disruption.DisruptionController,
+    disruption_validator: disruption.Validator | None = None,
 ) -> Controllers:
     """Build karpy's controllers from ``deps`` onto ``deps.manager``: the one place a
     controller is wired, for the operator and for the tools' read-only view alike.
@@ -135,10 +135,11 @@ def wire(
     through the provisioner; nodeoverlay, static and capacitybuffer feed it). With
     ``read_only`` (:func:`karpy.tools.view.open_view`) only those two are built: a view
     asks them what they would do and never runs the manager, so nothing that acts on
-    its own is wanted, nor the informers it would add. ``disruption_type`` substitutes
-    a subclass of the disruption controller (the view's validates at once)."""
+    its own is wanted, nor the informers it would add. ``disruption_validator``
+    replaces the disruption controller's validation of its commands (the view's,
+    :data:`karpy.controllers.disruption.ACCEPT`, passes them at once)."""
     provisioner = provisioning.register(deps)
-    deciding = disruption.register(deps, provisioner, controller_type=disruption_type)
+    deciding = disruption.register(deps, provisioner, validator=disruption_validator)
     if not read_only:
         nodeoverlay.register(deps, provisioner)
         static.register(deps, provisioner)

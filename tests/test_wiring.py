@@ -88,6 +88,30 @@ def test_each_shared_dependency_and_controller_is_built_in_one_place() -> None:
     }
     assert _constructed("Provisioner") == {"controllers/provisioning/__init__.py"}
     assert _constructed("OrchestrationQueue") == {"controllers/disruption/__init__.py"}
-    assert _constructed("(?:DisruptionController|_WhatIfDisruption|controller_type)") == {
-        "controllers/disruption/__init__.py"
-    }
+    assert _constructed("DisruptionController") == {"controllers/disruption/__init__.py"}
+    # Validation is injected, not subclassed: the controller builds Karpenter's
+    # fresh-state validator unless told otherwise, and only the tools' view says otherwise.
+    assert _constructed("FreshStateValidator") == {"controllers/disruption/_controller.py"}
+    assert not re.search(r"class \w+\(DisruptionController\)",
+                         "".join(p.read_text() for p in KARPY.rglob("*.py")))
+
+
+def test_the_view_and_the_operator_share_the_disruption_controller_with_its_own_validator(
+) -> None:
+    """The operator's disruption controller validates with Karpenter's fresh-state
+    validator; the tools' view wires the same controller class with ACCEPT."""
+    from karpy.controllers.disruption import ACCEPT, FreshStateValidator
+
+    clock = FakeClock()
+
+    def wired(**options: Any) -> Any:
+        manager = Manager(cast(Client, FakeClient(clock=clock)), metrics_bind_address="0",
+                          health_probe_bind_address="0", clock=clock)
+        deps = build_deps(manager=manager, provider=FakeCloudProvider(), clock=clock,
+                          settings=Settings())
+        return wire(deps, **options).disruption
+
+    assert isinstance(wired().validator, FreshStateValidator)
+    assert wired(read_only=True, disruption_validator=ACCEPT).validator is ACCEPT
+    view = (KARPY / "tools" / "view" / "_view.py").read_text()
+    assert "disruption_validator=ACCEPT" in view

@@ -11,6 +11,10 @@ the way Karpenter v1 does (docs/disruption.md).
   mark the candidates, launch replacements, wait until they are initialized, then delete
   the candidates (termination drains them), or roll back.
 
+Before a command starts, the controller's :class:`Validator` re-checks it
+(:class:`FreshStateValidator`, Karpenter's validation.go, after the validation delay);
+a read-only view injects :data:`ACCEPT`.
+
 Why a node is *not* disrupted comes from one place, :func:`node_blockers` /
 :func:`pod_blockers`: the DisruptionBlocked events read it, and so does ``karpy explain
 node`` (karpy/tools/explain).
@@ -33,22 +37,34 @@ from karpy.controllers.disruption._controller import DisruptionController
 from karpy.controllers.disruption._events import DisruptionEvents
 from karpy.controllers.disruption._pdb import PdbLimits
 from karpy.controllers.disruption._queue import OrchestrationQueue
+from karpy.controllers.disruption._validation import (
+    ACCEPT,
+    FailureKind,
+    FreshStateValidator,
+    ValidationFailure,
+    Validator,
+)
 from karpy.controllers.disruption._whatif import Simulation, WhatIf, consolidate
 from karpy.controllers.provisioning import Provisioner
 from karpy.runtime import kinds
 from karpy.runtime.indexes import INDEX_NODE_NAME, index_by_node_name
 
 __all__ = [
+    "ACCEPT",
     "Budgets",
     "Candidate",
     "Command",
     "Decision",
     "DisruptionController",
+    "FailureKind",
+    "FreshStateValidator",
     "OrchestrationQueue",
     "PdbLimits",
     "PoolCatalogue",
     "Simulation",
     "Snapshot",
+    "ValidationFailure",
+    "Validator",
     "WhatIf",
     "build_candidate",
     "consolidate",
@@ -65,12 +81,12 @@ def register(
     deps: Deps,
     provisioner: Provisioner,
     *,
-    controller_type: type[DisruptionController] = DisruptionController,
+    validator: Validator | None = None,
 ) -> DisruptionController:
     """Build the disruption controller and its orchestration queue; add both to
     ``deps.manager`` (and the cache informers they read: PDBs, pods by node).
-    ``controller_type`` lets a read-only view substitute a subclass (one that does not
-    wait out the validation delay)."""
+    ``validator`` replaces the controller's own validation of its commands
+    (:class:`FreshStateValidator`; a read-only view passes :data:`ACCEPT`)."""
     manager = deps.manager
     cache = manager.cache
     cache.informer(kinds.POD, indexers={INDEX_NODE_NAME: index_by_node_name})
@@ -80,10 +96,10 @@ def register(
         client=deps.client, cluster=deps.cluster, provisioner=provisioner, events=events,
         clock=deps.clock, settings=deps.settings, metrics=deps.metrics,
     )
-    controller = controller_type(
+    controller = DisruptionController(
         client=deps.client, cache=cache, cluster=deps.cluster, scheduling=deps.scheduling,
         cloud_provider=deps.cloud_provider, queue=queue, events=events, clock=deps.clock,
-        settings=deps.settings, metrics=deps.metrics,
+        settings=deps.settings, metrics=deps.metrics, validator=validator,
     )
     settings = deps.settings
     # A pass may search single- and multi-node consolidation to their bounds and wait

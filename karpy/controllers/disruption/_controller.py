@@ -13,8 +13,10 @@ Each method sees fresh candidates (:func:`~._candidates.build_candidate`; blocke
 nodes get a DisruptionBlocked event), the budgets for its reason, and a what-if view
 of the cluster built from the scheduling inputs the provisioner uses (model, NodePool
 templates, instance types, pending and moving pods). Emptiness and consolidation
-commands are validated after ``Settings.disruption_validation_delay``: re-built from
-fresh state, dropped if any candidate, budget or the simulation changed.
+commands are checked by the controller's :class:`~._validation.Validator` before they
+start: by default, after ``Settings.disruption_validation_delay``, re-built from fresh
+state and dropped if any candidate, budget or the simulation changed; a read-only view
+injects one that accepts at once.
 
 StaticDrift (``_staticdrift``) serves static NodePools (``spec.replicas``): it replaces
 their drifted nodes one for one, as Karpenter's StaticDrift does.
@@ -56,7 +58,8 @@ from karpy.controllers.disruption._queue import OrchestrationQueue
 from karpy.controllers.disruption._repair import Repair
 from karpy.controllers.disruption._singlenode import SingleNodeConsolidation
 from karpy.controllers.disruption._staticdrift import StaticDrift
-from karpy.controllers.disruption._whatif import WhatIf, consolidate
+from karpy.controllers.disruption._validation import FreshStateValidator, Validator
+from karpy.controllers.disruption._whatif import WhatIf
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodehealth.policy import RepairPolicyMatcher
 from karpy.controllers.provisioning import SchedulingInputs
@@ -105,6 +108,7 @@ class DisruptionController:
         clock: Clock,
         settings: Settings,
         metrics: KarpenterMetrics,
+        validator: Validator | None = None,
     ) -> None:
         self._client = client
         self._cache = cache
@@ -116,6 +120,10 @@ class DisruptionController:
         self._clock = clock
         self._settings = settings
         self._metrics = metrics
+        self.validator: Validator = validator or FreshStateValidator(
+            self, clock=clock, settings=settings, metrics=metrics
+        )
+        """Re-checks each emptiness and consolidation command before it runs."""
         methods: list[Method] = [
             Emptiness(), StaticDrift(cluster), Drift(), MultiNodeConsolidation(),
             SingleNodeConsolidation(),
@@ -293,75 +301,15 @@ class DisruptionController:
             events=self._events,
             clock=self._clock,
             settings=self._settings,
-            validate=self.validate,
+            validate=self.validator.validate,
             all_candidates=everything,
             pool_totals=pool_totals(everything, self._cluster.nodes(), snapshot),
             metrics=self._metrics,
         )
 
-    # -- validation ----------------------------------------------------------------------
-
-    async def validate(self, command: Command, method: Method) -> Command | str:
-        """Wait the validation delay, then re-check ``command`` against fresh state."""
-        await self._clock.sleep(self._settings.disruption_validation_delay)
-        snapshot = await self.snapshot()
-        _, fresh = self.candidates(method, snapshot, record=False)
-        by_name = {c.name: c for c in fresh}
-        budgets = self.budgets(method.reason, record=False)
-        labels = {"consolidation_type": method.consolidation_type}
-        if method.consolidation_type == "empty":
-            kept = [
-                by_name[c.name] for c in command.candidates
-                if c.name in by_name and by_name[c.name].empty
-                and not self._cluster.is_node_nominated(c.provider_id)
-                and budgets.take(c.nodepool)
-            ]
-            dropped = len(command.candidates) - len(kept)
-            if dropped:
-                self._metrics.disruption_failed_validations.add(dropped, labels)
-            if not kept:
-                return f"{len(command.candidates)} candidates are no longer valid"
-            command.candidates = kept
-            return command
-        current = [by_name.get(c.name) for c in command.candidates]
-        if any(c is None for c in current):
-            self._metrics.disruption_failed_validations.add(len(command.candidates), labels)
-            return "churn"
-        candidates = [c for c in current if c is not None]
-        for c in candidates:
-            if self._cluster.is_node_nominated(c.provider_id) or not budgets.take(c.nodepool):
-                self._metrics.disruption_failed_validations.add(len(command.candidates), labels)
-                return "budget"
-        again = consolidate(
-            await self.whatif(), candidates,
-            spot_to_spot=self._settings.feature_gates.spot_to_spot_consolidation,
-            split=(
-                self._settings.split_consolidation if command.consolidation_type == "single"
-                else self._settings.multi_node_split_consolidation
-            ),
-            consolidation_type=command.consolidation_type,
-            exclude_own_types=command.consolidation_type == "multi",
-        )
-        if isinstance(again, str) or not _same_outcome(command, again):
-            self._metrics.disruption_failed_validations.add(len(command.candidates), labels)
-            return "scheduling"
-        command.candidates = candidates
-        return command
-
-
-def _same_outcome(command: Command, again: Command) -> bool:
-    """Karpenter's validateCommand: the same decision, and every replacement type the
-    command would launch is still among the ones the fresh simulation allows."""
-    if len(again.replacements) != len(command.replacements):
-        return False
-    for old, new in zip(
-        sorted(command.replacements, key=lambda p: p.price),
-        sorted(again.replacements, key=lambda p: p.price),
-        strict=True,
-    ):
-        if not set(old.instance_type_names) <= set(new.instance_type_names):
-            return False
-    return True
+    def is_node_nominated(self, provider_id: str) -> bool:
+        """Whether pods were nominated to this machine (the validator re-reads it)."""
+        return self._cluster.is_node_nominated(provider_id)
 
 
 _EMPTY_WHATIF = WhatIf(simulator=Simulator(()), nodes=())

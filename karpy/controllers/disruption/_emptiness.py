@@ -16,6 +16,7 @@ from karpy.controllers.disruption._candidates import GRACEFUL, Candidate
 from karpy.controllers.disruption._command import Command
 from karpy.controllers.disruption._consolidation import consolidatable_reason
 from karpy.controllers.disruption._method import Context
+from karpy.controllers.disruption._validation import ValidationFailure
 
 __all__ = ["Emptiness"]
 
@@ -47,10 +48,10 @@ class Emptiness:
         command = Command(reason=self.reason, consolidation_type=self.consolidation_type,
                           candidates=empty)
         validated = await context.validate(command, self)
-        if isinstance(validated, str):
+        if isinstance(validated, ValidationFailure):
             log.debug(
                 "abandoning empty node consolidation attempt due to pod churn, command is "
-                "no longer valid", extra={**command.log_values(), "error": validated},
+                "no longer valid", extra={**command.log_values(), "error": str(validated)},
             )
             return []
         return [validated]

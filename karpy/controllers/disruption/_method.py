@@ -17,6 +17,7 @@ from karpy.controllers.disruption._budgets import Budgets
 from karpy.controllers.disruption._candidates import Candidate, DisruptionClass
 from karpy.controllers.disruption._command import Command
 from karpy.controllers.disruption._events import DisruptionEvents
+from karpy.controllers.disruption._validation import ValidationFailure
 from karpy.controllers.disruption._whatif import WhatIf
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.settings import Settings
@@ -24,9 +25,9 @@ from karpy.runtime import Clock
 
 __all__ = ["Context", "Method", "Validate"]
 
-Validate = Callable[[Command, "Method"], Awaitable["Command | str"]]
-"""Wait the validation delay, then re-check a command; the (possibly trimmed) command,
-or why it was dropped."""
+Validate = Callable[[Command, "Method"], Awaitable["Command | ValidationFailure"]]
+"""The controller's validator (``_validation.Validator.validate``): the (possibly
+trimmed) command, or why it was dropped."""
 
 
 @dataclass(slots=True)

@@ -28,6 +28,7 @@ from karpy.controllers.disruption._consolidation import (
     record_move,
 )
 from karpy.controllers.disruption._method import Context
+from karpy.controllers.disruption._validation import ValidationFailure
 from karpy.controllers.disruption._whatif import consolidate
 
 __all__ = ["MAX_MULTI_NODE_CANDIDATES", "MultiNodeConsolidation"]
@@ -71,9 +72,10 @@ class MultiNodeConsolidation:
             context.events.candidate(c.node, c.nodeclaim, command.for_node(c),
                                      command.estimated_savings)
         validated = await context.validate(command, self)
-        if isinstance(validated, str):
+        if isinstance(validated, ValidationFailure):
             for c in command.candidates:
-                context.events.rejected(c.node, c.nodeclaim, command.for_node(c), validated)
+                context.events.rejected(c.node, c.nodeclaim, command.for_node(c),
+                                        str(validated.kind))
             return []
         return [validated]
 

@@ -23,6 +23,7 @@ from karpy.controllers.disruption._consolidation import (
     record_move,
 )
 from karpy.controllers.disruption._method import Context
+from karpy.controllers.disruption._validation import ValidationFailure
 from karpy.controllers.disruption._whatif import consolidate
 
 __all__ = ["SingleNodeConsolidation", "interleave"]
@@ -100,9 +101,9 @@ class SingleNodeConsolidation:
             context.events.candidate(candidate.node, candidate.nodeclaim, str(outcome),
                                      outcome.estimated_savings)
             validated = await context.validate(outcome, self)
-            if isinstance(validated, str):
+            if isinstance(validated, ValidationFailure):
                 context.events.rejected(candidate.node, candidate.nodeclaim, str(outcome),
-                                        validated)
+                                        str(validated.kind))
                 self.unseen_pools = []
                 return []
             self.unseen_pools = []

@@ -11,8 +11,9 @@ operator does — :func:`karpy.operator.build_deps` and :func:`karpy.operator.wi
 :class:`~karpy.controllers.disruption.DisruptionController` are the operator's own, and
 a tool asks the very code the controllers run. Their Events go to a
 :class:`CapturingRecorder`; disruption's 15 s validation is replaced by an immediate
-yes (a view does not wait for the cluster to change, and re-checking unchanged state
-gives the same answer). NodeOverlays (with their gate on, or brought by what-if
+yes, the :data:`~karpy.controllers.disruption.ACCEPT` validator (a view does not wait
+for the cluster to change, and re-checking unchanged state gives the same answer).
+NodeOverlays (with their gate on, or brought by what-if
 objects) are judged as the nodeoverlay controller judges them and applied to the
 scheduling inputs' catalogue.
 """
@@ -33,6 +34,7 @@ from karpy.apis.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZO
 from karpy.cloudprovider import CloudProvider, InstanceType, ProviderContext
 from karpy.cloudprovider.registry import build_provider, close_provider, installed_providers
 from karpy.controllers.disruption import (
+    ACCEPT,
     Command,
     Decision,
     DisruptionController,
@@ -102,14 +104,6 @@ def _method_name(method: Method) -> str:
     if method.reason == "Underutilized":
         return f"{method.reason}/{method.consolidation_type}"
     return str(method.reason)
-
-
-class _WhatIfDisruption(DisruptionController):
-    """The disruption controller whose validation accepts at once (see the module
-    docstring); everything else is the controller's own code."""
-
-    async def validate(self, command: Command, method: Method) -> Command | str:
-        return command
 
 
 @dataclass(eq=False)
@@ -331,7 +325,7 @@ async def open_view(
                 recorder=recorder, metrics=KarpenterMetrics(NoOpMeter("karpy.tools")),
                 overlays=store,
             )
-            controllers = wire(deps, read_only=True, disruption_type=_WhatIfDisruption)
+            controllers = wire(deps, read_only=True, disruption_validator=ACCEPT)
             overlays = await _overlays(base, static, what_if, settings)
             async with _running(cache, sync_timeout):
                 view = ClusterView(

@@ -9,7 +9,7 @@ from typing import cast
 
 from disruption_support import Scene, SceneController, decide, instance_type
 
-from karpy.controllers.disruption import Command
+from karpy.controllers.disruption import Command, FailureKind, ValidationFailure
 from karpy.controllers.disruption._multinode import MultiNodeConsolidation
 from karpy.controllers.settings import Settings
 from karpy.runtime.testing import FakeClock
@@ -74,12 +74,13 @@ async def test_validation_keeps_an_n_into_m_command_and_refuses_it_when_switched
     validated = await validate(controller, command)
     assert isinstance(validated, Command) and len(validated.replacements) == 2
     off = SceneController(scene, Settings(multi_node_split_consolidation=False))
-    assert await validate(off, command) == "scheduling"
+    refused = await validate(off, command)
+    assert isinstance(refused, ValidationFailure) and refused.kind is FailureKind.SCHEDULING
 
 
-async def validate(controller: SceneController, command: Command) -> Command | str:
+async def validate(controller: SceneController, command: Command) -> Command | ValidationFailure:
     """The controller's validation, its delay stepped through on the fake clock."""
-    task = asyncio.create_task(controller.validate(command, MultiNodeConsolidation()))
+    task = asyncio.create_task(controller.validator.validate(command, MultiNodeConsolidation()))
     clock = cast(FakeClock, controller._clock)
     while not task.done():
         await clock.step(controller._settings.disruption_validation_delay)

@@ -296,3 +296,38 @@ async def test_does_not_delete_nodes_with_pod_churn_deletes_nodes_without_pod_ch
     controller, commands = await validated(scene, Emptiness(), churn)
     assert names(commands) == [("Empty", "delete", ["node-1"], 0)]
     assert controller.metric(FAILED, consolidation_type="empty") == 1
+
+
+# -- the rejection's kind (validation.go's typed errors, getValidationFailureReason) ----
+
+
+def second_cpu_pod(scene: Scene) -> None:
+    """The replacement chosen for one 1-CPU pod no longer fits two."""
+    scene.pod("pod-1", "node-0", cpu="1", memory="10Mi", labels=LABELS)
+
+
+def do_not_disrupt_pod(scene: Scene) -> None:
+    """The node stops being a candidate."""
+    block_with_do_not_disrupt(scene, "node-0")
+
+
+@pytest.mark.parametrize(("mutate", "kind"), [
+    (blocking_budget, "budget"),
+    # A nominated node is no candidate (Karpenter's GetCandidates filters it, so
+    # validateCandidates returns its churn error before the nomination check).
+    (nominated, "churn"),
+    (do_not_disrupt_pod, "churn"),
+    (second_cpu_pod, "scheduling"),
+], ids=["blocked-by-budgets", "candidate-nominated", "no-longer-a-candidate",
+        "new-simulation-result"])
+async def test_a_rejected_consolidation_names_why_in_its_event(
+    mutate: Callable[[Scene], None], kind: str
+) -> None:
+    """ConsolidationRejected carries Karpenter's failure reason (budget, churn or
+    scheduling), as single-node consolidation's EmitRejectedEvents does."""
+    scene = ttl_nodes(count=1)
+    scene.pod("pod-0", "node-0", cpu="1", memory="10Mi", labels=LABELS)
+    controller, commands = await validated(scene, SingleNodeConsolidation(), mutate)
+    assert commands == []
+    [message] = controller.messages("ConsolidationRejected")
+    assert message.startswith(f"Consolidation rejected ({kind}): "), message
