@@ -5,15 +5,32 @@ existing capacity and which new NodeClaims to create.
 Inputs are plain values built once from API objects (:meth:`Pod.from_dict`,
 :meth:`ExistingNode.from_node_dict`, :meth:`NodePoolTemplate.from_nodepool_dict`);
 outputs are :class:`Results`. See docs/scheduling.md.
+
+This package's ``__all__`` (with the ``resources`` module) is the surface providers and
+plugins build on; its submodules are not (tests/scheduling/test_api.py checks that
+the providers and examples import nothing else of it).
 """
 
 from karpy.scheduling import resources
+from karpy.scheduling.devices import Device, ResourceSliceTemplate, slice_from_dict
 from karpy.scheduling.instancetype import InstanceType, Offering, Overhead
 from karpy.scheduling.lowerbound import CostFloor, cost_floor
 from karpy.scheduling.node import ExistingNode
 from karpy.scheduling.nodepool import NodePoolTemplate
 from karpy.scheduling.pod import AffinityTerm, HostPort, Pod, SpreadConstraint
-from karpy.scheduling.requirements import InvalidRequirement, Requirement, Requirements
+from karpy.scheduling.requirements import (
+    DOES_NOT_EXIST,
+    EXISTS,
+    GT,
+    GTE,
+    IN,
+    LT,
+    LTE,
+    NOT_IN,
+    InvalidRequirement,
+    Requirement,
+    Requirements,
+)
 from karpy.scheduling.reservations import (
     ReservationManager,
     ReservedOfferingError,
@@ -26,8 +43,17 @@ from karpy.scheduling.simulator import SchedulerOptions, Simulator, solve
 from karpy.scheduling.taints import NodeTaint, Toleration
 
 __all__ = [
+    "DOES_NOT_EXIST",
+    "EXISTS",
+    "GT",
+    "GTE",
+    "IN",
+    "LT",
+    "LTE",
+    "NOT_IN",
     "AffinityTerm",
     "CostFloor",
+    "Device",
     "ExistingNode",
     "ExistingNodePlan",
     "HostPort",
@@ -45,6 +71,7 @@ __all__ = [
     "Requirements",
     "ReservationManager",
     "ReservedOfferingError",
+    "ResourceSliceTemplate",
     "Results",
     "SchedulerOptions",
     "Simulator",
@@ -54,5 +81,6 @@ __all__ = [
     "held_in_flight",
     "reservation_label_keys",
     "resources",
+    "slice_from_dict",
     "solve",
 ]

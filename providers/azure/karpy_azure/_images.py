@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from karpy.apis.labels import LABEL_ARCH
-from karpy.scheduling import Requirement, Requirements
-from karpy.scheduling.requirements import IN
+from karpy.scheduling import IN, Requirement, Requirements
 from karpy_azure.apis import AKSNodeClass
 from karpy_azure.apis import labels as az
 

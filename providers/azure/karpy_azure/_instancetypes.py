@@ -16,9 +16,8 @@ from dataclasses import dataclass
 
 from karpy.apis.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT, LABEL_REGION
 from karpy.cloudprovider import InstanceType, Offering, OfferingKey, UnavailableOfferings
-from karpy.scheduling import Requirement, Requirements
+from karpy.scheduling import DOES_NOT_EXIST, IN, Requirement, Requirements
 from karpy.scheduling import resources as res
-from karpy.scheduling.requirements import DOES_NOT_EXIST, IN
 from karpy_azure._overhead import aks_overhead, max_pods, memory_capacity_bytes
 from karpy_azure._pricing import PriceTable
 from karpy_azure._settings import AzureSettings

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from karpy.apis import Taint
+from karpy.scheduling import Overhead
 from karpy.scheduling import resources as res
-from karpy.scheduling.instancetype import Overhead
 from karpy_azure._images import resolve_family
 from karpy_azure._instancetypes import cluster_label, os_sku
 from karpy_azure._settings import AzureSettings

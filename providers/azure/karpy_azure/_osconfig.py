@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from karpy.scheduling.resources import parse_quantity
+from karpy.scheduling import resources as res
 from karpy_azure.apis import AKSNodeClass
 from karpy_azure.apis.aksnodeclass import SYSCTL_KEYS, LinuxOSConfiguration
 
@@ -54,7 +54,7 @@ def os_config(config: LinuxOSConfiguration | None) -> OSConfig:
     swap_mb = 0
     if config.swap_file_size:
         # whole MiB, rounded as AKS rounds it
-        swap_mb = round(parse_quantity(config.swap_file_size) / 2**20)
+        swap_mb = round(res.parse_quantity(config.swap_file_size) / 2**20)
     return OSConfig(
         sysctls=sysctls,
         transparent_huge_page_enabled=config.transparent_huge_page_enabled or "",
