@@ -44,6 +44,7 @@ from karpy.runtime import (
     Clock,
     FuncHandler,
     Informer,
+    Kind,
     Object,
     SystemClock,
     kinds,
@@ -148,9 +149,18 @@ class Cluster:
 
     # -- wiring --------------------------------------------------------------------------
 
-    def attach(self, cache: Cache, *, dynamic_resources: bool = False) -> None:
+    def attach(
+        self, cache: Cache, *, dynamic_resources: bool = False,
+        node_classes: Iterable[Kind] | None = None,
+    ) -> None:
         """Register on the cache's shared informers of the kinds the model follows;
         with ``dynamic_resources`` (IGNORE_DRA_REQUESTS false) resource.k8s.io's too.
+
+        ``node_classes`` (the cloud provider's supported NodeClasses) restricts the
+        NodeClaims the model takes in to those whose ``nodeClassRef`` names one of
+        them, as Karpenter's state informer does (``nodeclaimutils.IsManaged``): a
+        NodeClaim of another provider's class is never launched here, and counted it
+        would hold the model unsynced, so no pod would be provisioned for again.
 
         Call before the manager runs so that its cache sync also waits for them;
         objects already cached are replayed, so attaching later loses nothing.
@@ -158,9 +168,7 @@ class Cluster:
         handlers: list[tuple[Any, FuncHandler]] = [
             (kinds.NODE, FuncHandler(self.update_node, lambda _o, n: self.update_node(n),
                                      self.delete_node)),
-            (NODE_CLAIM, FuncHandler(self.update_nodeclaim,
-                                     lambda _o, n: self.update_nodeclaim(n),
-                                     self.delete_nodeclaim)),
+            (NODE_CLAIM, self._nodeclaim_handler(node_classes)),
             (kinds.POD, FuncHandler(self.update_pod, lambda _o, n: self.update_pod(n),
                                     self.delete_pod)),
             (kinds.DAEMON_SET, FuncHandler(self.update_daemonset,
@@ -201,6 +209,32 @@ class Cluster:
             self._detach.append(
                 lambda i=informer, r=registration: i.remove_handler(r)  # type: ignore[misc]
             )
+
+    def _nodeclaim_handler(self, node_classes: Iterable[Kind] | None) -> FuncHandler:
+        if node_classes is None:
+            return FuncHandler(self.update_nodeclaim, lambda _o, n: self.update_nodeclaim(n),
+                               self.delete_nodeclaim)
+        managed = frozenset((k.group, k.kind) for k in node_classes)
+
+        def ours(claim: Object) -> bool:
+            ref = (claim.get("spec") or {}).get("nodeClassRef") or {}
+            return (str(ref.get("group", "")), str(ref.get("kind", ""))) in managed
+
+        # A NodeClaim's spec is immutable: it never turns managed or unmanaged.
+        def update(claim: Object) -> None:
+            if ours(claim):
+                self.update_nodeclaim(claim)
+
+        def delete(claim: Object) -> None:
+            if ours(claim):
+                self.delete_nodeclaim(claim)
+
+        return FuncHandler(update, lambda _o, n: update(n), delete)
+
+    def waiting_on(self) -> list[str]:
+        """The NodeClaims that keep the model unsynced (not launched, not being
+        deleted), by name."""
+        return sorted(n for n, c in self._unlaunched.items() if not _deleting(c))
 
     def detach(self) -> None:
         """Stop receiving informer events (the model keeps what it has)."""

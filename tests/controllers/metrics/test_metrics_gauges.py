@@ -3,6 +3,7 @@ that disappear with their objects."""
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
 import pytest
@@ -225,3 +226,34 @@ async def test_node_gauges_follow_changes_between_rounds_and_rebuild_only_change
                for s in lines(registry, "karpenter_nodes_allocatable"))
     lifetimes = lines(registry, "karpenter_nodes_current_lifetime_seconds")
     assert len(lifetimes) == 2 and all(s.endswith(" 720.0") for s in lifetimes)
+
+
+async def test_a_model_unsynced_for_long_says_so_naming_the_nodeclaims_it_waits_on(
+    registry: Metrics, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Karpenter's "cluster is waiting on sync for extended duration": after 30 s
+    unsynced, at most every 10 s, with the unlaunched NodeClaims named; nothing once
+    synced again."""
+    cluster = Cluster(clock=clock)
+    cluster.update_nodeclaim(f.nodeclaim("stuck-1"))
+    metrics = ClusterStateMetrics(cluster=cluster, store=store(registry), clock=clock)
+    message = "cluster is waiting on sync for extended duration"
+
+    def logged() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.getMessage() == message]
+
+    with caplog.at_level(logging.ERROR, logger="controller"):
+        for _ in range(12):  # 0 to 55 s, a reconcile every 5 s
+            await metrics.reconcile()
+            clock.advance(5)
+        # first past 30 s, then once more than 10 s later
+        assert [getattr(r, "duration", "") for r in logged()] == ["35s", "50s"]
+        assert logged()[0].nodeclaims == ["stuck-1"]  # type: ignore[attr-defined]
+        assert lines(registry, "karpenter_cluster_state_synced") == [
+            "karpenter_cluster_state_synced 0.0"]
+        cluster.delete_nodeclaim(f.nodeclaim("stuck-1"))
+        caplog.clear()
+        for _ in range(10):
+            await metrics.reconcile()
+            clock.advance(5)
+        assert logged() == []

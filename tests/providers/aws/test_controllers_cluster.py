@@ -5,6 +5,7 @@ deletions and survives malformed messages."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import uuid
@@ -204,25 +205,33 @@ async def test_a_karpenter_stamped_nodeclaim_is_restamped_not_drifted_then_drift
                                   "name": name},
                  "requirements": []},
     })  # fmt: skip
-    controller = NodeClassHash(nodeclass_hash_spec(aws_provider.cluster.hash_ca_bundle), client)
+    try:
+        controller = NodeClassHash(nodeclass_hash_spec(aws_provider.cluster.hash_ca_bundle), client)
 
-    async def read() -> tuple[EC2NodeClass, NodeClaim]:
-        node_class = await client.get(EC2_NODE_CLASS_KIND, name, live=True)
-        nodeclaim = await client.get(NODE_CLAIM_KIND, name, live=True)
-        return EC2NodeClass.from_dict(node_class), NodeClaim.from_dict(nodeclaim)
+        async def read() -> tuple[EC2NodeClass, NodeClaim]:
+            node_class = await client.get(EC2_NODE_CLASS_KIND, name, live=True)
+            nodeclaim = await client.get(NODE_CLAIM_KIND, name, live=True)
+            return EC2NodeClass.from_dict(node_class), NodeClaim.from_dict(nodeclaim)
 
-    await controller.reconcile(Request("", name))
-    node_class, nodeclaim = await read()
-    current = node_class.metadata.annotations["karpenter.k8s.aws/ec2nodeclass-hash"]
-    assert node_class.metadata.annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"] == "v5"
-    assert nodeclaim.metadata.annotations == {
-        "karpenter.k8s.aws/ec2nodeclass-hash": current,
-        "karpenter.k8s.aws/ec2nodeclass-hash-version": "v5",
-    }
-    assert not hash_drifted(nodeclaim, node_class)
+        await controller.reconcile(Request("", name))
+        node_class, nodeclaim = await read()
+        stamped = node_class.metadata.annotations
+        current = stamped["karpenter.k8s.aws/ec2nodeclass-hash"]
+        assert stamped["karpenter.k8s.aws/ec2nodeclass-hash-version"] == "v5"
+        assert nodeclaim.metadata.annotations == {
+            "karpenter.k8s.aws/ec2nodeclass-hash": current,
+            "karpenter.k8s.aws/ec2nodeclass-hash-version": "v5",
+        }
+        assert not hash_drifted(nodeclaim, node_class)
 
-    await client.patch(EC2_NODE_CLASS_KIND, name, {"spec": {"tags": {"team": "b"}}})
-    await controller.reconcile(Request("", name))
-    node_class, nodeclaim = await read()
-    assert nodeclaim.metadata.annotations["karpenter.k8s.aws/ec2nodeclass-hash"] == current
-    assert hash_drifted(nodeclaim, node_class)
+        await client.patch(EC2_NODE_CLASS_KIND, name, {"spec": {"tags": {"team": "b"}}})
+        await controller.reconcile(Request("", name))
+        node_class, nodeclaim = await read()
+        assert nodeclaim.metadata.annotations["karpenter.k8s.aws/ec2nodeclass-hash"] == current
+        assert hash_drifted(nodeclaim, node_class)
+    finally:
+        # Left behind, the unlaunched NodeClaim would stay on the cluster the later
+        # tests share.
+        for kind in (NODE_CLAIM_KIND, EC2_NODE_CLASS_KIND):
+            with contextlib.suppress(api_errors.NotFound):
+                await client.delete(kind, name)
