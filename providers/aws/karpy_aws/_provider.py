@@ -3,7 +3,8 @@ pkg/cloudprovider/cloudprovider.go.
 
 ``create`` reads the NodeClaim's EC2NodeClass (it must be Ready: subnets, security
 groups, AMIs and instance profile resolved by the status controller), builds the
-instance types for it, and launches through CreateFleet (:mod:`karpy_aws._fleet`).
+instance types for it, and launches through CreateFleet (:mod:`karpy_aws._fleet`) from
+launch templates whose contents :mod:`karpy_aws._launchtemplates` builds.
 ``get``/``list``/``delete`` work on instances found by tag; ``delete`` is two-phase:
 the first call terminates, later calls raise NodeClaimNotFoundError once EC2 reports
 the instance ``terminated``.
@@ -35,18 +36,14 @@ from karpy.cloudprovider import (
 )
 from karpy.cloudprovider.launch import LaunchChoice, launched_nodeclaim
 from karpy.runtime import Client, Kind, Manager
-from karpy.scheduling import resources as res
 from karpy_aws._batcher import CreateFleetBatcher
 from karpy_aws._catalog import Catalog
 from karpy_aws._clients import AWSClients
 from karpy_aws._cluster import ClusterDiscovery
 from karpy_aws._controllers import register_controllers
-from karpy_aws._cpuoptions import cpu_options
 from karpy_aws._errors import is_launch_template_not_found, is_not_found, reason_message
 from karpy_aws._fleet import (
-    FleetPlan,
     PlanCache,
-    TemplateKey,
     UnexpectedInstanceTypeError,
     fleet_context,
     fleet_outcome,
@@ -63,18 +60,16 @@ from karpy_aws._instances import (
 )
 from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_type
 from karpy_aws._kinds import EC2_NODE_CLASS
-from karpy_aws._launchtemplates import LaunchTemplates
+from karpy_aws._launchtemplates import LaunchTemplates, TemplateContents
 from karpy_aws._metrics import AWSMetrics, launch_failure_reason
-from karpy_aws._network import network_interfaces
 from karpy_aws._nodeclasses import NodeClassGetter
-from karpy_aws._placement import PlacementGroup, PlacementGroups
+from karpy_aws._placement import PlacementGroups
 from karpy_aws._pricing import PricingProvider
 from karpy_aws._refresh import ResolutionCaches
 from karpy_aws._repair import REPAIR_POLICIES
-from karpy_aws._reservations import CapacityReservations, reservation_template_data
+from karpy_aws._reservations import CapacityReservations
 from karpy_aws._sdk_metrics import SdkMetrics
 from karpy_aws._settings import PROVIDER_SETTINGS, AWSSettings, check_settings
-from karpy_aws._userdata import BootstrapOptions, UserDataError, user_data
 from karpy_aws._validation import NodeClassValidation
 from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import EC2NodeClass
@@ -86,21 +81,7 @@ __all__ = ["AWSCloudProvider"]
 
 log = logging.getLogger("karpy.aws")
 
-_DEFAULT_BLOCK_DEVICES: Final[Mapping[str, list[dict[str, Any]]]] = {
-    aws.AMI_FAMILY_BOTTLEROCKET: [
-        {
-            "DeviceName": "/dev/xvda",
-            "Ebs": {"VolumeSize": 4, "VolumeType": "gp3", "Encrypted": True},
-        },
-        {
-            "DeviceName": "/dev/xvdb",
-            "Ebs": {"VolumeSize": 20, "VolumeType": "gp3", "Encrypted": True},
-        },
-    ],
-}
-_DEFAULT_ROOT: Final = [
-    {"DeviceName": "/dev/xvda", "Ebs": {"VolumeSize": 20, "VolumeType": "gp3", "Encrypted": True}}
-]
+
 def _ready(node_class: EC2NodeClass) -> tuple[bool, str]:
     ready = next((c for c in node_class.status.conditions if c.type == "Ready"), None)
     if ready is None:
@@ -117,52 +98,6 @@ def _ready(node_class: EC2NodeClass) -> tuple[bool, str]:
         )
         return False, f"Ready={ready.status} ({ready.reason}: {why or ready.message})"
     return True, ""
-
-
-def _volume_gib(size: str | None) -> int | None:
-    if not size:
-        return None
-    return max(1, -(-res.to_canonical(res.EPHEMERAL_STORAGE, size) // 2**30))
-
-
-def _block_devices(node_class: EC2NodeClass) -> list[dict[str, Any]]:
-    family = node_class.spec.ami_family_resolved()
-    if not node_class.spec.block_device_mappings:
-        return (
-            _DEFAULT_BLOCK_DEVICES.get(family, _DEFAULT_ROOT)
-            if family != aws.AMI_FAMILY_CUSTOM
-            else []
-        )
-    out = []
-    for mapping in node_class.spec.block_device_mappings:
-        ebs: dict[str, Any] = {}
-        if mapping.ebs is not None:
-            e = mapping.ebs
-            for key, value in (
-                ("DeleteOnTermination", e.delete_on_termination),
-                ("Encrypted", e.encrypted),
-                ("Iops", e.iops),
-                ("KmsKeyId", e.kms_key_id),
-                ("SnapshotId", e.snapshot_id),
-                ("Throughput", e.throughput),
-                ("VolumeInitializationRate", e.volume_initialization_rate),
-                ("VolumeSize", _volume_gib(e.volume_size)),
-                ("VolumeType", e.volume_type),
-            ):
-                if value is not None:
-                    ebs[key] = value
-        out.append({"DeviceName": mapping.device_name, "Ebs": ebs})
-    return out
-
-
-def _node_labels(nodeclaim: NodeClaim) -> dict[str, str]:
-    """Labels the kubelet may set on itself (not the kubernetes.io/k8s.io domains)."""
-    return {
-        k: v
-        for k, v in nodeclaim.metadata.labels.items()
-        if not (k.split("/")[0].endswith("kubernetes.io") or k.split("/")[0].endswith("k8s.io"))
-        or "/" not in k
-    }
 
 
 class AWSCloudProvider:
@@ -217,6 +152,15 @@ class AWSCloudProvider:
             release=lambda ids: self.clients.ec2.terminate_instances(InstanceIds=ids),
         )
         self.placement_groups = PlacementGroups(clients)
+        #: what a launch's templates hold, made before its CreateFleet
+        self.template_contents = TemplateContents(
+            cluster_name=settings.cluster_name,
+            cluster=self.cluster,
+            clients=clients,
+            placement_groups=self.placement_groups,
+            launch_templates=self.launch_templates,
+            reserved_capacity=lambda: self.reserved_capacity,
+        )
         self._plans = PlanCache()
         #: the EC2NodeClass dry-run validation (ValidationSucceeded)
         self.validation = NodeClassValidation(
@@ -224,7 +168,7 @@ class AWSCloudProvider:
             clients=clients,
             cluster=self.cluster,
             launch_templates=self.launch_templates,
-            template_data=self._launch_template_data,
+            template_data=self.template_contents.data,
         )
         #: resolved AMIs, subnets and security groups, reused for AMI_REFRESH_INTERVAL,
         #: SUBNET_REFRESH_INTERVAL and SECURITY_GROUP_REFRESH_INTERVAL
@@ -319,129 +263,6 @@ class AWSCloudProvider:
 
     # -- create ------------------------------------------------------------------------
 
-    def _launch_template_data(
-        self,
-        node_class: EC2NodeClass,
-        template: TemplateKey,
-        nodeclaim: NodeClaim,
-        placement: PlacementGroup | None = None,
-        *,
-        capacity_type: str,
-        tags: Mapping[str, str],
-    ) -> dict[str, Any]:
-        spec = node_class.spec
-        family = spec.ami_family_resolved()
-        facts = self.cluster.facts
-        # the status controller keeps such a class not Ready; this is the last guard
-        missing = facts.missing_for(family)
-        if missing:
-            raise NodeClassNotReadyError(
-                f"EC2NodeClass {node_class.metadata.name!r}: nodes could not join, "
-                f"unknown: {'; '.join(missing)}"
-            )
-        tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
-        taints = [t.to_dict() for t in (*nodeclaim.spec.taints, *nodeclaim.spec.startup_taints)]
-        taints.append({"key": "karpenter.sh/unregistered", "effect": "NoExecute"})
-        kubelet = spec.kubelet.to_dict() if spec.kubelet else {}
-        # Karpenter's resolver: maxPods is the instance type's pod capacity unless set,
-        # clusterDNS the kube-dns Service's IP unless set
-        if kubelet.get("maxPods") is None:
-            kubelet["maxPods"] = template.max_pods
-        if not kubelet.get("clusterDNS") and facts.dns_ip:
-            kubelet["clusterDNS"] = [facts.dns_ip]
-        options = BootstrapOptions(
-            cluster_name=self.settings.cluster_name,
-            cluster_endpoint=facts.endpoint,
-            ca_bundle=facts.ca_bundle,
-            cluster_cidr=facts.service_cidr,
-            kubelet=kubelet,
-            labels=_node_labels(nodeclaim),
-            taints=taints,
-            custom_user_data=spec.user_data,
-            instance_store_policy=spec.instance_store_policy,
-        )
-        try:
-            encoded = user_data(family, options)
-        except UserDataError as exc:
-            raise NodeClassNotReadyError(
-                f"EC2NodeClass {node_class.metadata.name!r}: {exc}"
-            ) from exc
-        meta = spec.metadata_options
-        data: dict[str, Any] = {
-            "ImageId": template.image_id,
-            "UserData": encoded,
-            # the security groups travel on the interfaces (EC2 refuses both)
-            "NetworkInterfaces": network_interfaces(
-                node_class, efa_count=template.efa_count, ip_family=facts.ip_family
-            ),
-            "MetadataOptions": {
-                "HttpEndpoint": meta.http_endpoint,
-                "HttpProtocolIpv6": meta.http_protocol_ipv6,
-                "HttpPutResponseHopLimit": meta.http_put_response_hop_limit,
-                "HttpTokens": meta.http_tokens,
-                # pinned, as Karpenter does: an account-wide default of "enabled" would
-                # otherwise apply, and karpy's tag keys (kubernetes.io/cluster/<name>,
-                # karpenter.k8s.aws/ec2nodeclass) are not valid instance-metadata tag keys
-                "InstanceMetadataTags": "disabled",
-            },
-            "Monitoring": {"Enabled": bool(spec.detailed_monitoring)},
-            # the network interfaces (and spot requests) the launch creates are tagged from
-            # the template: the policy allows creating them only with the cluster's tags
-            "TagSpecifications": [
-                {"ResourceType": kind, "Tags": tag_list}
-                for kind in (
-                    ("network-interface", "spot-instances-request")
-                    if capacity_type == wk.CAPACITY_TYPE_SPOT
-                    else ("network-interface",)
-                )
-            ],
-        }
-        data.update(reservation_template_data(
-            template.reservation_id, template.market_type, targeted=self.reserved_capacity
-        ))
-        if node_class.status.instance_profile:
-            data["IamInstanceProfile"] = {"Name": node_class.status.instance_profile}
-        if placement is not None:
-            data["Placement"] = {"GroupId": placement.id}
-        devices = _block_devices(node_class)
-        if devices:
-            data["BlockDeviceMappings"] = devices
-        cpu = cpu_options(node_class, self.clients.ec2)
-        if cpu is not None:
-            data["CpuOptions"] = cpu
-        return data
-
-    async def _templates(
-        self, plan: FleetPlan, node_class: EC2NodeClass, nodeclaim: NodeClaim
-    ) -> dict[TemplateKey, str]:
-        await self.cluster.resolve()  # cached once complete: no call per launch
-        tags = nodepool_tags(
-            self.settings.cluster_name,
-            nodeclaim.metadata.labels.get(wk.LABEL_NODEPOOL, ""),
-            node_class.metadata.name or "",
-            node_class.spec.tags,
-        )
-        placement = await self.placement_groups.get(node_class)
-        if node_class.spec.placement_group_selector is not None and placement is None:
-            raise NodeClassNotReadyError(
-                f"EC2NodeClass {node_class.metadata.name!r}: the placement group its "
-                "placementGroupSelector names is not found or not available"
-            )
-        return {
-            template: await self.launch_templates.ensure(
-                self._launch_template_data(
-                    node_class,
-                    template,
-                    nodeclaim,
-                    placement,
-                    capacity_type=plan.capacity_type,
-                    tags=tags,
-                ),
-                tags=tags,
-            )
-            for template in plan.templates()
-        }
-
     async def create(self, nodeclaim: NodeClaim) -> NodeClaim:
         node_class = await self._ready_node_class(nodeclaim)
         # as the core planned them: an overlay's extended resource must fit here too
@@ -460,7 +281,7 @@ class AWSCloudProvider:
         )
         response: Mapping[str, Any] | None = None
         for attempt in range(2):
-            templates = await self._templates(plan, node_class, nodeclaim)
+            templates = await self.template_contents.for_plan(plan, node_class, nodeclaim)
             try:
                 response = await self.fleets.create_fleet(
                     fleet_request(

@@ -115,7 +115,8 @@ def _instance_type_for(ami: AMI) -> str:
 
 class TemplateData(Protocol):
     """The provider's launch template data for a class, a template key and a NodeClaim
-    (the very data its launches use, so the dry runs ask about what a launch sends)."""
+    (:meth:`karpy_aws._launchtemplates.TemplateContents.data`, the very data its launches
+    use, so the dry runs ask about what a launch sends)."""
 
     def __call__(
         self,

@@ -30,6 +30,7 @@ __all__ = [
     "billing_applies",
     "billing_extension",
     "cse_extension",
+    "extension_names",
 ]
 
 #: The extension names Karpenter's Azure provider gives (and finds) on its VMs.
@@ -44,6 +45,16 @@ def billing_applies(arm_cloud: str) -> bool:
     """True when the AKS billing extension exists in cloud ``arm_cloud`` (names compared
     case-insensitively, as the SDKs resolve them)."""
     return arm_cloud.lower() in {c.lower() for c in BILLING_CLOUDS}
+
+
+def extension_names(cse_command: str | None, *, arm_cloud: str) -> list[str]:
+    """The extensions karpy makes on a VM, in order: the Custom Script Extension when
+    there is a provisioning command to run, the billing extension where it applies (in
+    cloud ``arm_cloud``)."""
+    names = [] if cse_command is None else [CSE_EXTENSION]
+    if billing_applies(arm_cloud):
+        names.append(BILLING_EXTENSION)
+    return names
 
 
 def billing_extension(location: str, tags: Mapping[str, str]) -> cm.VirtualMachineExtension:

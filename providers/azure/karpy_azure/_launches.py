@@ -16,10 +16,11 @@ does the same with an :class:`asyncio.Task` per VM name:
   lease) never cancels the task: the next reconcile's ``create`` waits on the same one,
   and nothing is created twice.
 - A handed-over launch that then fails has already cleaned up its VM and NIC; the
-  provider deletes its NodeClaim so the pods are planned again (as Karpenter-Azure's
+  launcher deletes its NodeClaim so the pods are planned again (as Karpenter-Azure's
   ``waitOnPromise`` does).
 
-The registry only holds tasks; what they do is the provider's. It cancels them all on
+The registry only holds tasks; what they do is the launcher's
+(:mod:`karpy_azure._vmlaunch`, which owns the registry). It cancels them all on
 :meth:`Launches.aclose`.
 """
 

@@ -188,7 +188,7 @@ async def render(
 ) -> str:
     """The user data karpy puts into the launch template for ``node_class``."""
     await provider.cluster.resolve()
-    data = provider._launch_template_data(
+    data = provider.template_contents.data(
         node_class,
         TemplateKey("ami-0", max_pods),
         claim or _claim(),
