@@ -30,9 +30,9 @@ from karpy.controllers import (
 )
 from karpy.controllers import metrics as metrics_controllers
 from karpy.controllers.deps import Deps
+from karpy.controllers.inputs import SchedulingInputs
 from karpy.controllers.instrumented_provider import InstrumentedCloudProvider
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.provisioning import SchedulingInputs
 from karpy.controllers.settings import UNIMPLEMENTED_GATES, Settings
 from karpy.options import Options
 from karpy.runtime import (

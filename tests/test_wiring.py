@@ -84,7 +84,7 @@ def test_each_shared_dependency_and_controller_is_built_in_one_place() -> None:
     assert _constructed("Deps") == {"operator.py"}
     assert _constructed("SchedulingInputs") == {"operator.py"}
     assert _constructed("InstanceTypeCache") == {
-        "controllers/provisioning/inputs.py", "cli/top.py"
+        "controllers/inputs/scheduling.py", "cli/top.py"
     }
     assert _constructed("Provisioner") == {"controllers/provisioning/__init__.py"}
     assert _constructed("OrchestrationQueue") == {"controllers/disruption/__init__.py"}

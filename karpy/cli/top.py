@@ -165,7 +165,7 @@ def _cbreak(fd: int) -> Iterator[None]:
 async def _main(args: argparse.Namespace) -> int:
     from karpy.cloudprovider import CloudProviderError, ProviderContext, UnavailableOfferings
     from karpy.cloudprovider.registry import CLOUD_PROVIDER_ENV, build_provider, close_provider
-    from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
+    from karpy.controllers.inputs.instancetypes import InstanceTypeCache
     from karpy.options import parse_provider_settings
     from karpy.runtime import KubeClient, SystemClock
     from karpy.state import OverlayStore

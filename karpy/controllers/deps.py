@@ -22,7 +22,7 @@ from karpy.state.overlays import OverlayStore
 from karpy.state.registration_health import RegistrationHealth
 
 if TYPE_CHECKING:  # the provisioning package imports this module
-    from karpy.controllers.provisioning.inputs import SchedulingInputs
+    from karpy.controllers.inputs.scheduling import SchedulingInputs
 
 __all__ = ["Deps"]
 

@@ -17,8 +17,8 @@ import logging
 
 from karpy.apis.conditions import condition_is_true
 from karpy.apis.v1alpha1.nodeoverlay import CONDITION_VALIDATION_SUCCEEDED
+from karpy.controllers.inputs.instancetypes import InstanceTypeCache
 from karpy.controllers.nodeoverlay import judge
-from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
 from karpy.runtime import Client, Clock, Object, errors
 from karpy.state import Cluster, OverlayStore
 from karpy.state.kinds import NODE_OVERLAY

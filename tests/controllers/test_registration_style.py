@@ -27,9 +27,30 @@ def test_no_controller_class_registers_itself() -> None:
     assert found == []
 
 
+# Packages beside the controllers that hold what they share, not a controller.
+SHARED = {"inputs"}
+
+
 def test_every_controller_package_has_a_register_taking_deps_first() -> None:
     for init in sorted(PACKAGE.glob("*/__init__.py")):
+        if init.parent.name in SHARED:
+            continue
         module = importlib.import_module(f"karpy.controllers.{init.parent.name}")
         register = getattr(module, "register", None)
         assert callable(register), f"karpy.controllers.{init.parent.name} has no register()"
         assert next(iter(inspect.signature(register).parameters)) == "deps", init.parent.name
+
+
+def test_the_shared_packages_hold_no_controller() -> None:
+    """A shared package (the scheduling inputs) has no reconciler and no register():
+    were it to grow one, it would be a controller package and must say so."""
+    for name in sorted(SHARED):
+        for path in sorted((PACKAGE / name).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            reconcilers = [f"{path.name}:{node.name}" for node in ast.walk(tree)
+                           if isinstance(node, ast.ClassDef)
+                           and any(isinstance(i, ast.AsyncFunctionDef) and i.name == "reconcile"
+                                   for i in node.body)]
+            assert reconcilers == [], reconcilers
+            assert not any(isinstance(n, ast.FunctionDef) and n.name == "register"
+                           for n in tree.body), path

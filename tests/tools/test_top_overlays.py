@@ -8,7 +8,7 @@ from typing import Any
 
 from karpy.cloudprovider import UnavailableOfferings
 from karpy.cloudprovider.fake import FakeCloudProvider
-from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
+from karpy.controllers.inputs.instancetypes import InstanceTypeCache
 from karpy.runtime import errors
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state import Cluster, OverlayStore

@@ -90,7 +90,7 @@ def _sanitized(spec: Mapping[str, Any]) -> dict[str, Any]:
 class VirtualPods:
     """The virtual pods by buffer (``namespace/name``), and the last round's placements.
 
-    Implements :class:`karpy.controllers.provisioning.virtualpods.VirtualPodSource`.
+    Implements :class:`karpy.controllers.inputs.virtualpods.VirtualPodSource`.
     """
 
     def __init__(self) -> None:

@@ -60,9 +60,9 @@ from karpy.controllers.disruption._singlenode import SingleNodeConsolidation
 from karpy.controllers.disruption._staticdrift import StaticDrift
 from karpy.controllers.disruption._validation import FreshStateValidator, Validator
 from karpy.controllers.disruption._whatif import WhatIf
+from karpy.controllers.inputs import SchedulingInputs
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodehealth.policy import RepairPolicyMatcher
-from karpy.controllers.provisioning import SchedulingInputs
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Clock, Kind, Object, Result, errors, kinds
 from karpy.runtime.indexes import INDEX_NODE_NAME

@@ -20,7 +20,7 @@ from karpy.apis.v1alpha1 import (
     NodeOverlay,
     NodeOverlayStatus,
 )
-from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
+from karpy.controllers.inputs.instancetypes import InstanceTypeCache
 from karpy.runtime import Cache, Client, Clock, Request, Result, errors
 from karpy.scheduling.overlay import Overlay, PoolTypes, evaluate
 from karpy.state import Cluster, OverlayStore

@@ -5,15 +5,14 @@ runs the scheduling simulator over existing, in-flight and new capacity, and cre
 NodeClaims it plans; :class:`ProvisionerTrigger` wakes it from pod and node events.
 :func:`register` adds both to the manager. What a round schedules (instance types,
 NodePool templates, pending and moving pods, simulator options) is one
-:class:`SchedulingInputs`, carried in ``Deps`` and shared with disruption, the metrics
-and the tools.
+:class:`~karpy.controllers.inputs.SchedulingInputs` (karpy/controllers/inputs), carried
+in ``Deps`` and shared with disruption, the metrics and the tools.
 """
 
 from __future__ import annotations
 
 from karpy.controllers.deps import Deps
 from karpy.controllers.provisioning.batcher import Batcher
-from karpy.controllers.provisioning.inputs import SchedulingInputs
 from karpy.controllers.provisioning.provisioner import PROVISIONED_REASON, Provisioner
 from karpy.controllers.provisioning.trigger import ProvisionerTrigger
 from karpy.runtime import kinds
@@ -24,7 +23,6 @@ __all__ = [
     "Batcher",
     "Provisioner",
     "ProvisionerTrigger",
-    "SchedulingInputs",
     "register",
 ]
 

@@ -6,7 +6,7 @@ One round (Karpenter's Provisioner.Reconcile):
    the cluster model to be synced;
 2. gather the capacity that exists or is coming (nodes, launched NodeClaims, with the
    pods already nominated to them), then, from the shared
-   :class:`~karpy.controllers.provisioning.inputs.SchedulingInputs`, the pods that need
+   :class:`~karpy.controllers.inputs.scheduling.SchedulingInputs`, the pods that need
    capacity -- provisionable and not nominated, plus pods on machines being deleted --
    each restricted to where its persistent volumes can be mounted;
 3. build the simulator's input: the inputs' NodePool templates (ready NodePools in
@@ -29,8 +29,8 @@ from typing import Any
 
 from karpy.apis import NodePool
 from karpy.apis.duration import format_go_duration
+from karpy.controllers.inputs.scheduling import SchedulingInputs
 from karpy.controllers.provisioning.batcher import Batcher
-from karpy.controllers.provisioning.inputs import SchedulingInputs
 from karpy.controllers.provisioning.nodeclaims import instance_type_names, nodeclaim_manifest
 from karpy.controllers.provisioning.pretty import truncated_list
 from karpy.runtime import Client, Clock, Result, freeze

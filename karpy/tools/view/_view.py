@@ -40,10 +40,11 @@ from karpy.controllers.disruption import (
     DisruptionController,
 )
 from karpy.controllers.disruption._method import Method
+from karpy.controllers.inputs import SchedulingInputs
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodeoverlay import Verdict, judge
 from karpy.controllers.nodepool import NodePoolReadiness, NodePoolValidation
-from karpy.controllers.provisioning import Provisioner, SchedulingInputs
+from karpy.controllers.provisioning import Provisioner
 from karpy.controllers.settings import Settings
 from karpy.operator import build_deps, wire
 from karpy.runtime import Cache, Clock, KubeClient, Manager, Object, Request, SystemClock, errors

@@ -16,8 +16,9 @@ from karpy.controllers.capacitybuffer import VirtualPods, build_virtual_pods
 from karpy.controllers.disruption import Candidate, Decision, build_candidate
 from karpy.controllers.disruption._candidates import GRACEFUL
 from karpy.controllers.disruption._whatif import consolidate
+from karpy.controllers.inputs import SchedulingInputs
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.provisioning import Provisioner, SchedulingInputs
+from karpy.controllers.provisioning import Provisioner
 from karpy.controllers.settings import Settings
 from karpy.runtime import freeze
 from karpy.runtime.telemetry import Metrics

@@ -10,9 +10,9 @@ import pytest
 
 from karpy.cloudprovider import UnavailableOfferings
 from karpy.cloudprovider.fake import FakeCloudProvider
+from karpy.controllers.inputs.instancetypes import InstanceTypeCache
 from karpy.controllers.nodeoverlay import NodeOverlayController
 from karpy.controllers.nodeoverlay._controller import RESYNC
-from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
 from karpy.runtime import Cache, Request, Result
 from karpy.runtime.testing import FakeClient, FakeClock
 from karpy.state import Cluster, OverlayStore, UnevaluatedNodePoolError

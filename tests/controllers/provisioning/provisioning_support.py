@@ -16,8 +16,9 @@ from typing import Any, cast
 
 from karpy.cloudprovider import UnavailableOfferings
 from karpy.cloudprovider.fake import FakeCloudProvider
+from karpy.controllers.inputs import SchedulingInputs
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.provisioning import Provisioner, SchedulingInputs
+from karpy.controllers.provisioning import Provisioner
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, Kind, errors
 from karpy.runtime.telemetry import Metrics

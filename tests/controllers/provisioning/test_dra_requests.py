@@ -11,7 +11,7 @@ from typing import Any
 
 from provisioning_support import build
 
-from karpy.controllers.provisioning.inputs import has_dra_requirements
+from karpy.controllers.inputs.scheduling import has_dra_requirements
 from karpy.controllers.settings import Settings
 from karpy.state.testing import nodepool, pod
 

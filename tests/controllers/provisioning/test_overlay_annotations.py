@@ -10,7 +10,7 @@ from karpy.apis.annotations import (
     ANNOTATION_CAPACITY_OVERLAY_APPLIED,
     ANNOTATION_PRICE_OVERLAY_APPLIED,
 )
-from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
+from karpy.controllers.inputs.instancetypes import InstanceTypeCache
 from karpy.scheduling.overlay import Overlay
 from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.state import OverlayStore

@@ -10,8 +10,9 @@ from typing import Any
 
 from karpy.cloudprovider import UnavailableOfferings
 from karpy.cloudprovider.fake import FakeCloudProvider
+from karpy.controllers.inputs import SchedulingInputs
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.provisioning import Provisioner, SchedulingInputs
+from karpy.controllers.provisioning import Provisioner
 from karpy.controllers.settings import FeatureGates, Settings
 from karpy.controllers.static import StaticDeprovisioning, StaticProvisioning
 from karpy.runtime import Request, freeze

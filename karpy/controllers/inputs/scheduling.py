@@ -30,10 +30,10 @@ from typing import Any
 from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.apis.pods import has_dra_requirements
 from karpy.cloudprovider import CloudProvider, UnavailableOfferings
+from karpy.controllers.inputs.events import NodePoolEvents, PodEvents
+from karpy.controllers.inputs.instancetypes import InstanceTypeCache
+from karpy.controllers.inputs.virtualpods import VirtualPodSource
 from karpy.controllers.instruments import KarpenterMetrics
-from karpy.controllers.provisioning.events import NodePoolEvents, PodEvents
-from karpy.controllers.provisioning.instancetypes import InstanceTypeCache
-from karpy.controllers.provisioning.virtualpods import VirtualPodSource
 from karpy.controllers.settings import Settings
 from karpy.runtime import Clock, EventRecorder
 from karpy.scheduling import NodePoolTemplate, Pod
