@@ -48,13 +48,21 @@ __all__ = [
 
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
 IN: Final = "In"
+"""Operator: the value is one of the values."""
 NOT_IN: Final = "NotIn"
+"""Operator: the value is none of the values (or the key is absent)."""
 EXISTS: Final = "Exists"
+"""Operator: the key is present, any value."""
 DOES_NOT_EXIST: Final = "DoesNotExist"
+"""Operator: the key is absent."""
 GT: Final = "Gt"
+"""Operator: an integer value above the one given."""
 LT: Final = "Lt"
+"""Operator: an integer value below the one given."""
 GTE: Final = "Gte"
+"""Operator: an integer value at or above the one given (Karpenter v1.9)."""
 LTE: Final = "Lte"
+"""Operator: an integer value at or below the one given (Karpenter v1.9)."""
 _OPERATORS: Final = frozenset({IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT, GTE, LTE})
 
 _EMPTY: frozenset[str] = frozenset()

@@ -115,7 +115,10 @@ class Tmux:
         proc = await asyncio.create_subprocess_exec(
             "tmux", "-u", "-L", self.socket, *args,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"},
+            # Without COLUMNS and LINES: a pytest-xdist worker has them (80x24), the tmux
+            # server would pass them on, and rich would draw for them, not for the pane.
+            env={**{k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")},
+                 "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"},
         )
         out, err = await proc.communicate()
         if proc.returncode != 0:
@@ -312,7 +315,10 @@ async def test_karpy_top_in_a_terminal_matches_the_cluster_and_follows_it(
                     sys.executable, "-m", "karpy.cli", "top", "--once", "--width", str(WIDTH),
                     "--kubeconfig", str(kubeconfig),
                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                    env={**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"},
+                    # Without COLUMNS and LINES: a pytest-xdist worker has them (80x24), the tmux
+            # server would pass them on, and rich would draw for them, not for the pane.
+            env={**{k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")},
+                 "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"},
                 )
                 out, err = await asyncio.wait_for(once.communicate(), timeout=60)
                 assert once.returncode == 0, err.decode()
