@@ -126,10 +126,6 @@ class KarpenterMetrics:
             "provisioning in seconds.",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
         )
-        self.scheduler_queue_depth = meter.create_up_down_counter(
-            "karpenter_scheduler_queue_depth",
-            description="The number of pods currently waiting to be scheduled.",
-        )
         self.scheduler_ignored_pods = meter.create_gauge(
             "karpenter_scheduler_ignored_pods_count",
             description="Number of pods ignored during scheduling by Karpenter",
@@ -157,6 +153,14 @@ class KarpenterMetrics:
             "karpenter_scheduler_unfinished_work_seconds",
             "How many seconds of work has been done that is in progress and hasn't been "
             "observed by scheduling_duration_seconds.",
+            ("controller", "scheduling_id"), registry=None,
+        )
+        # The pods left in a solve's queue when it ended (those it could not place), kept
+        # until the controller's next solve replaces it: Karpenter's scheduler sets it on
+        # each pass and deletes the controller's series when the next solve starts.
+        self.scheduler_queue_depth = Gauge(
+            "karpenter_scheduler_queue_depth",
+            "The number of pods currently waiting to be scheduled.",
             ("controller", "scheduling_id"), registry=None,
         )
         self.consolidation_score = meter.create_histogram(
@@ -191,6 +195,7 @@ class KarpenterMetrics:
             registry.register(self.node_termination_duration)
             registry.register(self.scheduler_pending_pods_by_zone)
             registry.register(self.scheduler_unfinished_work)
+            registry.register(self.scheduler_queue_depth)
         self.nodeclaim_termination_duration = meter.create_histogram(
             "karpenter_nodeclaims_termination_duration_seconds", unit="s",
             description="Duration of NodeClaim termination in seconds.",

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from opentelemetry.metrics import Meter
+from prometheus_client import Gauge
 
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.metrics import GAUGES
@@ -43,6 +44,9 @@ def emitted() -> dict[str, tuple[str, ...] | None]:
     instruments = KarpenterMetrics(cast(Meter, meter))
     assert len(meter.instruments) > 20  # the recording meter saw the instruments
     for summary in vars(instruments).values():
+        if isinstance(summary, Gauge):  # prometheus_client's, for series a round replaces
+            [family] = summary.describe()
+            names[family.name] = tuple(summary._labelnames)
         if isinstance(summary, Summary):
             names[summary.name] = (*summary.labels, "quantile")
             names[summary.name + "_sum"] = summary.labels

@@ -90,6 +90,8 @@ class Provisioner:
         """A batch window closed and its round still waits for the model to sync."""
         self._zones: set[str] = set()
         """The zones of karpenter_scheduler_pending_pods_by_effective_zone_count set."""
+        self._queue_labels: tuple[str, str] | None = None
+        """The labels of the last solve's karpenter_scheduler_queue_depth series."""
         # NodePool name -> (the parsed NodePool, its hash): hashing the template costs
         # ~1 ms, once per NodePool version rather than once per NodeClaim.
         self._hashes: dict[str, tuple[NodePool, str]] = {}
@@ -202,6 +204,7 @@ class Provisioner:
             )
         finally:
             unfinished.remove(*solve_labels)
+        self._record_queue_depth(solve_labels, len(results.errors))
         if self.inputs.virtual_pods is not None:
             self.inputs.virtual_pods.observe(results)
         elapsed = time.perf_counter() - started
@@ -222,6 +225,17 @@ class Provisioner:
             ]),
         )
         return results
+
+    def _record_queue_depth(self, labels: tuple[str, str], left: int) -> None:
+        """karpenter_scheduler_queue_depth{controller, scheduling_id}: the pods the solve
+        left in its queue, replacing the previous solve's series (Karpenter deletes the
+        controller's series as a solve starts; karpy's solve runs without yielding, so no
+        scrape could see it in between)."""
+        gauge = self.metrics.scheduler_queue_depth
+        if self._queue_labels is not None:
+            gauge.remove(*self._queue_labels)
+        gauge.labels(*labels).set(left)
+        self._queue_labels = labels
 
     def _record_zones(self, pending_by_zone: Mapping[str, int]) -> None:
         """karpenter_scheduler_pending_pods_by_effective_zone_count for this round: the

@@ -490,3 +490,33 @@ async def test_a_scrape_during_a_solve_sees_its_unfinished_work(
     assert same == labels and 0 < at_start < later, "the seconds it has been running"
     assert unfinished() == [], "removed when the solve ends"
     assert h.client.created
+
+
+async def test_the_queue_depth_is_what_the_last_solve_left_unplaced() -> None:
+    """karpenter_scheduler_queue_depth{controller, scheduling_id} stays after a solve with
+    the pods it could not place, and the next solve replaces it (Karpenter's scheduler
+    leaves its last value and deletes the controller's series when a solve starts)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    h = build()
+    h.metrics.registry.register(h.provisioner.metrics.scheduler_queue_depth)
+    h.cluster.update_nodepool(nodepool())
+
+    def depth() -> list[tuple[dict[str, str], float]]:
+        text = h.metrics.render().decode()
+        return [(s.labels, s.value) for f in text_string_to_metric_families(text)
+                for s in f.samples if s.name == "karpenter_scheduler_queue_depth"]
+
+    pending(h, 2)
+    [huge] = pending(h, 1, cpu="100000", prefix="huge")  # fits no instance type
+    await h.provisioner.provision()
+    [(first, left)] = depth()
+    assert first["controller"] == "provisioner" and len(first["scheduling_id"]) == 36
+    assert left == 1, "the pod no instance type fits"
+
+    h.cluster.delete_pod(huge)
+    pending(h, 1, prefix="more")
+    await h.provisioner.provision()
+    [(second, left)] = depth()
+    assert second["scheduling_id"] != first["scheduling_id"], "the next solve replaced it"
+    assert left == 0
