@@ -36,10 +36,13 @@ if [ ! -f "$stamp" ] || [ -n "$(find $deps -newer "$stamp" 2>/dev/null)" ]; then
 fi
 
 # Programs the tests drive besides Python's: tmux (tests/e2e/test_top_e2e.py runs
-# `karpy top` in a real terminal). Installed with apt-get when root, as scripts/image.sh
-# does for its tools; otherwise said here, and the test's skip says it again.
+# `karpy top` in a real terminal) and Prometheus (the scale-down e2e in
+# tests/e2e/test_disruption.py evaluates every dashboard panel through it). Installed with
+# apt-get when root, as scripts/image.sh does for its tools; otherwise said here, and the
+# tests' skips say it again.
 missing=()
 command -v tmux >/dev/null || missing+=(tmux)
+command -v prometheus >/dev/null || missing+=(prometheus)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "setup.sh: installing ${missing[*]} with apt-get" >&2
@@ -48,7 +51,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get -q -y -o DPkg::Lock::Timeout=600 install --no-install-recommends "${missing[@]}" >/dev/null
   else
     echo "setup.sh: ${missing[*]} missing (install it; not root, so not installed here):" \
-      "tests/e2e/test_top_e2e.py will skip" >&2
+      "tests/e2e/test_top_e2e.py (tmux) and the dashboards' part of tests/e2e/test_disruption.py" \
+      "(prometheus) will skip" >&2
   fi
 fi
 fi

@@ -24,12 +24,22 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from dashboards import unresolved
 from harness import RunningKarpy, karpy_operator, karpy_process
 from kube import clean_up, connect, deployment, eventually, nodepool, pool_objects, ready_node_class
+from prometheus import (
+    PROMETHEUS,
+    Prometheus,
+    dashboard_queries,
+    empty_panels,
+    empty_panels_of,
+    running_prometheus,
+    unexplained,
+)
 
 from karpy.cloudprovider.kwok import KwokCloudProvider
 from karpy.cloudprovider.kwok._catalogue import generate_catalogue, to_instance_types
@@ -155,6 +165,23 @@ async def keep_spread(client: Client, namespace: str, app: str, survivors: int) 
             "controller.kubernetes.io/pod-deletion-cost": "1000"}}}, namespace=namespace)
 
 
+NO_PROMETHEUS = ("prometheus is not installed (scripts/setup.sh installs Debian's package as "
+                 "root): the dashboards' panels were not evaluated; the rest passed")
+RENAMED = "karpenter_nodes_allocatable"  # the series most panels read
+STUCK = "dis-nowhere"
+
+
+@contextlib.asynccontextmanager
+async def scraping(op: RunningKarpy) -> AsyncIterator[Prometheus | None]:
+    """A Prometheus scraping the in-process operator's /metrics (None if not installed)."""
+    if PROMETHEUS is None:
+        yield None
+        return
+    assert op.operator is not None and op.operator.manager.metrics_port is not None
+    async with running_prometheus([f"127.0.0.1:{op.operator.manager.metrics_port}"]) as prom:
+        yield prom
+
+
 def kwok(op: RunningKarpy) -> KwokCloudProvider:
     assert op.operator is not None
     provider = op.operator.provider
@@ -166,7 +193,8 @@ async def test_scale_down_removes_empty_and_underused_nodes(
     cluster: Any, namespace: str, kwok_crd: None
 ) -> None:
     pool, app = "dis-shrink", "dis-shrink"
-    async with connect(cluster) as client, karpy_operator(cluster, settings=settings()) as op:
+    async with connect(cluster) as client, karpy_operator(cluster, settings=settings()) as op, \
+            scraping(op) as prom:
         await ready_node_class(client, NODE_CLASS)
         shrinking = consolidating_pool(pool)
         # The capacity dashboard's limit panels (cpu and memory).
@@ -225,8 +253,35 @@ async def test_scale_down_removes_empty_and_underused_nodes(
             assert op.operator is not None
             problems = unresolved(op.operator.manager.metrics.render().decode())
             assert problems == [], "\n".join(problems)
+            # And a real Prometheus that scraped karpy all along draws every panel of
+            # them and of the chart's dashboard...
+            if prom is None:
+                pytest.skip(NO_PROMETHEUS)
+            # A pod no NodePool can take stays Pending: what the pending-pods panels show
+            # (the scale-up's pods may have been Pending for less than a scrape).
+            await client.create(kinds.DEPLOYMENT, deployment(
+                STUCK, node_selector={SELECT: "nowhere"}, replicas=1, cpu="1"),
+                namespace=namespace)
+            await eventually(lambda: stuck_pending(client, namespace), timeout=60,
+                             what="the pod no NodePool takes to be Pending")
+            await prom.scrapes(3)
+            empty = unexplained(await empty_panels(prom, dashboard_queries()))
+            assert empty == [], "panels without data:\n" + "\n".join(empty)
+            # ...which it would not if a series they read were renamed.
+            text = op.operator.manager.metrics.render().decode()
+            renamed = await empty_panels_of(text.replace(RENAMED, f"{RENAMED}_renamed"))
+            reading = [str(q) for q in dashboard_queries() if RENAMED in q.expr]
+            assert reading and set(reading) <= set(renamed), sorted(set(reading) - set(renamed))
         finally:
+            with contextlib.suppress(errors.NotFound):
+                await client.delete(kinds.DEPLOYMENT, STUCK, namespace=namespace)
             assert await clean_up(client, namespace, app, [pool], timeout=120) == []
+
+
+async def stuck_pending(client: Client, namespace: str) -> bool:
+    """The STUCK Deployment's pod exists and is Pending."""
+    pods = await client.list(kinds.POD, namespace=namespace, label_selector={"app": STUCK})
+    return any((p.get("status") or {}).get("phase") == "Pending" for p in pods)
 
 
 async def events_for(client: Client, name: str, reason: str) -> list[Any]:
