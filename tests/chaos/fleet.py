@@ -14,6 +14,7 @@ import os
 import signal
 from collections.abc import Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from harness import RunningKarpy, karpy_process
@@ -58,6 +59,20 @@ class Fleet:
 
     async def __aexit__(self, *exc: object) -> None:
         await self._stack.__aexit__(*exc)  # type: ignore[arg-type]
+        if exc[0] is not None:
+            self._report()
+
+    def _report(self) -> None:
+        """A failed scenario shows every replica's last log lines; with
+        ``KARPY_E2E_LOG_DIR`` set, each replica's whole log is written there too."""
+        where = os.environ.get("KARPY_E2E_LOG_DIR")
+        for i, replica in enumerate(self.replicas):
+            print(f"\n--- replica {i} (pid {replica.pid}), last lines:\n{replica.tail(40)}")
+            if where:
+                path = Path(where) / f"replica-{replica.pid}.log"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text("\n".join(replica.lines) + "\n")
+                print(f"--- whole log: {path}")
 
     async def start(self) -> RunningKarpy:
         """Start one more replica; returns once its caches synced."""

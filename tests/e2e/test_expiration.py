@@ -178,10 +178,17 @@ async def test_do_not_disrupt_and_a_blocking_pdb_give_way_once_the_grace_period_
                 deleted_at = await eventually(lambda c=claim_name: deleting(c), timeout=60,
                                               what=f"{claim_name} to expire")
                 deadline = deleted_at + timedelta(seconds=tgp)
-                got = await client.get(NODE_CLAIM, claim_name)
-                annotation = got["metadata"]["annotations"].get(
-                    "karpenter.sh/nodeclaim-termination-timestamp")
-                assert annotation is not None and when(annotation) == deadline
+
+                # The termination controller stamps the deadline once it sees the
+                # deletion, a moment after the deletionTimestamp is set.
+                async def stamped(c: str = claim_name) -> str | None:
+                    got = await client.get(NODE_CLAIM, c)
+                    return (got["metadata"].get("annotations") or {}).get(
+                        "karpenter.sh/nodeclaim-termination-timestamp")
+
+                annotation = await eventually(stamped, timeout=30,
+                                              what=f"{claim_name}'s termination deadline")
+                assert when(annotation) == deadline
                 await eventually(lambda n=node_name: gone(client, kinds.NODE, n),
                                  timeout=tgp + 60, what=f"node {node_name} to terminate")
                 # Not before the blocked pods were due to be forced out.

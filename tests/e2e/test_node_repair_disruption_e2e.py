@@ -11,6 +11,9 @@ test_node_repair_e2e.py.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,7 +26,6 @@ from kube import (
     eventually,
     moved_pods,
     nodepool,
-    pool_objects,
     ready_node_class,
     running_pods,
 )
@@ -36,6 +38,7 @@ from test_node_repair_e2e import (
     nodeclaim_of,
 )
 
+from karpy.apis.labels import LABEL_NODEPOOL
 from karpy.controllers.settings import FeatureGates, Settings
 from karpy.runtime import kinds, parse_time
 from karpy.state.kinds import NODE_CLAIM, NODE_POOL
@@ -48,9 +51,30 @@ SETTINGS = Settings(batch_idle_duration=0.5, batch_max_duration=3.0, eviction_re
 STAMP = "karpenter.sh/nodeclaim-termination-timestamp"
 
 
-def _initialized(claim: dict[str, Any]) -> bool:
+def _initialized(claim: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Initialized" and c.get("status") == "True"
                for c in (claim.get("status") or {}).get("conditions") or ())  # fmt: skip
+
+
+async def _record(client: Any, pool: str, old: str, since: str,
+                  changes: list[tuple[str, str, str]]) -> None:
+    """Append to ``changes``, in the API server's order, each replacement NodeClaim of
+    ``pool`` becoming initialized, ``("ready", name, "")``, and ``old`` being marked for
+    deletion or deleted, ``("deleting", old, its termination-timestamp annotation)``."""
+    async with contextlib.aclosing(client.watch(
+            NODE_CLAIM, label_selector={LABEL_NODEPOOL: pool}, resource_version=since,
+            inactivity_timeout=None)) as events:
+        async for event in events:
+            if event.type == "BOOKMARK":
+                continue
+            name = event.object["metadata"]["name"]
+            if name == old:
+                meta = event.object["metadata"]
+                if event.type == "DELETED" or meta.get("deletionTimestamp"):
+                    stamp = (meta.get("annotations") or {}).get(STAMP, "")
+                    changes.append(("deleting", name, stamp))
+            elif event.type != "DELETED" and _initialized(event.object):
+                changes.append(("ready", name, ""))
 
 
 async def test_an_unhealthy_node_is_replaced_first_and_drained_within_its_bound(
@@ -71,26 +95,32 @@ async def test_an_unhealthy_node_is_replaced_first_and_drained_within_its_bound(
             claim = await eventually(lambda: nodeclaim_of(client, pool, sick), timeout=30,
                                      what="the node's NodeClaim")
             claim_name = claim["metadata"]["name"]
-            ill_since = await make_not_ready(client, sick)
-            seen: dict[str, Any] = {}
+            # The order is read from a watch of the pool's NodeClaims, which sees every
+            # change in the order the API server made them: polling could fall between the
+            # replacement's initialization and the old NodeClaim's deletion (kwok's drain
+            # bound is 0) and not tell a right order from a wrong one.
+            start = await client.list_page(NODE_CLAIM, label_selector={LABEL_NODEPOOL: pool})
+            changes: list[tuple[str, str, str]] = []
+            watcher = asyncio.create_task(_record(client, pool, claim_name,
+                                                  start.resource_version, changes))
+            try:
+                ill_since = await make_not_ready(client, sick)
 
-            async def replaced_first() -> bool | None:
-                claims = await pool_objects(client, NODE_CLAIM, [pool])
-                old = next((c for c in claims if c["metadata"]["name"] == claim_name), None)
-                others = [c for c in claims if c["metadata"]["name"] != claim_name]
-                if old is None or old["metadata"].get("deletionTimestamp"):
-                    # deleted: a replacement must have been initialized before
-                    assert seen.get("ready_replacement_while_old_stood"), (
-                        "the unhealthy NodeClaim was deleted before a replacement was ready")
-                    if old is not None:
-                        seen["stamp"] = (old["metadata"].get("annotations") or {}).get(STAMP)
-                    return True
-                if any(_initialized(c) for c in others):
-                    seen["ready_replacement_while_old_stood"] = True
-                return None
+                async def old_deleting() -> bool:
+                    if watcher.done():
+                        watcher.result()  # raises what ended the watch
+                    return any(what == "deleting" for what, _, _ in changes)
 
-            await eventually(replaced_first, timeout=TOLERATION + 60,
-                             what=f"a replacement first, then {claim_name} deleted")
+                await eventually(old_deleting, timeout=TOLERATION + 60,
+                                 what=f"{claim_name} to be deleted after a replacement")
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+            order = [what for what, _, _ in changes]
+            assert "ready" in order and order.index("ready") < order.index("deleting"), (
+                f"the unhealthy NodeClaim was deleted before a replacement was ready: {changes}")
+            stamp_text = changes[order.index("deleting")][2]
             repaired_at = datetime.now(UTC)
             assert (repaired_at - ill_since).total_seconds() >= TOLERATION - 1
             lines = [r for r in op.messages("selected repair policy")
@@ -98,9 +128,10 @@ async def test_an_unhealthy_node_is_replaced_first_and_drained_within_its_bound(
             assert lines, "no 'selected repair policy' log line"
             assert (lines[0]["condition"], lines[0]["action"]) == ("Ready", "ReplaceNode")
             assert lines[0]["termination-grace-period"] == "0s"
-            if seen.get("stamp"):  # kwok's drain bound 0: the deadline is deletion time
-                stamp = parse_time(seen["stamp"])
-                assert stamp is not None and stamp <= repaired_at
+            # kwok's drain bound 0: the deadline stamped at deletion is the deletion time
+            stamp = parse_time(stamp_text)
+            assert stamp is not None, f"{claim_name} was deleted without {STAMP}"
+            assert stamp <= repaired_at
 
             await eventually(lambda: moved_pods(client, namespace, app, sick), timeout=60,
                              what="the pod Running on the replacement")
