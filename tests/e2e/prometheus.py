@@ -1,13 +1,14 @@
 """A real Prometheus scraping karpy, and every panel query of the dashboards evaluated
 through its HTTP API.
 
-:class:`Prometheus` runs the ``prometheus`` on PATH (Debian's package, which
+:func:`running_prometheus` runs the ``prometheus`` on PATH (Debian's package, which
 scripts/setup.sh installs when root) with a scrape job named ``karpenter`` — the job
 Karpenter's ServiceMonitor gives its series, which the performance dashboard selects on —
-scraping the given targets every second. :func:`dashboard_queries` reads the panel
-targets of the chart's dashboard (charts/karpy/dashboards/karpy.json) and of Karpenter's
-published ones (kept in data/karpenter_dashboards_v1_14.json with their commit), and
-:func:`empty_panels` says which of them return no data, with Grafana's variables
+scraping the given targets every second; :class:`Prometheus` is its HTTP API.
+:func:`dashboard_queries` reads the panel targets of the chart's dashboard
+(charts/karpy/dashboards/karpy.json) and of Karpenter's published ones (kept in
+data/karpenter_dashboards_v1_14.json with their commit), and :func:`empty_panels` says
+which of them draw nothing over the time Prometheus ran, with the dashboards' variables
 substituted as Grafana substitutes them.
 """
 
