@@ -274,6 +274,8 @@ async def test_scale_down_removes_empty_and_underused_nodes(
             renamed = await empty_panels_of(text.replace(RENAMED, f"{RENAMED}_renamed"))
             reading = [str(q) for q in dashboard_queries() if RENAMED in q.expr]
             assert reading and set(reading) <= set(renamed), sorted(set(reading) - set(renamed))
+            drawn = {str(q) for q in dashboard_queries()} - set(renamed)
+            assert drawn, "the renamed text's Prometheus drew no panel at all"
         finally:
             with contextlib.suppress(errors.NotFound):
                 await client.delete(kinds.DEPLOYMENT, STUCK, namespace=namespace)
