@@ -267,14 +267,15 @@ async def test_scale_down_removes_empty_and_underused_nodes(
             await eventually(lambda: stuck_pending(client, namespace), timeout=60,
                              what="the pod no NodePool takes to be Pending")
             await prom.scrapes(3)
-            empty = unexplained(await empty_panels(prom, dashboard_queries()))
+            queries = dashboard_queries()
+            empty = unexplained(await empty_panels(prom, queries))
             assert empty == [], "panels without data:\n" + "\n".join(empty)
             # ...which it would not if a series they read were renamed.
             text = op.operator.manager.metrics.render().decode()
             renamed = await empty_panels_of(text.replace(RENAMED, f"{RENAMED}_renamed"))
-            reading = [str(q) for q in dashboard_queries() if RENAMED in q.expr]
+            reading = [str(q) for q in queries if RENAMED in q.expr]
             assert reading and set(reading) <= set(renamed), sorted(set(reading) - set(renamed))
-            drawn = {str(q) for q in dashboard_queries()} - set(renamed)
+            drawn = {str(q) for q in queries} - set(renamed)
             assert drawn, "the renamed text's Prometheus drew no panel at all"
         finally:
             with contextlib.suppress(errors.NotFound):
