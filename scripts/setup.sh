@@ -62,8 +62,9 @@ if [ "$what" != python ]; then
   # build's time at its end): nodeadm's own NodeConfig validation, which the AWS
   # provider's user-data tests run (pure tests, midway through); helm, for the chart tests
   # (pure, run last of the pure tests); the control plane, for the cluster tests; the real
-  # Karpenter (kwok provider) for the takeover e2e, which runs last of the cluster tests: a
-  # toolchain of its own, so a separate cache stamp.
+  # Karpenter (kwok provider) for the takeover e2e, the first of the cluster tests. The last
+  # three are one Go module (tests/controlplane/go.mod), so each after the first finds
+  # most of its packages compiled; each keeps its own cache stamp.
   bash scripts/timed.sh "build: nodeadm's validator" bash tests/providers/aws/nodeadm/build.sh >/dev/null
   bash scripts/timed.sh "build: helm" bash tests/controlplane/build-helm.sh >/dev/null
   bash scripts/timed.sh "build: control plane" bash tests/controlplane/build.sh

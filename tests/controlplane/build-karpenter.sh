@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Builds the real Karpenter — its kwok provider's controller, the `kwok` main package of
-# the Go module sigs.k8s.io/karpenter (pinned in karpenter/go.mod as a `tool`) — into
-# tests/controlplane/bin/karpenter-kwok, for the takeover and side-by-side tests.
+# the Go module sigs.k8s.io/karpenter (a `tool` of this directory's go.mod, beside the
+# control plane it shares its dependencies with) — into tests/controlplane/bin/karpenter-kwok,
+# for the takeover and side-by-side tests.
 #
 # Karpenter v1.15.0's go.mod asks for Go >= 1.26.9, newer than the machine's toolchain:
 # GOTOOLCHAIN makes the go command fetch that toolchain through the module proxy (once;
-# it stays in the module cache). Cached like build.sh: when go.mod, go.sum, this script
-# and the toolchain are unchanged it returns at once; otherwise Go's build cache keeps a
-# rebuild incremental. Safe to run from several shells at once (a lock serialises).
+# it stays in the module cache); build.sh and build-helm.sh use the same one. Cached like
+# build.sh: when go.mod, go.sum, this script and the toolchain are unchanged it returns at
+# once; otherwise Go's build cache keeps a rebuild incremental (after build.sh, most of
+# Karpenter's packages are already compiled). Safe to run from several shells at once (a
+# lock serialises).
 set -euo pipefail
-export GOTOOLCHAIN=${KARPENTER_GOTOOLCHAIN:-go1.26.11}
+export GOTOOLCHAIN=${KARPY_GOTOOLCHAIN:-go1.26.11}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bin=$here/bin
 mkdir -p "$bin"
@@ -22,7 +25,7 @@ fi
 exec 7>"$bin/.karpenter.lock"
 flock 7
 
-cd "$here/karpenter"
+cd "$here"
 want=$( (sha256sum go.mod go.sum "$here/build-karpenter.sh"; echo "$GOTOOLCHAIN"; go env GOOS GOARCH) \
   | sha256sum | cut -d' ' -f1)
 stamp=$bin/.karpenter-stamp
