@@ -77,6 +77,17 @@ async def _record(client: Any, pool: str, old: str, since: str,
                 changes.append(("ready", name, ""))
 
 
+async def _where(client: Any, namespace: str, app: str) -> str:
+    """The app's pods and the cluster's nodes, as a failure message tells them."""
+    pods = await client.list(kinds.POD, namespace=namespace, label_selector={"app": app})
+    nodes = await client.list(kinds.NODE)
+    return "pods: {}; nodes: {}".format(
+        [(p["metadata"]["name"], p["spec"].get("nodeName"), (p.get("status") or {}).get("phase"),
+          p["metadata"].get("deletionTimestamp")) for p in pods],
+        [(n["metadata"]["name"], [t.get("key") for t in (n.get("spec") or {}).get("taints") or ()])
+         for n in nodes])
+
+
 async def test_an_unhealthy_node_is_replaced_first_and_drained_within_its_bound(
     cluster: Any, namespace: str, kwok_crd: None
 ) -> None:
@@ -133,8 +144,12 @@ async def test_an_unhealthy_node_is_replaced_first_and_drained_within_its_bound(
             assert stamp is not None, f"{claim_name} was deleted without {STAMP}"
             assert stamp <= repaired_at
 
-            await eventually(lambda: moved_pods(client, namespace, app, sick), timeout=60,
-                             what="the pod Running on the replacement")
+            try:
+                await eventually(lambda: moved_pods(client, namespace, app, sick),
+                                 timeout=60, what="the pod Running on the replacement")
+            except AssertionError as timed_out:
+                raise AssertionError(f"{timed_out}; {await _where(client, namespace, app)}"
+                                     ) from None
         finally:
             forced = await clean_up(client, namespace, app, [pool], timeout=120)
         assert forced == [], f"termination left these behind: {forced}"
