@@ -204,13 +204,66 @@ def _combine(
     return total
 
 
-def pod_resources(spec: Mapping[str, Any]) -> tuple[res.ResourceList, res.ResourceList]:
-    """:func:`pod_requests` and :func:`pod_limits` of one pod, its containers parsed once."""
-    regular = [_container_amounts(c) for c in spec.get("containers") or ()]
-    init = [
-        (_container_amounts(c), c.get("restartPolicy") == "Always")
-        for c in spec.get("initContainers") or ()
+def _resize_infeasible(status: Mapping[str, Any]) -> bool:
+    """The kubelet declared the pod's resize infeasible (its ``PodResizePending``
+    condition, the first of that type, says ``Infeasible``)."""
+    for cond in status.get("conditions") or ():
+        if cond.get("type") == "PodResizePending":
+            return bool(cond.get("reason") == "Infeasible")
+    return False
+
+
+def _effective(
+    amounts: tuple[res.ResourceList, res.ResourceList],
+    container_status: Mapping[str, Any] | None,
+    infeasible: bool,
+) -> tuple[res.ResourceList, res.ResourceList]:
+    """A container's requests and limits as kube-scheduler counts them with in-place
+    resize (component-helpers' determineEffectiveRequests/-Limits): while a resize is
+    under way the larger of what the spec asks, what runs (``status.resources``) and
+    what the kubelet allocated; once the resize is infeasible, only what runs and what
+    is allocated. The spec alone when the status reports no resources."""
+    running = (container_status or {}).get("resources")
+    if running is None:
+        return amounts
+    actuated = res.parse_resource_list(running.get("requests"))
+    allocated = res.parse_resource_list((container_status or {}).get("allocatedResources"))
+    actuated_limits = res.parse_resource_list(running.get("limits"))
+    if infeasible:
+        return res.maximum(actuated, allocated), actuated_limits
+    return res.maximum(amounts[0], actuated, allocated), res.maximum(amounts[1], actuated_limits)
+
+
+def pod_resources(
+    spec: Mapping[str, Any], status: Mapping[str, Any] | None = None
+) -> tuple[res.ResourceList, res.ResourceList]:
+    """:func:`pod_requests` and :func:`pod_limits` of one pod, its containers parsed once.
+
+    With ``status`` (a bound pod's), a container that reports its resources counts as
+    kube-scheduler counts it under in-place pod resize (InPlacePodVerticalScaling, on by
+    default since Kubernetes 1.33): see :func:`_effective`. Karpenter counts the spec
+    only, so a node whose pods are shrinking looks emptier to it than to the scheduler.
+    Pod-level resources are counted from the spec (their in-place resize is alpha)."""
+    statuses: dict[str, Mapping[str, Any]] = {}
+    infeasible = False
+    if status:
+        for cs in (*(status.get("containerStatuses") or ()),
+                   *(status.get("initContainerStatuses") or ())):
+            if cs.get("resources") is not None:
+                statuses[str(cs.get("name"))] = cs
+        infeasible = bool(statuses) and _resize_infeasible(status)
+    regular = [
+        _effective(_container_amounts(c), statuses.get(c.get("name")), infeasible)
+        if statuses else _container_amounts(c)
+        for c in spec.get("containers") or ()
     ]
+    init = []
+    for c in spec.get("initContainers") or ():
+        sidecar = c.get("restartPolicy") == "Always"
+        amounts = _container_amounts(c)
+        if sidecar and statuses:  # only a sidecar's running resources count
+            amounts = _effective(amounts, statuses.get(c.get("name")), infeasible)
+        init.append((amounts, sidecar))
     requests = _combine((r for r, _ in regular), ((a[0], s) for a, s in init))
     limits = _combine((lim for _, lim in regular), ((a[1], s) for a, s in init))
     pod_level = spec.get("resources") or {}
@@ -225,6 +278,22 @@ def pod_resources(spec: Mapping[str, Any]) -> tuple[res.ResourceList, res.Resour
             limits[name] += amount
     requests[res.PODS] = requests.get(res.PODS, 0) + 1
     return ({n: a for n, a in requests.items() if a}, {n: a for n, a in limits.items() if a})
+
+
+def resize_view(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What an in-place resize of ``pod`` changes, for comparison: its containers'
+    resources in the spec and the status (running and allocated), and the resize's
+    pending reason. Equal views count the same requests (:func:`pod_resources`)."""
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    return (
+        tuple(c.get("resources") for c in spec.get("containers") or ()),
+        tuple(c.get("resources") for c in spec.get("initContainers") or ()),
+        tuple((cs.get("name"), cs.get("resources"), cs.get("allocatedResources"))
+              for cs in (*(status.get("containerStatuses") or ()),
+                         *(status.get("initContainerStatuses") or ()))),
+        _resize_infeasible(status),
+    )
 
 
 def pod_requests(spec: Mapping[str, Any]) -> res.ResourceList:
@@ -423,7 +492,7 @@ class Pod:
             spreads.append(_shared(("spread", constraint), partial(_same, constraint)))
         node_selector = spec.get("nodeSelector")
         tolerations = spec.get("tolerations")
-        requests, limits = pod_resources(spec)
+        requests, limits = pod_resources(spec, pod.get("status"))
         return cls(
             name=metadata.get("name") or "",
             namespace=namespace,

@@ -52,6 +52,7 @@ from karpy.runtime import (
 from karpy.scheduling import ExistingNode, Pod, Requirements
 from karpy.scheduling import resources as res
 from karpy.scheduling.daemons import daemon_runs_on
+from karpy.scheduling.pod import resize_view
 from karpy.scheduling.taints import untolerated
 from karpy.state.daemonsets import daemonset_pod
 from karpy.state.devices import (
@@ -120,6 +121,9 @@ class Cluster:
         self._node_pods: dict[str, NodePods] = {}
         self._bindings: dict[str, tuple[str, str]] = {}
         self._parsed: dict[str, Pod] = {}
+        # What in-place resize can change of each parsed pod (scheduling.resize_view):
+        # a bound pod whose view changes is parsed and counted again.
+        self._resize_views: dict[str, tuple[Any, ...]] = {}
         self._pod_claims: dict[str, tuple[ClaimRef, ...]] = {}
         self._with_volumes: dict[tuple[str, bool], tuple[int, Pod]] = {}
         self.volumes = VolumeIndex()
@@ -465,6 +469,11 @@ class Cluster:
             if bound is not None:
                 self._unbind(key)
             return
+        view = resize_view(pod)
+        resized = self._resize_views.get(uid, view) != view
+        if resized:
+            # Resized in place: parse it again, to count its new requests on its node.
+            self._forget_parsed(uid)
         if bound != (node_name, uid):
             if bound is not None:
                 self._unbind(key)
@@ -475,8 +484,22 @@ class Cluster:
             self._bindings[key] = (node_name, uid)
             self._nominations.drop(key)
             self._release_overflow(node_name)
+        elif resized:
+            self._unbind(key)
+            self._pods_of(node_name).add(
+                key, self.scheduling_pod(pod), movable=is_reschedulable(pod),
+                daemonset=_daemonset_of(pod),
+            )
+            self._bindings[key] = (node_name, uid)
+            self._release_overflow(node_name)
         else:
             self._pods_of(node_name).set_movable(key, is_reschedulable(pod))
+
+    def _forget_parsed(self, uid: str) -> None:
+        self._parsed.pop(uid, None)
+        self._resize_views.pop(uid, None)
+        self._with_volumes.pop((uid, False), None)
+        self._with_volumes.pop((uid, True), None)
 
     def delete_pod(self, pod: Object) -> None:
         """A Pod is gone."""
@@ -487,10 +510,8 @@ class Cluster:
             self._unbind(key)
         self._nominations.drop(key)
         uid = str(pod["metadata"].get("uid") or key)
-        self._parsed.pop(uid, None)
-        if self._pod_claims.pop(uid, None) is not None:
-            self._with_volumes.pop((uid, False), None)
-            self._with_volumes.pop((uid, True), None)
+        self._forget_parsed(uid)
+        self._pod_claims.pop(uid, None)
 
     def _unbind(self, key: str) -> None:
         node_name, _ = self._bindings.pop(key)
@@ -517,6 +538,7 @@ class Cluster:
         parsed = self._parsed.get(uid)
         if parsed is None:
             parsed = self._parsed[uid] = Pod.from_dict(pod, keep_raw=False)
+            self._resize_views[uid] = resize_view(pod)
             claims = claim_refs(pod)
             if claims:
                 self._pod_claims[uid] = claims

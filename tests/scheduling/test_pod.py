@@ -8,7 +8,7 @@ import pytest
 from scheduling_support import GIB, HOSTNAME, ZONE, pod, pod_dict
 
 from karpy.scheduling import ExistingNode, NodePoolTemplate, Pod
-from karpy.scheduling.pod import pod_limits, pod_requests
+from karpy.scheduling.pod import pod_limits, pod_requests, pod_resources
 
 
 def container(cpu: str, memory: str = "0", **extra: Any) -> dict[str, Any]:
@@ -237,3 +237,38 @@ def test_only_an_apps_v1_daemonset_makes_a_daemon_pod() -> None:
 
     assert owned_by("apps/v1").is_daemon
     assert not owned_by("apps.kruise.io/v1alpha1").is_daemon
+
+
+def _resized(spec_cpu: str, running_cpu: str, allocated_cpu: str | None,
+             reason: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    spec = {"containers": [{"name": "app", "resources": {"requests": {"cpu": spec_cpu}}}]}
+    status: dict[str, Any] = {"containerStatuses": [{
+        "name": "app", "resources": {"requests": {"cpu": running_cpu}},
+        **({"allocatedResources": {"cpu": allocated_cpu}} if allocated_cpu else {})}]}
+    if reason:
+        status["conditions"] = [{"type": "PodResizePending", "status": "True", "reason": reason}]
+    return spec, status
+
+
+@pytest.mark.parametrize(("spec_cpu", "running", "allocated", "reason", "cpu"), [
+    ("1", "3", "3", None, 3000),          # shrinking: the scheduler keeps the larger
+    ("3", "1", "1", None, 3000),          # growing: the spec already counts
+    ("3", "1", "1", "Deferred", 3000),    # deferred: still counted at the spec
+    ("3", "1", "1", "Infeasible", 1000),  # infeasible: only what runs and is allocated
+    ("1", "1", "2", None, 2000),          # allocated but not yet running
+])
+def test_a_resizing_pod_counts_as_kube_scheduler_counts_it(
+    spec_cpu: str, running: str, allocated: str, reason: str | None, cpu: int
+) -> None:
+    spec, status = _resized(spec_cpu, running, allocated, reason)
+    assert pod_resources(spec, status)[0]["cpu"] == cpu
+    assert Pod.from_dict({"metadata": {"name": "p"}, "spec": spec, "status": status}
+                         ).requests["cpu"] == cpu
+
+
+def test_a_status_without_resources_leaves_the_spec_alone() -> None:
+    spec, _ = _resized("1", "3", "3")
+    status = {"containerStatuses": [{"name": "app", "allocatedResources": {"cpu": "3"}}],
+              "conditions": [{"type": "PodResizePending", "reason": "Infeasible"}]}
+    assert pod_resources(spec, status)[0]["cpu"] == 1000
+    assert pod_requests(spec)["cpu"] == 1000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from karpy.runtime.testing import FakeClock
@@ -475,3 +476,26 @@ def test_needs_capacity_answers_what_the_two_pod_lists_would() -> None:
     assert not cluster.needs_capacity()  # nominated to capacity on its way
     cluster.delete_nodeclaim(nodeclaim("c1"))  # the capacity went away: needed again
     assert cluster.needs_capacity() == bool(cluster.provisionable_pods()) is True
+
+
+def test_a_pod_resized_in_place_is_counted_anew_on_its_node() -> None:
+    # InPlacePodVerticalScaling: the spec shrinks first, the kubelet's status follows.
+    cluster, _ = make()
+    cluster.update_node(node("n1", provider_id="p1"))
+    a = pod("a", cpu="3", node_name="n1", phase="Running")
+    a["status"]["containerStatuses"] = [{"name": "app", "resources": {"requests": {"cpu": "3"}},
+                                         "allocatedResources": {"cpu": "3"}}]
+    cluster.update_pod(copy.deepcopy(a))  # a new object per event, as a watch
+    state = cluster.node("p1")
+    assert state is not None and state.pod_requests[res.CPU] == 3000
+    a["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+    cluster.update_pod(copy.deepcopy(a))
+    assert state.pod_requests[res.CPU] == 3000   # still running and allocated at 3
+    a["status"]["containerStatuses"][0].update(
+        resources={"requests": {"cpu": "1"}}, allocatedResources={"cpu": "1"})
+    cluster.update_pod(copy.deepcopy(a))
+    assert state.pod_requests[res.CPU] == 1000   # resized
+    a["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    cluster.update_pod(copy.deepcopy(a))
+    assert state.pod_requests[res.CPU] == 2000   # growing: the spec counts at once
+    assert state.pod_requests[res.PODS] == 1
