@@ -486,6 +486,8 @@ class FakeClient:
             after = healthy - 1 if _healthy(pod) else healthy
             if after < _min_healthy(pdb, len(covered)):
                 raise TooManyRequests(PDB_VIOLATION, reason="TooManyRequests")
+        if "All" in ((body.get("deleteOptions") or {}).get("dryRun") or ()):
+            return {"kind": "Status", "apiVersion": "v1", "status": "Success"}
         self._delete(kinds.POD, pod, None)
         return {"kind": "Status", "apiVersion": "v1", "status": "Success"}
 

@@ -111,6 +111,10 @@ class Snapshot:
     """A candidate's pod as it will be rescheduled: restricted to where its persistent
     volumes can be mounted, as Karpenter restricts every pod it simulates (a local
     volume's hostname pin, which dies with the node, dropped)."""
+    surging: frozenset[str] = frozenset()
+    """Keys (``namespace/name``) of pods that will leave by surge before evict
+    (karpy.controllers.surge), not by eviction: their PodDisruptionBudgets do not keep
+    their nodes."""
 
 
 @dataclass(slots=True, eq=False)
@@ -251,7 +255,7 @@ def pod_blockers(pods: Sequence[Object], snapshot: Snapshot) -> list[str]:
                 f"simulate yet (Pod={meta.get('namespace') or 'default'}/{meta.get('name')})"
             )
     for pod in pods:
-        if not _evictable_for_pdbs(pod, snapshot.now):
+        if not _evictable_for_pdbs(pod, snapshot.now) or _key(pod) in snapshot.surging:
             continue
         keys = snapshot.pdbs.blocking(pod)
         if len(keys) > 1:
@@ -336,6 +340,8 @@ def _stays(pod: Mapping[str, Any], snapshot: Snapshot) -> bool:
     IsCurrentlyReschedulable, negated)."""
     if is_active(pod) and do_not_disrupt_active(pod, snapshot.now):
         return True
+    if _key(pod) in snapshot.surging:
+        return False  # its Deployment replaces it first; no eviction is asked for
     return _evictable_for_pdbs(pod, snapshot.now) and bool(snapshot.pdbs.blocking(pod, fully=True))
 
 

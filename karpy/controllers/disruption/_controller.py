@@ -29,6 +29,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Protocol
 
 from karpy.apis.taints import has_disrupted_taint
@@ -64,10 +65,12 @@ from karpy.controllers.inputs import SchedulingInputs
 from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.nodehealth.policy import RepairPolicyMatcher
 from karpy.controllers.settings import Settings
+from karpy.controllers.surge import surging_pods
 from karpy.runtime import Client, Clock, Kind, Object, Result, errors, kinds
 from karpy.runtime.indexes import INDEX_NODE_NAME
 from karpy.scheduling import Pod, Simulator
 from karpy.state import Cluster, VolumeError
+from karpy.state.pods import is_evictable
 
 __all__ = ["CacheReader", "DisruptionController"]
 
@@ -200,17 +203,31 @@ class DisruptionController:
                 continue
             if types:
                 pools[entry.name] = PoolCatalogue(entry, {it.name: it for it in types})
+        now = self._clock.now()
+        pdbs = PdbLimits(self._cache.list(kinds.POD_DISRUPTION_BUDGET))
         return Snapshot(
-            now=self._clock.now(),
+            now=now,
             pools=pools,
-            pdbs=PdbLimits(self._cache.list(kinds.POD_DISRUPTION_BUDGET)),
+            pdbs=pdbs,
             pods_on=lambda node: (
                 self._cache.by_index(kinds.POD, INDEX_NODE_NAME, node) if node else []
             ),
+            surging=await self._surging(pdbs, now),
             queued=self.queue.has,
             nominated=self._cluster.is_node_nominated,
             moving=self._moving_pod,
         )
+
+    async def _surging(self, pdbs: PdbLimits, now: datetime) -> frozenset[str]:
+        """The PDB-held pods that opted in to surge before evict and can surge."""
+        raw = {entry.name: entry.raw for entry in self._cluster.nodepools()}
+        pods = [
+            (pod, raw.get(state.nodepool))
+            for state in self._cluster.nodes() if state.node_name
+            for pod in self._cache.by_index(kinds.POD, INDEX_NODE_NAME, state.node_name)
+        ]
+        return await surging_pods(
+            self._client, pods, blocked=lambda p: is_evictable(p, now) and bool(pdbs.blocking(p)))
 
     def _moving_pod(self, pod: Pod) -> Pod:
         """``pod`` restricted to where its volumes can be mounted once it moves; as it is

@@ -25,6 +25,7 @@ from typing import Final
 
 from karpy.controllers.deps import Deps
 from karpy.controllers.indexes import Index, index_provider_ids
+from karpy.controllers.surge import SurgeBeforeEvict
 from karpy.controllers.termination._eviction import EvictionQueue
 from karpy.controllers.termination._node import NodeTermination
 from karpy.controllers.termination._nodeclaim import NodeClaimTermination
@@ -43,6 +44,7 @@ from karpy.runtime.ratelimit import (
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
 )
+from karpy.state import NodePoolEntry
 from karpy.state.kinds import NODE_CLAIM
 
 __all__ = [
@@ -77,6 +79,10 @@ def _nodeclaims_of(index: Index) -> Callable[[Object], Iterable[Request]]:
     return nodeclaims
 
 
+def _raw(entry: NodePoolEntry | None) -> Object | None:
+    return None if entry is None else entry.raw
+
+
 def register(deps: Deps) -> None:
     """Build node.termination, nodeclaim.termination and the eviction queue; add them
     (and the cache indexes they read through) to ``deps.manager``."""
@@ -89,6 +95,8 @@ def register(deps: Deps) -> None:
     queue = EvictionQueue(
         client=deps.client, index=cache, recorder=deps.recorder, clock=deps.clock,
         metrics=deps.metrics, retry=deps.settings.eviction_retry,
+        surge=SurgeBeforeEvict(client=deps.client, recorder=deps.recorder,
+                               nodepools=lambda name: _raw(deps.cluster.nodepool(name))),
     )
     eviction: Controller[Request] = Controller(
         queue.name, queue, workers=_EVICTION_WORKERS, clock=manager.clock,

@@ -30,8 +30,9 @@ from karpy.apis.pods import is_active, is_terminating
 from karpy.apis.v1 import CONDITION_DISRUPTION_REASON
 from karpy.controllers.indexes import Index
 from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.surge import SurgeBeforeEvict
 from karpy.controllers.termination import _events as events
-from karpy.controllers.termination._objects import nodeclaims_for_node
+from karpy.controllers.termination._objects import nodeclaims_for_node, pods_on_node
 from karpy.runtime import Client, Clock, Object, Request, Result, errors, kinds, parse_time
 from karpy.state.pods import do_not_disrupt_active, is_evictable
 
@@ -121,6 +122,7 @@ class EvictionQueue:
         metrics: KarpenterMetrics,
         retry: float,
         enqueue: Callable[[Request], None] | None = None,
+        surge: SurgeBeforeEvict | None = None,
     ) -> None:
         self._client = client
         self._index = index
@@ -130,6 +132,7 @@ class EvictionQueue:
         self._retry = retry
         self.enqueue: Callable[[Request], None] = enqueue or (lambda _request: None)
         self._entries: dict[tuple[str, str, str], _Entry] = {}
+        self._surge = surge
 
     # -- what the drain calls ------------------------------------------------------------
 
@@ -172,11 +175,17 @@ class EvictionQueue:
         if needs_force_delete(pod, entry.termination_time, now):
             return await self._force_delete(pod, key, entry, now)
         if not is_active(pod):
-            self._entries.pop(key, None)
+            self._remove(key)
             return Result()
         if not is_evictable(pod, now):
             # do-not-disrupt: look again later, and in time for the forced deletion.
             return Result(requeue_after=self._retry_delay(pod, entry, now))
+        if self._surge is not None:
+            wait = await self._surge.before_evict(
+                pod, await self._node_ref(entry.node_name),
+                pods_on_node(self._index, entry.node_name), now)
+            if wait is not None:
+                return Result(requeue_after=min(wait, self._retry_delay(pod, entry, now)))
         return await self._evict(pod, key, entry, now)
 
     def _retry_delay(self, pod: Mapping[str, Any], entry: _Entry, now: datetime) -> float:
@@ -195,7 +204,7 @@ class EvictionQueue:
         except errors.ApiError as exc:
             self._metrics.pods_eviction_requests.add(1, {"code": str(exc.status)})
             if isinstance(exc, errors.NotFound | errors.Conflict):
-                self._entries.pop(key, None)  # gone, or another pod of that name
+                self._remove(key)  # gone, or another pod of that name
                 return Result()
             if isinstance(exc, errors.TooManyRequests) or exc.message == MULTIPLE_PDBS_MESSAGE:
                 why = (
@@ -210,7 +219,7 @@ class EvictionQueue:
         reason = await self._reason(entry.node_name)
         events.evicted(self._recorder, pod, reason)
         self._metrics.pods_drained.add(1, {"reason": reason})
-        self._entries.pop(key, None)
+        self._remove(key)
         return Result()
 
     async def _force_delete(
@@ -229,7 +238,7 @@ class EvictionQueue:
                 grace_period_seconds=grace, uid=meta.get("uid") or None,
             )
         except errors.NotFound:
-            self._entries.pop(key, None)
+            self._remove(key)
             return Result()
         log.debug("deleting pod", extra={
             "Pod": {"name": meta["name"], "namespace": meta["namespace"]},
@@ -240,14 +249,19 @@ class EvictionQueue:
             "do-not-disrupt": do_not_disrupt_active(pod, now),
         })
         self._metrics.pods_drained.add(1, {"reason": await self._reason(entry.node_name)})
-        self._entries.pop(key, None)
+        self._remove(key)
         return Result()
 
     # -- helpers ---------------------------------------------------------------------------
 
+    def _remove(self, key: tuple[str, str, str]) -> None:
+        self._entries.pop(key, None)
+        if self._surge is not None:
+            self._surge.forget(key[2])
+
     def _drop(self, request: Request) -> None:
         for key in [k for k in self._entries if (k[0], k[1]) == (request.namespace, request.name)]:
-            del self._entries[key]
+            self._remove(key)
 
     async def _node_ref(self, node_name: str) -> Mapping[str, Any]:
         try:

@@ -3,6 +3,7 @@ limits, and how budgets count."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 
 from disruption_support import Scene
@@ -175,3 +176,21 @@ def test_a_budget_duration_go_cannot_hold_fails_closed_for_its_own_nodepool_only
     (broken,) = [e for e in scene.cluster.nodepools() if e.name == "broken"]
     assert broken.model is None
     assert broken.error is not None and "99999999h" in broken.error
+
+
+def test_a_pod_that_will_surge_does_not_keep_its_node_through_its_pdb() -> None:
+    # karpy.dev/surge-before-evict: the Deployment replaces the pod, no eviction is asked.
+    scene = Scene()
+    scene.pool()
+    scene.machine("a", "m-4x")
+    scene.pod("web-1", "a", labels={"app": "web"})
+    scene.pdbs.append({"metadata": {"name": "web", "namespace": "default"},
+                       "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 0},
+                       "status": {"disruptionsAllowed": 0}})
+    state = scene.cluster.node_by_name("a")
+    assert state is not None
+    snapshot = dataclasses.replace(scene.snapshot(), surging=frozenset({"default/web-1"}))
+    candidate = build_candidate(state, snapshot, GRACEFUL)  # type: ignore[arg-type]
+    assert isinstance(candidate, Candidate)
+    assert not candidate.staying
+    assert verdict(scene, "a") == ["pdb prevents pod evictions (PodDisruptionBudget=[default/web])"]

@@ -14,6 +14,7 @@ from karpy.controllers.indexes import (
     index_nodeclaim_provider_id,
 )
 from karpy.controllers.instruments import KarpenterMetrics
+from karpy.controllers.surge import SurgeBeforeEvict
 from karpy.controllers.termination import (
     EvictionQueue,
     NodeClaimTermination,
@@ -87,6 +88,7 @@ def make_rig() -> Rig:
         client=kube,  # type: ignore[arg-type]
         index=kube, recorder=recorder, clock=clock, metrics=metrics, retry=EVICTION_RETRY,
         enqueue=queued.append,
+        surge=SurgeBeforeEvict(client=kube, recorder=recorder),  # type: ignore[arg-type]
     )
     terminator = Terminator(client=kube, index=kube, queue=queue, clock=clock)  # type: ignore[arg-type]
     node = NodeTermination(
