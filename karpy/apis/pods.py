@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "controller_reference",
     "daemonset_reference",
     "has_dra_requirements",
     "is_active",
@@ -62,6 +63,15 @@ def owner_reference(pod: Pod, api_version: str, kind: str) -> Mapping[str, Any] 
     """The pod's first owner reference naming ``api_version`` and ``kind``, or None."""
     for ref in _meta(pod).get("ownerReferences") or ():
         if ref.get("apiVersion") == api_version and ref.get("kind") == kind:
+            return ref  # type: ignore[no-any-return]
+    return None
+
+
+def controller_reference(obj: Pod) -> Mapping[str, Any] | None:
+    """The object's owner reference marked ``controller: true`` (its managing
+    controller: a pod's ReplicaSet, a ReplicaSet's Deployment), or None."""
+    for ref in _meta(obj).get("ownerReferences") or ():
+        if ref.get("controller"):
             return ref  # type: ignore[no-any-return]
     return None
 

@@ -40,7 +40,7 @@ from typing import Any, Final
 
 from karpy.apis.conditions import condition_is_true
 from karpy.apis.labels import LABEL_NODEPOOL
-from karpy.apis.pods import is_terminating
+from karpy.apis.pods import controller_reference, is_terminating
 from karpy.runtime import Client, EventRecorder, Object, errors, format_time, kinds, parse_time
 from karpy.state.kinds import NODE_POOL
 
@@ -119,13 +119,6 @@ def surge_blocker(deployment: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _controller(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return ref  # type: ignore[no-any-return]
-    return None
-
-
 @dataclass(frozen=True, slots=True)
 class Owner:
     """A pod's Deployment and ReplicaSet, or why it has none that can surge."""
@@ -146,7 +139,7 @@ class Owners:
         """The pod's Deployment (through its ReplicaSet) and whether it can surge."""
         meta = pod.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
-        ref = _controller(pod)
+        ref = controller_reference(pod)
         if ref is None:
             return Owner(None, "", "the pod has no controller")
         if ref.get("kind") != "ReplicaSet":
@@ -163,7 +156,7 @@ class Owners:
         except errors.NotFound:
             return Owner(None, "", f"ReplicaSet {namespace}/{replicaset} is gone")
         uid = str(rs["metadata"].get("uid") or "")
-        ref = _controller(rs)
+        ref = controller_reference(rs)
         if ref is None or ref.get("kind") != "Deployment":
             return Owner(None, uid, f"ReplicaSet {namespace}/{replicaset} has no Deployment")
         try:
@@ -299,7 +292,7 @@ class SurgeBeforeEvict:
         assert owner.deployment is not None
         available = int((owner.deployment.get("status") or {}).get("availableReplicas") or 0)
         here = sum(1 for p in pods_on_node
-                   if (_controller(p) or {}).get("uid") == owner.replicaset_uid
+                   if (controller_reference(p) or {}).get("uid") == owner.replicaset_uid
                    and condition_is_true(p, "Ready") and not is_terminating(p))  # fmt: skip
         if available - here <= 0:
             return True

@@ -220,6 +220,8 @@ class DisruptionController:
 
     async def _surging(self, pdbs: PdbLimits, now: datetime) -> frozenset[str]:
         """The PDB-held pods that opted in to surge before evict and can surge."""
+        if not pdbs:
+            return frozenset()  # nothing is held: skip walking every bound pod
         raw = {entry.name: entry.raw for entry in self._cluster.nodepools()}
         pods = [
             (pod, raw.get(state.nodepool))

@@ -80,6 +80,10 @@ class PdbLimits:
         labels = meta.get("labels") or {}
         return [b for b in budgets if b.selector.matches(labels)]
 
+    def __bool__(self) -> bool:
+        """Whether any PodDisruptionBudget is known."""
+        return bool(self._by_namespace)
+
     def blocking(self, pod: Mapping[str, Any], *, fully: bool = False) -> list[str]:
         """The keys of the PDBs that would refuse evicting ``pod`` now ([] if none).
 
