@@ -172,8 +172,8 @@ class Requirement:
             number = _as_int(vals[0]) if len(vals) == 1 and isinstance(vals[0], str) else None
             if number is None:
                 raise InvalidRequirement(
-                    f"requirement {key} {operator} {vals}: values: operator {operator} needs "
-                    "exactly one integer value (ASCII digits within int64)"
+                    f"requirement {_shown(key)} {operator} {vals}: values: operator "
+                    f"{operator} needs exactly one integer value (ASCII digits within int64)"
                 )
             if operator == GT:
                 return cls(key, True, _EMPTY, number + 1, None, min_values)
@@ -183,7 +183,7 @@ class Requirement:
                 return cls(key, True, _EMPTY, None, number - 1, min_values)
             return cls(key, True, _EMPTY, None, number, min_values)
         raise InvalidRequirement(
-            f"requirement on {key}: operator: unknown operator {operator!r} "
+            f"requirement on {_shown(key)}: operator: unknown operator {operator!r} "
             "(use In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte or Lte)"
         )
 
@@ -205,13 +205,13 @@ class Requirement:
         values = requirement.get("values") or ()
         if not isinstance(values, list | tuple) or not all(isinstance(v, str) for v in values):
             raise InvalidRequirement(
-                f"requirement on {requirement['key']}: values: must be a list of strings"
+                f"requirement on {_shown(requirement['key'])}: values: must be a list of strings"
             )
         min_values = requirement.get("minValues")
         if min_values is not None and (isinstance(min_values, bool)
                                        or not isinstance(min_values, int)):  # fmt: skip
             raise InvalidRequirement(
-                f"requirement on {requirement['key']}: minValues: must be an integer"
+                f"requirement on {_shown(requirement['key'])}: minValues: must be an integer"
             )
         return cls.new(requirement["key"], requirement["operator"], values, min_values)
 
@@ -576,3 +576,9 @@ class Requirements(Mapping[str, Requirement]):
         if self._hash is None:
             self._hash = hash(frozenset(self._reqs.values()))
         return self._hash
+
+
+def _shown(key: str) -> str:
+    """A label key as an error message names it: as is, or quoted when it holds a line
+    break or another unprintable character (the message stays one line)."""
+    return key if key.isprintable() else repr(key)
