@@ -44,6 +44,7 @@ from karpy.runtime import (
     SystemClock,
 )
 from karpy.state import Cluster, OverlayStore
+from karpy.state.clusterlimits import serves_cluster_limits
 
 __all__ = [
     "CONTROLLER_PACKAGES",
@@ -79,20 +80,25 @@ def build_deps(
     recorder: EventRecorder | None = None,
     metrics: KarpenterMetrics | None = None,
     overlays: OverlayStore | None = None,
+    cluster_limits: bool = False,
 ) -> Deps:
     """Every shared dependency of the controllers, built around ``manager``: the cluster
     model attached to its cache, the provider wrapped for karpenter_cloudprovider_*
     metrics, the unavailable offerings, the NodeOverlays in force and the scheduling
     inputs they feed. ``recorder`` and ``metrics`` default to the manager's (Events
     under ``karpenter``, metrics on its /metrics); ``overlays`` is the store the provider
-    was given (:attr:`ProviderContext.overlays`), else a new one."""
+    was given (:attr:`ProviderContext.overlays`), else a new one. ``cluster_limits``:
+    the API server serves karpy's ClusterLimits
+    (:func:`karpy.state.clusterlimits.serves_cluster_limits`), so the model watches
+    them."""
     if metrics is None:
         metrics = KarpenterMetrics(manager.meter("karpenter"), manager.metrics.registry)
     if recorder is None:
         recorder = manager.event_recorder("karpenter")
     cluster = Cluster(clock=clock, nomination_ttl=settings.pod_nomination_ttl)
     cluster.attach(manager.cache, dynamic_resources=not settings.ignore_dra_requests,
-                   node_classes=provider.supported_node_classes())
+                   node_classes=provider.supported_node_classes(),
+                   cluster_limits=cluster_limits)
     cloud_provider = InstrumentedCloudProvider(provider, metrics)
     unavailable = UnavailableOfferings(clock=clock, ttl=settings.insufficient_capacity_ttl)
     overlays = overlays if overlays is not None else OverlayStore()
@@ -235,7 +241,7 @@ class Operator:
         self._provider = provider
         self._deps = build_deps(
             manager=manager, provider=provider, clock=self.clock, settings=opts.settings,
-            overlays=overlays,
+            overlays=overlays, cluster_limits=await serves_cluster_limits(client),
         )
         self.disruption = wire(self._deps).disruption
         warn_unimplemented_gates(opts.settings)

@@ -31,6 +31,8 @@ __all__ = [
     "Change",
     "ConditionSet",
     "Transition",
+    "condition_is_true",
+    "set_condition",
     "utc_now",
 ]
 
@@ -270,3 +272,21 @@ def condition_is_true(obj: Mapping[str, Any] | None, type_: str) -> bool:
         if condition.get("type") == type_:
             return bool(condition.get("status") == "True")
     return False
+
+
+def set_condition(
+    conditions: list[dict[str, Any]], type_: str, status: str, reason: str, message: str,
+    *, generation: int, now: str,
+) -> None:
+    """meta/v1 SetStatusCondition on raw condition dicts: the entry of ``type_`` is
+    updated in place (or appended); ``lastTransitionTime`` becomes ``now`` (an RFC 3339
+    timestamp) only when the status changes."""
+    for cond in conditions:
+        if cond.get("type") == type_:
+            if cond.get("status") != status:
+                cond["lastTransitionTime"] = now
+            cond.update(status=status, reason=reason, message=message,
+                        observedGeneration=generation)  # fmt: skip
+            return
+    conditions.append({"type": type_, "status": status, "reason": reason, "message": message,
+                       "observedGeneration": generation, "lastTransitionTime": now})

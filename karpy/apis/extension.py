@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Final
 from karpy.apis import labels as _labels
 from karpy.apis.autoscaling import CapacityBuffer
 from karpy.apis.core import Resource
+from karpy.apis.karpydev import ClusterLimit
 from karpy.apis.labels import (
     GROUP,
     KUBERNETES_IO_ALLOWED_LABELS,
@@ -77,7 +78,7 @@ class APIExtension:
 #: Karpenter's own kinds and reserved labels.
 CORE: Final = APIExtension(
     name="karpenter",
-    resources=(NodePool, NodeClaim, NodeOverlay, CapacityBuffer),
+    resources=(NodePool, NodeClaim, NodeOverlay, CapacityBuffer, ClusterLimit),
     # Karpenter's v1 CRD rules, in its order: the kubelet's domains, then its own.
     restricted_label_domains={
         "kubernetes.io": KUBERNETES_IO_ALLOWED_LABELS,

@@ -16,7 +16,7 @@ from karpy.scheduling.devices import Device, ResourceSliceTemplate, slice_from_d
 from karpy.scheduling.instancetype import InstanceType, Offering, Overhead
 from karpy.scheduling.lowerbound import CostFloor, cost_floor
 from karpy.scheduling.node import ExistingNode
-from karpy.scheduling.nodepool import NodePoolTemplate
+from karpy.scheduling.nodepool import NodePoolTemplate, SharedLimit
 from karpy.scheduling.pod import AffinityTerm, HostPort, Pod, SpreadConstraint
 from karpy.scheduling.requirements import (
     DOES_NOT_EXIST,
@@ -74,6 +74,7 @@ __all__ = [
     "ResourceSliceTemplate",
     "Results",
     "SchedulerOptions",
+    "SharedLimit",
     "Simulator",
     "SpreadConstraint",
     "Toleration",

@@ -26,6 +26,7 @@ from karpy.scheduling.taints import PREFER_NO_SCHEDULE
 __all__ = [
     "PERM",
     "TEMP",
+    "Budget",
     "Claim",
     "Node",
     "NodeGroup",
@@ -36,25 +37,64 @@ __all__ = [
 ]
 
 
+class Budget:
+    """Limits as one solve spends them: a NodePool's own, or a ClusterLimit's that the
+    templates of every pool it covers share. ``reserved`` is what the solve's planned
+    NodeClaims may take (the largest capacity their instance types have), ``claims``
+    how many it plans."""
+
+    __slots__ = ("claims", "label", "limits", "reserved", "usage")
+
+    def __init__(self, label: str, limits: Mapping[str, int], usage: Mapping[str, int]) -> None:
+        #: Who set the limits, as messages name it ("" for the NodePool's own).
+        self.label = label
+        self.limits = limits
+        self.usage = usage
+        self.reserved: dict[str, int] = {}
+        self.claims = 0
+
+    def nodes_left(self) -> int | None:
+        """How many more NodeClaims ``limits.nodes`` allows (None: no node limit)."""
+        limit = self.limits.get(NODES)
+        if limit is None:
+            return None
+        return limit - self.usage.get(NODES, 0) - self.claims
+
+    def remaining(self) -> dict[str, int]:
+        """What the limits leave of each resource, after usage and the planned claims."""
+        usage = self.usage
+        return {
+            name: amount - usage.get(name, 0) - self.reserved.get(name, 0)
+            for name, amount in self.limits.items()
+            if name != NODES
+        }
+
+
 class Template:
     """A NodePool prepared for one solve."""
 
     __slots__ = (
+        "budgets",
         "catalog",
         "claims",
         "groups",
         "index",
+        "limit_names",
         "limited",
         "pool",
         "prefer_taints",
         "requirements",
-        "reserved",
         "simple_fit",
         "taints",
     )
 
     def __init__(
-        self, index: int, pool: NodePoolTemplate, catalog: Catalog, groups: list[DaemonGroup]
+        self,
+        index: int,
+        pool: NodePoolTemplate,
+        catalog: Catalog,
+        groups: list[DaemonGroup],
+        shared: Mapping[str, Budget] | None = None,
     ) -> None:
         self.index = index
         self.pool = pool
@@ -63,21 +103,31 @@ class Template:
         self.requirements = pool.requirements.without(LABEL_HOSTNAME)
         self.taints = pool.taints
         self.prefer_taints = any(t.effect == PREFER_NO_SCHEDULE for t in pool.taints)
-        self.limited = pool.limits is not None
-        self.reserved: dict[str, int] = {}
+        #: The pool's own limits first, then each ClusterLimit covering it (``shared``
+        #: holds the solve's one Budget per ClusterLimit, by name).
+        self.budgets: list[Budget] = []
+        if pool.limits is not None:
+            self.budgets.append(Budget("", pool.limits, pool.usage))
+        for limit in pool.shared_limits:
+            if shared is not None and limit.name in shared:
+                self.budgets.append(shared[limit.name])
+            else:
+                self.budgets.append(Budget(limit.name, limit.limits, limit.usage))
+        self.limited = bool(self.budgets)
+        self.limit_names = tuple(sorted(
+            {name for b in self.budgets for name in b.limits if name != NODES}))
         self.claims = 0
         single = groups[0] if len(groups) == 1 else None
         self.simple_fit = single is not None and not any(single.overhead) and not single.host_ports
 
     def remaining(self) -> dict[str, int]:
-        """What the NodePool's limits leave, after its usage and the planned claims."""
-        limits = self.pool.limits or {}
-        usage = self.pool.usage
-        return {
-            name: amount - usage.get(name, 0) - self.reserved.get(name, 0)
-            for name, amount in limits.items()
-            if name != NODES
-        }
+        """What every limit on the NodePool leaves, per resource (the least of its own
+        and its ClusterLimits'), after their usage and the planned claims."""
+        out: dict[str, int] = {}
+        for budget in self.budgets:
+            for name, left in budget.remaining().items():
+                out[name] = min(left, out.get(name, left))
+        return out
 
 
 class Claim:

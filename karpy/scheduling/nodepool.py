@@ -14,12 +14,29 @@ from karpy.scheduling.instancetype import InstanceType
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.taints import NodeTaint
 
-__all__ = ["NODES", "NodePoolTemplate"]
+__all__ = ["NODES", "NodePoolTemplate", "SharedLimit"]
 
 #: The pseudo-resource of NodePool limits that caps the number of nodes.
 NODES = "nodes"
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class SharedLimit:
+    """Limits several NodePools share (karpy's ClusterLimit), as the simulator sees
+    them: ``usage`` is what the machines of every pool they cover already use (capacity
+    summed, plus ``nodes``). A NodeClaim of any of those pools must fit in what is left,
+    as it must in its own pool's limits; the NodeClaims one solve plans for any of them
+    count against the same remainder."""
+
+    name: str
+    limits: Mapping[str, int]
+    usage: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "limits", MappingProxyType(dict(self.limits)))
+        object.__setattr__(self, "usage", MappingProxyType(dict(self.usage)))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -29,8 +46,9 @@ class NodePoolTemplate:
     ``requirements`` already include one ``In`` requirement per template label (as
     Karpenter's NodeClaimTemplate does). ``limits`` is None for an unlimited pool;
     ``usage`` is what the pool's existing nodes already use against the limits (the
-    sum of their capacity, plus ``nodes``). Pools are tried by descending ``weight``,
-    then by name.
+    sum of their capacity, plus ``nodes``). ``shared_limits`` are the ClusterLimits
+    that cover the pool, honoured like its own. Pools are tried by descending
+    ``weight``, then by name.
     """
 
     name: str
@@ -42,6 +60,7 @@ class NodePoolTemplate:
     startup_taints: tuple[NodeTaint, ...] = ()
     limits: Mapping[str, int] | None = None
     usage: Mapping[str, int] = field(default_factory=dict)
+    shared_limits: tuple[SharedLimit, ...] = ()
 
     def __post_init__(self) -> None:
         labels = {**self.labels, LABEL_NODEPOOL: self.name}
@@ -51,6 +70,7 @@ class NodePoolTemplate:
         )
         object.__setattr__(self, "instance_types", tuple(self.instance_types))
         object.__setattr__(self, "usage", MappingProxyType(dict(self.usage)))
+        object.__setattr__(self, "shared_limits", tuple(self.shared_limits))
         if self.limits is not None:
             object.__setattr__(self, "limits", MappingProxyType(dict(self.limits)))
 
@@ -61,6 +81,7 @@ class NodePoolTemplate:
         instance_types: Iterable[InstanceType],
         *,
         usage: Mapping[str, int] | None = None,
+        shared_limits: Iterable[SharedLimit] = (),
     ) -> NodePoolTemplate:
         """From a Karpenter v1 NodePool dict (camelCase keys as the API returns it)."""
         metadata = nodepool.get("metadata") or {}
@@ -87,4 +108,5 @@ class NodePoolTemplate:
             ),
             limits=limits,
             usage=usage or {},
+            shared_limits=tuple(shared_limits),
         )

@@ -20,6 +20,7 @@ from karpy.apis.labels import CAPACITY_TYPE_RESERVED, LABEL_CAPACITY_TYPE, LABEL
 from karpy.scheduling import resources as res
 from karpy.scheduling.assembly import build_results
 from karpy.scheduling.capacity import (
+    Budget,
     Claim,
     Node,
     NodeGroup,
@@ -87,6 +88,7 @@ class Solve:
         self.vector = {name: i for i, name in enumerate(self.names)}
         self.size = len(self.names)
         pending_keys = {p.key for p in self.pods}
+        self.shared_budgets: dict[str, Budget] = {}
         self.templates = [self._template(i, pool) for i, pool in enumerate(simulator.nodepools)]
         self.reservations: ReservationManager | None = None
         self.strict_reservations = options.reserved_offering_mode == "Strict"
@@ -141,7 +143,11 @@ class Solve:
     def _template(self, index: int, pool: NodePoolTemplate) -> Template:
         catalog = self.sim.catalog(pool, self.names)
         groups = daemon_groups(pool, catalog, self.sim.daemonsets, self.vector, self.well_known)
-        return Template(index, pool, catalog, groups)
+        # One Budget per ClusterLimit for the whole solve: every pool it covers spends it.
+        for limit in pool.shared_limits:
+            if limit.name not in self.shared_budgets:
+                self.shared_budgets[limit.name] = Budget(limit.name, limit.limits, limit.usage)
+        return Template(index, pool, catalog, groups, self.shared_budgets)
 
     def _vec(self, resources: Mapping[str, int]) -> list[int]:
         out = [0] * self.size
@@ -534,16 +540,21 @@ class Solve:
         catalog = template.catalog
         mask = catalog.full
         if template.limited:
-            limits = template.pool.limits or {}
-            if NODES in limits:
-                nodes_left = limits[NODES] - template.pool.usage.get(NODES, 0) - template.claims
-                if nodes_left <= 0:
+            for budget in template.budgets:
+                nodes_left = budget.nodes_left()
+                if nodes_left is not None and nodes_left <= 0:
+                    if budget.label:
+                        return f"node limit reached (ClusterLimit {budget.label} limits.nodes)"
                     return "node limit reached (limits.nodes)"
-            remaining = template.remaining()
-            mask &= catalog.within_mask(remaining)
-            if not mask:
-                left = res.describe({k: max(v, 0) for k, v in remaining.items()})
-                return f"all instance types exceed the NodePool's limits (remaining {left})"
+            for budget in template.budgets:
+                remaining = budget.remaining()
+                mask &= catalog.within_mask(remaining)
+                if not mask:
+                    left = res.describe({k: max(v, 0) for k, v in remaining.items()})
+                    if budget.label:
+                        return (f"all instance types exceed the limits of ClusterLimit "
+                                f"{budget.label} (remaining {left})")
+                    return f"all instance types exceed the NodePool's limits (remaining {left})"
         claim = Claim(template, f"hostname-placeholder-{self.hostnames + 1:04d}", mask, self.size)
         outcome = self.checker.check_claim(claim, sig, vec, want, True)
         if isinstance(outcome, Reject):
@@ -551,9 +562,12 @@ class Solve:
             if mask != catalog.full:
                 excluded = catalog.full.bit_count() - mask.bit_count()
                 left = res.describe({k: max(v, 0) for k, v in template.remaining().items()})
+                whose = "the NodePool's limits" if template.pool.limits else "its ClusterLimits"
+                if template.pool.limits and template.pool.shared_limits:
+                    whose = "the NodePool's and its ClusterLimits' limits"
                 reason += (
-                    f"; {excluded} larger instance types were excluded by the NodePool's "
-                    f"limits (remaining {left})"
+                    f"; {excluded} larger instance types were excluded by {whose} "
+                    f"(remaining {left})"
                 )
             return reason
         count, reqs, fit_mask = outcome
@@ -564,6 +578,8 @@ class Solve:
         claim.index = len(self.claims)
         self.claims.append(claim)
         claim.template.claims += 1
+        for budget in claim.template.budgets:
+            budget.claims += 1
 
     def _commit_node(
         self, node: Node, sig: Signature, vec: list[int], pods: list[Pod], reqs: Requirements
@@ -604,11 +620,14 @@ class Solve:
         claim.sig_counts[sig] = claim.sig_counts.get(sig, 0) + count
         template = claim.template
         if template.limited:
-            names = [n for n in (template.pool.limits or {}) if n != NODES]
+            names = template.limit_names
             reserved = template.catalog.max_capacity(mask, names)
-            for name in names:
-                template.reserved[name] = (
-                    template.reserved.get(name, 0) - claim.reserved.get(name, 0) + reserved[name]
-                )
+            for budget in template.budgets:
+                spent = budget.reserved
+                for name in budget.limits:
+                    if name != NODES:
+                        spent[name] = (
+                            spent.get(name, 0) - claim.reserved.get(name, 0) + reserved[name]
+                        )
             claim.reserved = reserved
         self.topology.record(sig, count, claim.hostname, reqs, template.taints, claim=True)

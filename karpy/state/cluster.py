@@ -49,11 +49,12 @@ from karpy.runtime import (
     SystemClock,
     kinds,
 )
-from karpy.scheduling import ExistingNode, Pod, Requirements
+from karpy.scheduling import ExistingNode, Pod, Requirements, SharedLimit
 from karpy.scheduling import resources as res
 from karpy.scheduling.daemons import daemon_runs_on
 from karpy.scheduling.pod import resize_view
 from karpy.scheduling.taints import untolerated
+from karpy.state.clusterlimits import CLUSTER_LIMIT, ClusterLimitEntry, ClusterLimits
 from karpy.state.daemonsets import daemonset_pod
 from karpy.state.devices import (
     DEVICE_CLASS,
@@ -128,6 +129,10 @@ class Cluster:
         self._with_volumes: dict[tuple[str, bool], tuple[int, Pod]] = {}
         self.volumes = VolumeIndex()
         """PersistentVolumeClaims, PersistentVolumes and StorageClasses, indexed."""
+        self.cluster_limits = ClusterLimits()
+        """karpy's ClusterLimits (only fed when :meth:`attach` is asked for them)."""
+        self.watches_cluster_limits = False
+        """Whether :meth:`attach` registered on the ClusterLimit informer."""
         self.devices = DeviceIndex()
         """ResourceClaims, their templates, DeviceClasses and ResourceSlices (only fed
         when :meth:`attach` is asked for dynamic resources)."""
@@ -155,10 +160,11 @@ class Cluster:
 
     def attach(
         self, cache: Cache, *, dynamic_resources: bool = False,
-        node_classes: Iterable[Kind] | None = None,
+        node_classes: Iterable[Kind] | None = None, cluster_limits: bool = False,
     ) -> None:
         """Register on the cache's shared informers of the kinds the model follows;
-        with ``dynamic_resources`` (IGNORE_DRA_REQUESTS false) resource.k8s.io's too.
+        with ``dynamic_resources`` (IGNORE_DRA_REQUESTS false) resource.k8s.io's too,
+        with ``cluster_limits`` (the API server serves them) karpy's ClusterLimits.
 
         ``node_classes`` (the cloud provider's supported NodeClasses) restricts the
         NodeClaims the model takes in to those whose ``nodeClassRef`` names one of
@@ -206,6 +212,11 @@ class Cluster:
                 (RESOURCE_SLICE, FuncHandler(d.update_slice, lambda _o, n: d.update_slice(n),
                                              d.delete_slice)),
             ]
+        if cluster_limits:
+            self.watches_cluster_limits = True
+            limits = self.cluster_limits
+            handlers.append((CLUSTER_LIMIT, FuncHandler(
+                limits.update, lambda _o, n: limits.update(n), limits.delete)))
         for kind, handler in handlers:
             informer = cache.informer(kind)
             registration = informer.add_handler(handler)
@@ -256,8 +267,9 @@ class Cluster:
         """True when the informers have listed and every NodeClaim still launching can be
         counted: it asked for resources (as the provisioner's do), so the model holds it
         as in-flight capacity of exactly that size (see :meth:`existing_nodes`), and its
-        NodePool has no limits (a launching machine's capacity, which limits count, is
-        not known yet: there the round waits for the launch, as Karpenter's does).
+        NodePool has no limits and no ClusterLimit covers it (a launching machine's
+        capacity, which limits count, is not known yet: there the round waits for the
+        launch, as Karpenter's does).
 
         Karpenter waits for every NodeClaim to launch before the next round (its model
         knows a machine only by provider ID). At a thousand NodeClaims that wait was
@@ -275,6 +287,10 @@ class Cluster:
             entry = self._nodepools.get(str(labels.get(LABEL_NODEPOOL) or ""))
             if entry is None or entry.model is None or entry.model.spec.limits:
                 return False
+            if self.cluster_limits and any(
+                limit.selects(entry.raw) for limit in self.cluster_limits.entries()
+            ):
+                return False  # a ClusterLimit counts the pool's machines like its own limits
         return True
 
     @property
@@ -846,6 +862,32 @@ class Cluster:
         """What the pool's machines use against its limits: capacity summed over its
         launched machines not marked for deletion, plus ``nodes``."""
         return MappingProxyType(self._usage.get(name, {}))
+
+    def shared_limits(self, nodepool: str) -> tuple[SharedLimit, ...]:
+        """The ClusterLimits that cover the NodePool, each with what every pool it
+        covers uses (summed as :meth:`nodepool_usage`); an invalid one covers nothing."""
+        if not self.cluster_limits:
+            return ()
+        entry = self._nodepools.get(nodepool)
+        if entry is None:
+            return ()
+        return tuple(
+            SharedLimit(limit.name, limit.limits, self.cluster_limit_usage(limit)[1])
+            for limit in self.cluster_limits.entries()
+            if limit.error is None and limit.selects(entry.raw)
+        )
+
+    def cluster_limit_usage(
+        self, limit: ClusterLimitEntry
+    ) -> tuple[list[str], dict[str, int]]:
+        """(the NodePools the ClusterLimit covers by name, what their machines use)."""
+        pools = sorted(name for name, entry in self._nodepools.items()
+                       if limit.selects(entry.raw))
+        total: dict[str, int] = {}
+        for name in pools:
+            for resource, amount in self._usage.get(name, {}).items():
+                total[resource] = total.get(resource, 0) + amount
+        return pools, total
 
     def update_namespace(self, namespace: Object) -> None:
         """A Namespace was added or changed (its labels feed namespaceSelectors)."""

@@ -53,12 +53,14 @@ def test_each_provider_set_holds_the_core_kinds_and_only_its_own_nodeclass() -> 
     nodeclasses = {}
     for provider in crdgen.providers():
         names = set(crdgen.generate(provider=provider))
-        # Karpenter's core kinds, and Cluster Autoscaler's CapacityBuffer it serves (v1.14)
+        # Karpenter's core kinds, Cluster Autoscaler's CapacityBuffer it serves (v1.14)
+        # and karpy's own ClusterLimit
         core = {
             "karpenter.sh_nodepools.yaml",
             "karpenter.sh_nodeclaims.yaml",
             "karpenter.sh_nodeoverlays.yaml",
             "autoscaling.x-k8s.io_capacitybuffers.yaml",
+            "karpy.dev_clusterlimits.yaml",
         }
         assert core <= names
         (nodeclasses[provider],) = names - core
@@ -66,7 +68,7 @@ def test_each_provider_set_holds_the_core_kinds_and_only_its_own_nodeclass() -> 
     assert nodeclasses["azure"] == "karpenter.azure.com_aksnodeclasses.yaml"
     assert nodeclasses["kwok"] == "karpenter.kwok.sh_kwoknodeclasses.yaml"
     kinds = {cls.crd.kind for ext in load_extensions() for cls in ext.resources}
-    assert {"NodePool", "NodeClaim", "NodeOverlay", "CapacityBuffer"} <= kinds
+    assert {"NodePool", "NodeClaim", "NodeOverlay", "CapacityBuffer", "ClusterLimit"} <= kinds
 
 
 def label_messages(provider: str) -> list[str]:
@@ -119,7 +121,8 @@ def test_karpy_crds_provider_writes_one_set_or_names_the_installed_ones(tmp_path
     assert stream.returncode == 0, stream.stderr
     docs = [d for d in yaml.safe_load_all(stream.stdout) if d]
     assert sorted(d["spec"]["names"]["kind"] for d in docs) == [
-        "AKSNodeClass", "CapacityBuffer", "NodeClaim", "NodeOverlay", "NodePool",
+        "AKSNodeClass", "CapacityBuffer", "ClusterLimit", "NodeClaim", "NodeOverlay",
+        "NodePool",
     ]  # fmt: skip
     bad = karpy("crds", "--provider", "gce")
     assert bad.returncode == 2

@@ -20,6 +20,7 @@ from karpy.scheduling import (
     Pod,
     Requirements,
     Results,
+    SharedLimit,
 )
 from karpy.scheduling.resources import parse_resource_list
 
@@ -94,8 +95,10 @@ def nodepool(
     startup_taints: Sequence[Mapping[str, str]] = (),
     limits: Mapping[str, str] | None = None,
     usage: Mapping[str, int] | None = None,
+    shared_limits: Sequence[SharedLimit] = (),
 ) -> NodePoolTemplate:
-    """A NodePool built from a v1 NodePool dict."""
+    """A NodePool built from a v1 NodePool dict (``shared_limits``: the ClusterLimits
+    covering it)."""
     spec: dict[str, Any] = {
         "weight": weight,
         "template": {
@@ -113,6 +116,7 @@ def nodepool(
         {"metadata": {"name": name}, "spec": spec},
         types if types is not None else standard_types(),
         usage=usage,
+        shared_limits=shared_limits,
     )
 
 

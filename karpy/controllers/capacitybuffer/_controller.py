@@ -29,6 +29,7 @@ from karpy.apis.autoscaling import (
     SCALABLE_KINDS,
     CapacityBuffer,
 )
+from karpy.apis.conditions import set_condition
 from karpy.controllers.capacitybuffer._replicas import buffer_replicas
 from karpy.controllers.capacitybuffer._virtualpods import VirtualPods, build_virtual_pods
 from karpy.runtime import (
@@ -244,17 +245,8 @@ def _set(
     conditions: list[dict[str, Any]], type_: str, status: str, reason: str, message: str,
     generation: int, clock: Clock,
 ) -> None:
-    """meta/v1 SetStatusCondition: lastTransitionTime moves only when the status does."""
-    for cond in conditions:
-        if cond.get("type") == type_:
-            if cond.get("status") != status:
-                cond["lastTransitionTime"] = format_time(clock.now())
-            cond.update(status=status, reason=reason, message=message,
-                        observedGeneration=generation)  # fmt: skip
-            return
-    conditions.append({"type": type_, "status": status, "reason": reason, "message": message,
-                       "observedGeneration": generation,
-                       "lastTransitionTime": format_time(clock.now())})  # fmt: skip
+    set_condition(conditions, type_, status, reason, message, generation=generation,
+                  now=format_time(clock.now()))
 
 
 def _changed(stored: Mapping[str, Any], status: Mapping[str, Any]) -> bool:

@@ -225,7 +225,8 @@ class SchedulingInputs:
                 continue
             self._skipped_pools.pop(entry.name, None)
             template = NodePoolTemplate.from_nodepool_dict(
-                entry.raw, instance_types, usage=self.cluster.nodepool_usage(entry.name)
+                entry.raw, instance_types, usage=self.cluster.nodepool_usage(entry.name),
+                shared_limits=self.cluster.shared_limits(entry.name),
             )
             filtered = filtered_out(
                 template, relax_min_values=self.options.min_values_policy == "BestEffort"

@@ -1,6 +1,8 @@
 """Karpenter's state metrics: gauges that describe the cluster as it is now.
 
 * ``metrics.nodepool`` — karpenter_nodepools_usage / karpenter_nodepools_limit;
+* ``metrics.clusterlimit`` — karpy_clusterlimits_usage / karpy_clusterlimits_limit (karpy's
+  own, where ClusterLimits are watched);
 * ``metrics.node`` — karpenter_nodes_allocatable and the other per-node gauges,
   karpenter_cluster_utilization_percent;
 * ``metrics.pod`` — karpenter_pods_state and karpenter_pods_startup_duration_seconds;
@@ -22,7 +24,8 @@ from typing import Final
 
 from karpy.apis.labels import LABEL_INITIALIZED, LABEL_NODEPOOL, nodeclass_label_key
 from karpy.controllers.deps import Deps
-from karpy.controllers.metrics import _cost, _node, _nodepool, _pod, _state
+from karpy.controllers.metrics import _clusterlimit, _cost, _node, _nodepool, _pod, _state
+from karpy.controllers.metrics._clusterlimit import ClusterLimitMetrics
 from karpy.controllers.metrics._cost import CostMetrics
 from karpy.controllers.metrics._node import NodeMetrics
 from karpy.controllers.metrics._nodepool import NodePoolMetrics
@@ -37,10 +40,11 @@ from karpy.controllers.metrics._status import (
 )
 from karpy.controllers.metrics._store import Gauge, GaugeStore, Sample
 from karpy.runtime import Kind, kinds
-from karpy.state.kinds import NODE_CLAIM, NODE_POOL
+from karpy.state.kinds import CLUSTER_LIMIT, NODE_CLAIM, NODE_POOL
 
 __all__ = [
     "GAUGES",
+    "ClusterLimitMetrics",
     "ClusterStateMetrics",
     "CostMetrics",
     "Gauge",
@@ -55,7 +59,8 @@ __all__ = [
 
 #: Every gauge this package exports.
 GAUGES: Final = (
-    *_nodepool.GAUGES, *_node.GAUGES, *_pod.GAUGES, *_state.GAUGES, *_cost.GAUGES
+    *_nodepool.GAUGES, *_node.GAUGES, *_pod.GAUGES, *_state.GAUGES, *_cost.GAUGES,
+    *_clusterlimit.GAUGES,
 )
 #: Seconds between rounds of the periodic metrics controllers (Karpenter's 5 s).
 PERIOD: Final = 5.0
@@ -71,7 +76,8 @@ def register(deps: Deps) -> None:
     pods = GaugeStore(_pod.GAUGES, clock=deps.clock)
     state = GaugeStore(_state.GAUGES)
     costs = GaugeStore(_cost.GAUGES)
-    for store in (nodepools, nodes, pods, state, costs):
+    limits = GaugeStore(_clusterlimit.GAUGES)
+    for store in (nodepools, nodes, pods, state, costs, limits):
         manager.metrics.registry.register(store)
 
     # Karpenter's DISABLE_CLUSTER_STATE_OBSERVABILITY leaves out these controllers (their
@@ -79,6 +85,9 @@ def register(deps: Deps) -> None:
     if observe_state:
         nodepool = NodePoolMetrics(client=deps.client, store=nodepools)
         manager.controller(nodepool.name).for_(NODE_POOL).complete(nodepool, workers=2)
+        if deps.cluster.watches_cluster_limits:
+            limit = ClusterLimitMetrics(client=deps.client, store=limits)
+            manager.controller(limit.name).for_(CLUSTER_LIMIT).complete(limit, workers=1)
 
         pod = PodMetrics(client=deps.client, store=pods, metrics=deps.metrics,
                          scheduling=deps.cluster.pod_scheduling)

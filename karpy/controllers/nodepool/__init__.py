@@ -8,7 +8,9 @@
   with NodeClassReady it makes ``Ready``, which the provisioner requires;
 * ``nodepool.hash`` — the ``karpenter.sh/nodepool-hash`` annotation and its version;
 * ``nodepool.registrationhealth`` — ``NodeRegistrationHealthy`` reset when the NodePool
-  or its NodeClass changes (the NodeClaim lifecycle sets it True/False).
+  or its NodeClass changes (the NodeClaim lifecycle sets it True/False);
+* ``clusterlimit.status`` — karpy's ClusterLimits: the pools each selects and what they
+  use (only where the API server serves ClusterLimits).
 
 NodePools whose nodeClassRef names another provider's NodeClass are left alone.
 """
@@ -27,6 +29,7 @@ from karpy.controllers.indexes import (
     index_nodepool_label,
     nodeclass_ref_key,
 )
+from karpy.controllers.nodepool._clusterlimit import ClusterLimitStatus
 from karpy.controllers.nodepool._counter import NodePoolCounter, status_resources
 from karpy.controllers.nodepool._hash import NodePoolHash
 from karpy.controllers.nodepool._objects import nodepool_of
@@ -34,9 +37,10 @@ from karpy.controllers.nodepool._readiness import NodePoolReadiness
 from karpy.controllers.nodepool._validation import NodePoolValidation, validation_errors
 from karpy.controllers.nodepool.registrationhealth import NodePoolRegistrationHealth
 from karpy.runtime import GENERATION_CHANGED, Kind, Object, Predicate, Request, kinds
-from karpy.state.kinds import NODE_CLAIM, NODE_POOL
+from karpy.state.kinds import CLUSTER_LIMIT, NODE_CLAIM, NODE_POOL
 
 __all__ = [
+    "ClusterLimitStatus",
     "NodePoolCounter",
     "NodePoolHash",
     "NodePoolReadiness",
@@ -79,8 +83,16 @@ def _nodepools_using(index: Index, kind: Kind) -> Callable[[Object], Iterable[Re
     return nodepools
 
 
+def _every_limit(deps: Deps) -> Callable[[Object], Iterable[Request]]:
+    """Maps any event to every ClusterLimit (a cluster has a handful)."""
+    def limits(_obj: Object) -> Iterable[Request]:
+        return [Request("", e.name) for e in deps.cluster.cluster_limits.entries()]
+    return limits
+
+
 def register(deps: Deps) -> None:
-    """Build the five NodePool controllers and add them to ``deps.manager``."""
+    """Build the five NodePool controllers (and ``clusterlimit.status``, where
+    ClusterLimits are watched) and add them to ``deps.manager``."""
     manager = deps.manager
     cache = manager.cache
     cache.informer(NODE_POOL, indexers={INDEX_NODECLASS_REF: index_nodeclass_ref})
@@ -124,3 +136,12 @@ def register(deps: Deps) -> None:
     (manager.controller(hashing.name)
         .for_(NODE_POOL, predicate=GENERATION_CHANGED)
         .complete(hashing, workers=2))
+    if deps.cluster.watches_cluster_limits:
+        status = ClusterLimitStatus(client=deps.client, cluster=deps.cluster, clock=deps.clock)
+        every = _every_limit(deps)
+        (manager.controller(status.name)
+            .for_(CLUSTER_LIMIT, predicate=GENERATION_CHANGED)
+            .watches(NODE_POOL, every)
+            .watches(NODE_CLAIM, every, predicate=COUNTED_CHANGED)
+            .watches(kinds.NODE, every, predicate=COUNTED_CHANGED)
+            .complete(status, workers=1))

@@ -46,7 +46,6 @@ from karpy.scheduling import resources as res
 from karpy.scheduling.simulator import Simulator
 from karpy.state import (
     NODE_CLAIM,
-    NodePoolEntry,
 )
 
 __all__ = ["PROVISIONED_REASON", "Provisioner"]
@@ -349,7 +348,14 @@ class Provisioner:
         entry = self.cluster.nodepool(plan.nodepool)
         if entry is None or entry.model is None:
             return None
-        over = _exceeded(entry, self.cluster.nodepool_usage(entry.name))
+        limits = res.parse_resource_list((entry.raw.get("spec") or {}).get("limits"))
+        over = _exceeded(limits, self.cluster.nodepool_usage(entry.name))
+        for shared in self.cluster.shared_limits(entry.name):
+            if over:
+                break
+            over = _exceeded(shared.limits, shared.usage)
+            if over:
+                over = f"ClusterLimit {shared.name}: {over}"
         if over:
             log.error(
                 "creating nodeclaim", extra={"NodePool": {"name": entry.name}, "error": over}
@@ -395,9 +401,8 @@ def _requests_of(nodeclaim: dict[str, Any]) -> dict[str, Any]:
     return dict((spec.get("resources") or {}).get("requests") or {})
 
 
-def _exceeded(entry: NodePoolEntry, usage: Any) -> str | None:
+def _exceeded(limits: Mapping[str, int], usage: Mapping[str, int]) -> str | None:
     """Karpenter's Limits.ExceededBy: the first resource whose usage is over its limit."""
-    limits = res.parse_resource_list((entry.raw.get("spec") or {}).get("limits"))
     for name, limit in sorted(limits.items()):
         used = usage.get(name, 0)
         if used > limit:

@@ -291,7 +291,8 @@ def _solve(
                                         scheduler=unusable.message))
             continue
         template = NodePoolTemplate.from_nodepool_dict(
-            pool.entry.raw, pool.instance_types, usage=cluster.nodepool_usage(pool.entry.name)
+            pool.entry.raw, pool.instance_types, usage=cluster.nodepool_usage(pool.entry.name),
+            shared_limits=cluster.shared_limits(pool.entry.name),
         )
         templates.append(template)
         alone = Simulator([template], daemonsets=daemons, options=options).solve(
@@ -533,19 +534,37 @@ def _volume_zone_reason(
 def _limit_reasons(
     template: NodePoolTemplate, pod: Pod, options: SchedulerOptions, text: str
 ) -> list[Reason]:
-    """Limits the NodePool has reached, or that leave no compatible instance type."""
-    if not template.limits:
+    """Limits the NodePool or a ClusterLimit covering it has reached, or that leave no
+    compatible instance type."""
+    if not template.limits and not template.shared_limits:
         return []
-    usage = template.usage
-    out = []
     smallest = _compatible(template, pod, options)
-    for name, limit in sorted(template.limits.items()):
+    out = _reached(f"nodepool {template.name}", "", template.limits or {}, template.usage,
+                   smallest)
+    for shared in template.shared_limits:
+        out += _reached(f"clusterlimit {shared.name} (covering nodepool {template.name})",
+                        shared.name, shared.limits, shared.usage, smallest)
+    if not out and ("exceed the NodePool's limits" in text or "node limit reached" in text
+                    or "exceed the limits of ClusterLimit" in text):
+        out.append(Reason(LIMIT, text))
+    return out
+
+
+def _reached(
+    who: str, clusterlimit: str, limits: Mapping[str, int], usage: Mapping[str, int],
+    smallest: list[InstanceType],
+) -> list[Reason]:
+    """The limits of ``who`` that are used up or leave no compatible instance type."""
+    out = []
+    extra = {"clusterlimit": clusterlimit} if clusterlimit else {}
+    for name, limit in sorted(limits.items()):
         used = usage.get(name, 0)
         if name == NODES:
             if used >= limit:
-                out.append(Reason(LIMIT, f"nodepool {template.name} reached its limit of "
-                                         f"{limit} nodes (limits.nodes)",
-                                  {"resource": name, "used": str(used), "limit": str(limit)}))
+                out.append(Reason(LIMIT, f"{who} reached its limit of {limit} nodes "
+                                         f"(limits.nodes)",
+                                  {"resource": name, "used": str(used), "limit": str(limit),
+                                   **extra}))
             continue
         needed = min((it.capacity.get(name, 0) for it in smallest), default=0)
         if used >= limit or (smallest and used + needed > limit):
@@ -553,12 +572,10 @@ def _limit_reasons(
             shown_limit = res.format_quantity(name, limit)
             out.append(Reason(
                 LIMIT,
-                f"nodepool {template.name} limits {name} to {shown_limit} and uses "
+                f"{who} limits {name} to {shown_limit} and uses "
                 f"{shown_used}: no compatible instance type fits in what is left",
-                {"resource": name, "used": shown_used, "limit": shown_limit},
+                {"resource": name, "used": shown_used, "limit": shown_limit, **extra},
             ))
-    if not out and ("exceed the NodePool's limits" in text or "node limit reached" in text):
-        out.append(Reason(LIMIT, text))
     return out
 
 

@@ -8,7 +8,7 @@ from functools import cache
 from karpy.apis.extension import load_extensions
 from karpy.runtime import Kind, kinds
 from karpy.state import NODE_CLAIM, NODE_POOL
-from karpy.state.kinds import NODE_OVERLAY
+from karpy.state.kinds import CLUSTER_LIMIT, NODE_OVERLAY
 
 __all__ = ["CORE_KINDS", "OPTIONAL_KINDS", "node_class_kinds", "view_kinds"]
 
@@ -27,8 +27,9 @@ CORE_KINDS: tuple[Kind, ...] = (
 """The core kinds: what :meth:`karpy.state.Cluster.attach` follows, and the
 PodDisruptionBudgets disruption reads."""
 
-OPTIONAL_KINDS: tuple[Kind, ...] = (NODE_OVERLAY,)
-"""Core kinds a cluster may not serve (NodeOverlay's CRD is needed only with its gate)."""
+OPTIONAL_KINDS: tuple[Kind, ...] = (NODE_OVERLAY, CLUSTER_LIMIT)
+"""Core kinds a cluster may not serve (NodeOverlay's CRD is needed only with its gate;
+ClusterLimit's is karpy's own, absent where only Karpenter's CRDs are installed)."""
 
 
 @cache

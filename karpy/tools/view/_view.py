@@ -51,6 +51,7 @@ from karpy.runtime import Cache, Clock, KubeClient, Manager, Object, Request, Sy
 from karpy.runtime.kinds import Kind
 from karpy.scheduling import NodeClaimPlan, NodePoolTemplate, Pod, Results
 from karpy.state import NODE_POOL, Cluster, OverlayStore
+from karpy.state.clusterlimits import serves_cluster_limits
 from karpy.state.cost import offering_price
 from karpy.state.kinds import NODE_OVERLAY
 from karpy.state.statenode import StateNode
@@ -324,7 +325,7 @@ async def open_view(
             deps = build_deps(
                 manager=manager, provider=cloud, clock=clock, settings=settings,
                 recorder=recorder, metrics=KarpenterMetrics(NoOpMeter("karpy.tools")),
-                overlays=store,
+                overlays=store, cluster_limits=await serves_cluster_limits(base),
             )
             controllers = wire(deps, read_only=True, disruption_validator=ACCEPT)
             overlays = await _overlays(base, static, what_if, settings)

@@ -194,7 +194,9 @@ class Scene:
         """The what-if view the controller would build (with the provisioner's
         scheduler ``options``)."""
         templates = [
-            NodePoolTemplate.from_nodepool_dict(entry.raw, self.types)
+            NodePoolTemplate.from_nodepool_dict(
+                entry.raw, self.types, usage=self.cluster.nodepool_usage(entry.name),
+                shared_limits=self.cluster.shared_limits(entry.name))
             for entry in self.cluster.nodepools()
         ]
         pending = [self.cluster.scheduling_pod(p) for p in self.cluster.provisionable_pods()]

@@ -3,6 +3,7 @@ and the reasons it gives when it does neither."""
 
 from __future__ import annotations
 
+import pytest
 from disruption_support import Scene, instance_type
 
 from karpy.controllers.disruption import Candidate, Command, Decision, build_candidate, consolidate
@@ -140,3 +141,35 @@ def test_multi_node_candidates_fold_into_one_cheaper_node() -> None:
     [replacement] = outcome.replacements
     assert replacement.price < sum(v.price for v in victims)
     assert {p.key for p in replacement.pods} == {"default/p0", "default/p1", "default/p2"}
+
+
+def _cluster_limit(scene: Scene, cpu: str) -> None:
+    scene.cluster.cluster_limits.update({
+        "apiVersion": "karpy.dev/v1alpha1", "kind": "ClusterLimit",
+        "metadata": {"name": "fleet", "generation": 1}, "spec": {"limits": {"cpu": cpu}}})
+
+
+@pytest.mark.parametrize(("limit", "replaced_by"), [
+    ("36", ["m-2x", "m-4x"]),   # 32 of 36 CPU used: a replacement of at most 4
+    ("33", None),               # 1 CPU left: no type that holds the pods
+])
+def test_a_replacement_fits_in_what_a_clusterlimit_leaves(
+    limit: str, replaced_by: list[str] | None,
+) -> None:
+    # The candidate still counts while its replacement is planned, as with a NodePool's
+    # own limits.
+    scene = Scene()
+    scene.pool()
+    _cluster_limit(scene, limit)
+    scene.machine("huge", "m-32x")
+    scene.pod("a", "huge", cpu="1")
+    scene.pod("b", "huge", cpu="1")
+    outcome = consolidate(scene.whatif(), [candidate(scene, "huge")])
+    if replaced_by is None:
+        assert isinstance(outcome, str), outcome
+        assert "exceed the limits of ClusterLimit fleet" in outcome
+        return
+    assert isinstance(outcome, Command)
+    assert outcome.decision is Decision.REPLACE
+    [replacement] = outcome.replacements
+    assert replacement.instance_type_names == replaced_by

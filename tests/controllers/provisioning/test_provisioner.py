@@ -318,11 +318,24 @@ async def test_a_launching_nodeclaim_that_asked_for_resources_is_counted_not_wai
     assert h.cluster.nomination("default/inflate-2") == "nodeclaim/default-launching"
 
 
-async def test_a_nodepool_with_limits_still_waits_for_its_nodeclaims_to_launch() -> None:
+def _cluster_limit(limits: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "karpy.dev/v1alpha1", "kind": "ClusterLimit",
+            "metadata": {"name": "fleet", "generation": 1}, "spec": {"limits": limits}}
+
+
+@pytest.mark.parametrize("limited_by", ["nodepool", "clusterlimit"])
+async def test_a_nodepool_with_limits_still_waits_for_its_nodeclaims_to_launch(
+    limited_by: str,
+) -> None:
     # Limits count a machine's capacity, unknown until it launches: counting a launching
-    # NodeClaim at its requests could let the next round go past the limit.
+    # NodeClaim at its requests could let the next round go past the limit. A
+    # ClusterLimit covering the pool counts its machines the same way.
     h = build()
-    h.cluster.update_nodepool(nodepool(limits={"cpu": "100"}))
+    if limited_by == "nodepool":
+        h.cluster.update_nodepool(nodepool(limits={"cpu": "100"}))
+    else:
+        h.cluster.update_nodepool(nodepool())
+        h.cluster.cluster_limits.update(_cluster_limit({"cpu": "100"}))
     claim = nodeclaim("default-launching")
     claim["spec"]["resources"] = {"requests": {"cpu": "2", "memory": "2Gi", "pods": "2"}}
     h.cluster.update_nodeclaim(claim)
@@ -335,6 +348,28 @@ async def test_a_nodepool_with_limits_still_waits_for_its_nodeclaims_to_launch()
     h.cluster.update_nodeclaim(nodeclaim("default-launching", provider_id="fake://x"))
     await drive(h, round_)
     assert len(h.client.created) == 1
+
+
+async def test_no_nodeclaim_is_created_while_a_clusterlimit_is_exceeded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Planned before the ClusterLimit existed; by creation time the pool's machines are
+    # already past it, so the plan is dropped (as for a NodePool's own limits).
+    h = build()
+    h.cluster.update_nodepool(nodepool())
+    pending(h, 1)
+    results = await drive(h, h.provisioner.schedule())
+    assert results is not None
+    [plan] = results.new_nodeclaims
+    h.cluster.update_nodeclaim(nodeclaim("default-a", provider_id="fake://a", cpu="4"))
+    h.cluster.update_nodeclaim(nodeclaim("default-b", provider_id="fake://b", cpu="4"))
+    h.cluster.cluster_limits.update(_cluster_limit({"nodes": "1"}))
+    with caplog.at_level(logging.ERROR):
+        assert await h.provisioner.create(plan) is None
+    assert h.client.created == []
+    [record] = records(caplog, "creating nodeclaim")
+    assert getattr(record, "error", "") == (
+        "ClusterLimit fleet: nodes resource usage of 2 exceeds limit of 1")
 
 
 async def test_reconcile_retries_pods_left_pending_every_ten_seconds() -> None:
