@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 __all__ = [
     "CONFIG_MAP",
+    "CSI_NODE",
     "DAEMON_SET",
     "DEPLOYMENT",
     "EVENT",
@@ -115,6 +116,9 @@ POD_DISRUPTION_BUDGET = Kind(
     group="policy", version="v1", plural="poddisruptionbudgets", kind="PodDisruptionBudget"
 )
 LEASE = Kind(group="coordination.k8s.io", version="v1", plural="leases", kind="Lease")
+CSI_NODE = Kind(
+    group="storage.k8s.io", version="v1", plural="csinodes", kind="CSINode", namespaced=False
+)
 STORAGE_CLASS = Kind(
     group="storage.k8s.io",
     version="v1",

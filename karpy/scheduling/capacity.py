@@ -146,6 +146,7 @@ class Claim:
         "sig_counts",
         "template",
         "total",
+        "volume_mask",
     )
 
     def __init__(self, template: Template, hostname: str, mask: int, size: int) -> None:
@@ -163,6 +164,9 @@ class Claim:
         self.index = -1
         # set by the improvement stage when it narrowed the requirements (a zone)
         self.narrowed = False
+        # the instance types that can attach its pods' volumes (all: -1); its pods with
+        # volumes never move, so the improvement stage keeps within it
+        self.volume_mask = -1
 
 
 class Node:

@@ -299,7 +299,7 @@ class Improver:
             self._compatible[key] = mask
         if template.limited and claim.reserved:
             mask &= catalog.within_mask(claim.reserved)
-        return mask
+        return mask & claim.volume_mask
 
     def _pricing(self, claim: Claim) -> _Prices:
         key = (id(claim.template.catalog), claim.req)
@@ -841,6 +841,7 @@ class Improver:
             movable = not (
                 sig.host_ports
                 or sig.pod.volume_requirements
+                or sig.pod.volumes
                 or sig.hostname is not None
                 or any(g.is_hostname and g.kind is AFFINITY for g, _ in sig.owned)
                 or any(g.is_hostname and g.kind is AFFINITY for g in sig.counted)

@@ -108,6 +108,9 @@ class InstanceType:
     resource_slice_templates: tuple[ResourceSliceTemplate, ...] = ()
     """The DRA devices a node of this type publishes once running (Karpenter's
     cloudprovider.DynamicResources.ResourceSliceTemplates); none by default."""
+    volume_attachment_limits: Mapping[str, int] = field(default_factory=dict)
+    """How many volumes of each CSI driver a node of this type can attach (Karpenter
+    v1.15's InstanceType.VolumeAttachmentLimits); a driver not listed is unbounded."""
     allocatable: Mapping[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -117,6 +120,9 @@ class InstanceType:
         )
         object.__setattr__(self, "capacity", MappingProxyType(dict(self.capacity)))
         object.__setattr__(self, "offerings", tuple(self.offerings))
+        object.__setattr__(
+            self, "volume_attachment_limits", MappingProxyType(dict(self.volume_attachment_limits))
+        )
 
     @classmethod
     def build(
@@ -129,6 +135,7 @@ class InstanceType:
         architecture: str = "amd64",
         operating_systems: Iterable[str] = ("linux",),
         requirements: Iterable[Requirement] = (),
+        volume_attachment_limits: Mapping[str, int] | None = None,
     ) -> InstanceType:
         """An instance type whose requirements define the well-known labels: its name,
         the zones and capacity types of its available offerings, architecture and OS,
@@ -151,6 +158,7 @@ class InstanceType:
             offerings=offerings,
             capacity=capacity,
             overhead=overhead or Overhead(),
+            volume_attachment_limits=volume_attachment_limits or {},
         )
 
     def cheapest_price(self, requirements: Requirements | None = None) -> float | None:

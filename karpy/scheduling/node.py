@@ -51,6 +51,12 @@ class ExistingNode:
     initialized: bool = True
     schedulable: bool = True
     nodepool: str = ""
+    volume_limits: Mapping[str, int | None] = field(default_factory=dict)
+    """Volume attachment limits per CSI driver as the node's CSINode publishes them
+    (None: the driver is published without a limit); a driver not listed falls back
+    to the instance type's limit, as Karpenter's VolumeUsage does."""
+    attached: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """The volumes the bound pods attach, per CSI driver (``namespace/claim`` IDs)."""
     # Derived once per node and kept: disruption asks hundreds of what-if questions of
     # the same nodes in one pass, and re-deriving these per solve dominated its cost.
     _memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)

@@ -210,12 +210,10 @@ def apply_overlays(overlays: Sequence[Overlay], pool: PoolTypes) -> tuple[Instan
             for i, o in enumerate(it.offerings)
         )
         out.append(
-            InstanceType(
-                name=it.name,
-                requirements=it.requirements,
+            replace(
+                it,
                 offerings=offerings,
                 capacity={**it.capacity, **capacity},
-                overhead=it.overhead,
                 capacity_overlays=(*it.capacity_overlays, *by),
             )
         )

@@ -42,6 +42,7 @@ _EMPTY_LABELS: Mapping[str, str] = MappingProxyType({})
 _ANY = Requirements()
 _NO_TOLERATIONS: frozenset[Toleration] = frozenset()
 _NO_LIMITS: Mapping[str, int] = MappingProxyType({})
+_NO_VOLUMES: Mapping[str, frozenset[str]] = MappingProxyType({})
 
 # Pods of one workload are alike: equal labels, requests and signatures are stored once
 # and shared (they are immutable). Fewer objects make parsing and the garbage
@@ -404,6 +405,10 @@ class Pod:
     device_claims: tuple[DeviceClaim, ...] = ()
     """The ResourceClaims the pod names, resolved (Dynamic Resource Allocation); set
     by the caller that holds the claims (:func:`dataclasses.replace`)."""
+    volumes: Mapping[str, frozenset[str]] = field(default_factory=lambda: _NO_VOLUMES)
+    """The persistent volumes the pod attaches, per CSI driver (``namespace/claim``
+    IDs), for volume attachment limits; set by the caller that resolves the claims
+    (:func:`dataclasses.replace`), empty for a pod without any."""
     raw: Mapping[str, Any] | None = field(default=None, repr=False)
     key: str = field(init=False, repr=False)
     signature: tuple[Any, ...] = field(init=False, repr=False)
@@ -417,6 +422,8 @@ class Pod:
         request_items = frozenset(self.requests.items())
         object.__setattr__(self, "requests", _shared(
             ("requests", request_items), lambda: MappingProxyType(dict(self.requests))))
+        if self.volumes:
+            object.__setattr__(self, "volumes", MappingProxyType(dict(self.volumes)))
         if self.limits:
             limit_items = frozenset(self.limits.items())
             object.__setattr__(self, "limits", _shared(
@@ -441,6 +448,8 @@ class Pod:
             # DRA pods are placed one by one with their devices: never in one run with
             # claim-less pods (their claims themselves are checked per pod).
             bool(self.device_claims),
+            # Likewise pods with attachable volumes, counted per pod and node.
+            bool(self.volumes),
         )
         object.__setattr__(self, "signature", _shared(("signature", signature),
                                                       partial(_same, signature)))

@@ -158,12 +158,6 @@ def without_reserved(instance_types: Sequence[InstanceType]) -> Sequence[Instanc
             continue
         offerings = tuple(replace(o, available=False) if o.reserved else o for o in it.offerings)
         out.append(
-            InstanceType(
-                name=it.name,
-                requirements=it.requirements,
-                offerings=offerings,
-                capacity=it.capacity,
-                overhead=it.overhead,
-            )
+            replace(it, offerings=offerings)
         )
     return out

@@ -51,6 +51,7 @@ from karpy.scheduling.results import Results
 from karpy.scheduling.signature import Relaxation, Signature
 from karpy.scheduling.taints import PREFER_NO_SCHEDULE
 from karpy.scheduling.topologyrules import TopologyRules
+from karpy.scheduling.volumelimits import VolumeTracker
 
 if TYPE_CHECKING:
     from karpy.scheduling.simulator import Simulator
@@ -105,6 +106,11 @@ class Solve:
         self.devices = (
             DeviceTracker(devices or DeviceInputs())
             if any(p.device_claims for p in self.pods) else None
+        )
+        # Likewise volume attachment limits, for a solve with pods that attach volumes.
+        self.volumes = (
+            VolumeTracker(nodes, (it for t in self.templates for it in t.catalog.types))
+            if any(p.volumes for p in self.pods) else None
         )
         requirements = RequirementCache(self.well_known)
         self.topology = TopologyRules(
@@ -384,6 +390,9 @@ class Solve:
         devices = self.devices if pods[start].device_claims else None
         if devices is not None:
             want = 1  # each DRA pod is allocated its own devices, one at a time
+        volumes = self.volumes if pods[start].volumes else None
+        if volumes is not None:
+            want = 1  # each pod's own claims count against the node's volume limits
         # 1. existing nodes, first fit
         if self.node_groups:
             placed = self._place_existing(sig, vec, pods, start, want)
@@ -411,6 +420,12 @@ class Solve:
                         sig.claims_dead += 1
                     continue
                 _, reqs, mask = outcome
+                if volumes is not None:
+                    kept = volumes.check_claim(
+                        pods[start], claim.hostname, claim.template.catalog.types, mask)
+                    if isinstance(kept, str):
+                        continue
+                    mask = kept
                 allocations = None
                 if devices is not None:
                     found = devices.check_claim(
@@ -422,6 +437,9 @@ class Solve:
                 if isinstance(offerings, ReservedOfferingError):
                     continue
                 self._commit_claim(claim, sig, vec, pods[start : start + 1], reqs, mask)
+                if volumes is not None:
+                    volumes.commit_claim(pods[start], claim.hostname)
+                    claim.volume_mask &= mask
                 if devices is not None and allocations is not None:
                     devices.commit_claim(claim, allocations, claim.hostname)
                 self._hold(claim, offerings)
@@ -437,6 +455,13 @@ class Solve:
                 reasons.append(f'nodepool "{template.pool.name}": {created}')
                 continue
             new, count, reqs, mask = created
+            if volumes is not None:
+                kept = volumes.check_claim(pods[start], new.hostname, template.catalog.types,
+                                           mask)
+                if isinstance(kept, str):
+                    reasons.append(f'nodepool "{template.pool.name}": {kept}')
+                    continue
+                mask = kept
             allocations = None
             if devices is not None:
                 found = devices.check_claim(pods[start], new, template.catalog.types, mask)
@@ -452,6 +477,9 @@ class Solve:
                 return ReservedOfferingError("; ".join(reasons))
             self._open(new)
             self._commit_claim(new, sig, vec, pods[start : start + count], reqs, mask)
+            if volumes is not None:
+                volumes.commit_claim(pods[start], new.hostname)
+                new.volume_mask &= mask
             if devices is not None and allocations is not None:
                 devices.commit_claim(new, allocations, new.hostname)
             self._hold(new, offerings)
@@ -490,6 +518,11 @@ class Solve:
             if node.order not in dead_nodes:
                 result = self.checker.check_node(node, sig, vec, want)
                 allocation = None
+                if not isinstance(result, Reject) and self.volumes is not None \
+                        and pods[start].volumes:
+                    reason = self.volumes.check_node(pods[start], node.node.name)
+                    if reason is not None:
+                        result = Reject(reason, False)
                 if not isinstance(result, Reject) and self.devices is not None \
                         and pods[start].device_claims:
                     found = self.devices.check_node(pods[start], node.node.name)
@@ -500,6 +533,8 @@ class Solve:
                 if not isinstance(result, Reject):
                     count, reqs = result
                     self._commit_node(node, sig, vec, pods[start : start + count], reqs)
+                    if self.volumes is not None and pods[start].volumes:
+                        self.volumes.commit_node(pods[start], node.node.name)
                     if self.devices is not None and allocation is not None:
                         self.devices.commit_node(pods[start], node.node.name, allocation)
                     group.index.update(slot, node.available)

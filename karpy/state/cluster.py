@@ -126,6 +126,9 @@ class Cluster:
         # a bound pod whose view changes is parsed and counted again.
         self._resize_views: dict[str, tuple[Any, ...]] = {}
         self._pod_claims: dict[str, tuple[ClaimRef, ...]] = {}
+        # Node name -> the volume attachment limits its CSINode publishes per driver
+        # (None: published without a limit).
+        self._csinodes: dict[str, Mapping[str, int | None]] = {}
         self._with_volumes: dict[tuple[str, bool], tuple[int, Pod]] = {}
         self.volumes = VolumeIndex()
         """PersistentVolumeClaims, PersistentVolumes and StorageClasses, indexed."""
@@ -195,6 +198,9 @@ class Cluster:
             (kinds.PERSISTENT_VOLUME, FuncHandler(
                 self.volumes.update_volume, lambda _o, n: self.volumes.update_volume(n),
                 self.volumes.delete_volume)),
+            (kinds.CSI_NODE, FuncHandler(self.update_csinode,
+                                         lambda _o, n: self.update_csinode(n),
+                                         self.delete_csinode)),
             (kinds.STORAGE_CLASS, FuncHandler(
                 self.volumes.update_storage_class,
                 lambda _o, n: self.volumes.update_storage_class(n),
@@ -562,7 +568,8 @@ class Cluster:
 
     def with_volume_topology(self, pod: Pod, *, bound: bool = False) -> Pod:
         """``pod`` (from :meth:`scheduling_pod`) restricted to where its persistent
-        volumes can be mounted; ``pod`` itself when it has no claims.
+        volumes can be mounted, with the volumes it attaches per CSI driver (for
+        attachment limits); ``pod`` itself when it has no claims.
 
         ``bound`` is for a pod moving off a node that is going away (see
         :meth:`~karpy.state.volumes.VolumeIndex.requirements`). Raises
@@ -580,9 +587,10 @@ class Cluster:
         alternatives = self.volumes.requirements(
             pod.namespace, pod.name, pod.uid, claims, bound=bound
         )
+        attached = self.volumes.drivers(pod.namespace, claims)
         resolved = (
-            dataclasses.replace(pod, volume_requirements=alternatives)
-            if alternatives != pod.volume_requirements
+            dataclasses.replace(pod, volume_requirements=alternatives, volumes=attached)
+            if alternatives != pod.volume_requirements or attached != dict(pod.volumes)
             else pod
         )
         self._with_volumes[(uid, bound)] = (version, resolved)
@@ -889,6 +897,36 @@ class Cluster:
                 total[resource] = total.get(resource, 0) + amount
         return pools, total
 
+    def update_csinode(self, csinode: Object) -> None:
+        """A CSINode was added or changed: the attachment limits its drivers publish
+        (``allocatable.count``), as Karpenter's VolumeUsage.AddLimit / AddUnbounded."""
+        limits: dict[str, int | None] = {}
+        for driver in (csinode.get("spec") or {}).get("drivers") or ():
+            name = driver.get("name")
+            if not name:
+                continue
+            count = (driver.get("allocatable") or {}).get("count")
+            limits[str(name)] = int(count) if isinstance(count, int) else None
+        self._csinodes[str(csinode["metadata"]["name"])] = MappingProxyType(limits)
+
+    def delete_csinode(self, csinode: Object) -> None:
+        """A CSINode is gone."""
+        self._csinodes.pop(str(csinode["metadata"]["name"]), None)
+
+    def _with_volume_usage(self, state: StateNode, node: ExistingNode) -> ExistingNode:
+        """``node`` with its CSINode's limits and the volumes its bound pods attach."""
+        limits = self._csinodes.get(node.name)
+        attached: dict[str, frozenset[str]] = {}
+        if self._pod_claims:
+            for pod in state.bound.pods.values():
+                claims = self._pod_claims.get(pod.uid or pod.key)
+                if claims:
+                    for driver, ids in self.volumes.drivers(pod.namespace, claims).items():
+                        attached[driver] = attached.get(driver, frozenset()) | ids
+        if not limits and not attached:
+            return node
+        return dataclasses.replace(node, volume_limits=limits or {}, attached=attached)
+
     def update_namespace(self, namespace: Object) -> None:
         """A Namespace was added or changed (its labels feed namespaceSelectors)."""
         meta = namespace["metadata"]
@@ -953,7 +991,10 @@ class Cluster:
                         extra.append(nomination.pod)
             if not state.initialized and self._daemonsets:
                 extra.extend(self._expected_daemons(state))
-            out.append(state.to_existing_node(tuple(extra)))
+            existing = state.to_existing_node(tuple(extra))
+            if self._csinodes or self._pod_claims:
+                existing = self._with_volume_usage(state, existing)
+            out.append(existing)
         for name, claim in self._unlaunched.items():
             if _deleting(claim) or not _requests_of(claim):
                 continue

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from karpy.scheduling import Requirements
@@ -83,12 +84,40 @@ class _Volume:
     # is moving off its node (the pin would keep it nowhere).
     unpinned: tuple[Requirements, ...]
     deleting: bool
+    driver: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class _StorageClass:
     alternatives: tuple[Requirements, ...]
     immediate: bool
+    driver: str = ""
+
+
+#: In-tree volume plugins and the CSI drivers that took them over, as
+#: k8s.io/csi-translation-lib translates a StorageClass's provisioner (Karpenter's
+#: ResolveDriver uses it). A table because the library is Go's; the names are stable.
+IN_TREE_DRIVERS = MappingProxyType({
+    "kubernetes.io/aws-ebs": "ebs.csi.aws.com",
+    "kubernetes.io/azure-disk": "disk.csi.azure.com",
+    "kubernetes.io/azure-file": "file.csi.azure.com",
+    "kubernetes.io/gce-pd": "pd.csi.storage.gke.io",
+    "kubernetes.io/cinder": "cinder.csi.openstack.org",
+    "kubernetes.io/vsphere-volume": "csi.vsphere.vmware.com",
+    "kubernetes.io/portworx-volume": "pxd.portworx.com",
+})
+
+
+def _volume_driver(spec: Mapping[str, Any]) -> str:
+    """The CSI driver of a PersistentVolume (Karpenter's driverFromVolume): its
+    ``csi.driver``, the EBS driver for an in-tree ``awsElasticBlockStore`` volume,
+    else none (not counted against attachment limits)."""
+    csi = spec.get("csi")
+    if isinstance(csi, Mapping) and csi.get("driver"):
+        return str(csi["driver"])
+    if spec.get("awsElasticBlockStore"):
+        return IN_TREE_DRIVERS["kubernetes.io/aws-ebs"]
+    return ""
 
 
 def _unrestricted_if_any_empty(alternatives: list[Requirements]) -> tuple[Requirements, ...]:
@@ -155,6 +184,7 @@ class VolumeIndex:
             alternatives=alternatives,
             unpinned=unpinned,
             deleting=bool(volume["metadata"].get("deletionTimestamp")),
+            driver=_volume_driver(spec),
         )
         self.version += 1
 
@@ -165,9 +195,11 @@ class VolumeIndex:
 
     def update_storage_class(self, storage_class: Mapping[str, Any]) -> None:
         """A StorageClass was added or changed."""
+        provisioner = str(storage_class.get("provisioner") or "")
         self._classes[str(storage_class["metadata"]["name"])] = _StorageClass(
             alternatives=_unrestricted_if_any_empty(from_storage_class(storage_class)),
             immediate=(storage_class.get("volumeBindingMode") or "Immediate") == "Immediate",
+            driver=IN_TREE_DRIVERS.get(provisioner, provisioner),
         )
         self.version += 1
 
@@ -203,6 +235,30 @@ class VolumeIndex:
             per_volume.append(self._claim_requirements(namespace, pod_name, pod_uid, ref,
                                                        bound=bound))
         return tuple(combine(per_volume))
+
+    def drivers(
+        self, namespace: str, claims: tuple[ClaimRef, ...]
+    ) -> dict[str, frozenset[str]]:
+        """The pod's claims per CSI driver that attaches them (Karpenter's GetVolumes):
+        a bound claim's volume's driver, an unbound one's StorageClass provisioner; a
+        claim, volume or class that is not known, or a driver that is not CSI, is left
+        out (it cannot be counted against a limit)."""
+        out: dict[str, set[str]] = {}
+        for ref in claims:
+            key = f"{namespace}/{ref.name}"
+            claim = self._claims.get(key)
+            if claim is None:
+                continue
+            driver = ""
+            if claim.volume_name:
+                volume = self._volumes.get(claim.volume_name)
+                driver = volume.driver if volume is not None else ""
+            elif claim.storage_class:
+                storage_class = self._classes.get(claim.storage_class)
+                driver = storage_class.driver if storage_class is not None else ""
+            if driver:
+                out.setdefault(driver, set()).add(key)
+        return {driver: frozenset(keys) for driver, keys in out.items()}
 
     def _claim_requirements(
         self, namespace: str, pod_name: str, pod_uid: str, ref: ClaimRef, *, bound: bool

@@ -11,6 +11,7 @@ from karpy.runtime.testing import FakeClock
 from karpy.scheduling import Pod, Requirements
 from karpy.state import Cluster, VolumeError
 from karpy.state.testing import (
+    node,
     persistent_volume,
     persistent_volume_claim,
     pod,
@@ -262,3 +263,48 @@ def test_pending_pods_carry_volume_topology_and_the_unresolvable_are_reported() 
     assert 'persistentvolumeclaim "default/gone"' in reason
     # Without callbacks the unresolvable pods are still left out.
     assert sorted(p.key for p in cluster.pending_pods()) == ["default/db-0", "default/web"]
+
+
+# -- the volumes a pod attaches, for attachment limits ----------------------------------
+
+
+def test_a_pod_attaches_its_claims_per_csi_driver() -> None:
+    cluster = make()
+    cluster.volumes.update_volume(persistent_volume("pv-data"))  # csi test.csi.k8s.io
+    cluster.volumes.update_claim(persistent_volume_claim("data", volume_name="pv-data"))
+    in_tree = storage_class("gp2")
+    in_tree["provisioner"] = "kubernetes.io/aws-ebs"
+    cluster.volumes.update_storage_class(in_tree)
+    cluster.volumes.update_claim(persistent_volume_claim("logs", storage_class="gp2"))
+    resolved = cluster.with_volume_topology(
+        pending(cluster, pod("db-0", claims=["data", "logs"])))
+    assert dict(resolved.volumes) == {
+        "test.csi.k8s.io": frozenset({"default/data"}),
+        "ebs.csi.aws.com": frozenset({"default/logs"}),  # the in-tree name translated
+    }
+
+
+def test_a_volume_of_no_csi_driver_is_not_counted() -> None:
+    cluster = make()
+    cluster.volumes.update_volume(persistent_volume("pv-local", local_path="/mnt/x"))
+    cluster.volumes.update_claim(persistent_volume_claim("data", volume_name="pv-local"))
+    resolved = cluster.with_volume_topology(pending(cluster, pod("db-0", claims=["data"])))
+    assert dict(resolved.volumes) == {}
+
+
+def test_an_existing_node_carries_its_csinode_limits_and_its_pods_volumes() -> None:
+    cluster = make()
+    cluster.update_node(node("n1", provider_id="p1", nodepool="default"))
+    cluster.volumes.update_volume(persistent_volume("pv-data"))
+    cluster.volumes.update_claim(persistent_volume_claim("data", volume_name="pv-data"))
+    cluster.update_pod(pod("db-0", claims=["data"], node_name="n1"))
+    cluster.update_csinode({"metadata": {"name": "n1"}, "spec": {"drivers": [
+        {"name": "test.csi.k8s.io", "nodeID": "n1", "allocatable": {"count": 3}},
+        {"name": "unbounded.csi.k8s.io", "nodeID": "n1"},
+    ]}})
+    [existing] = cluster.existing_nodes()
+    assert dict(existing.volume_limits) == {"test.csi.k8s.io": 3, "unbounded.csi.k8s.io": None}
+    assert dict(existing.attached) == {"test.csi.k8s.io": frozenset({"default/data"})}
+    cluster.delete_csinode({"metadata": {"name": "n1"}})
+    [existing] = cluster.existing_nodes()
+    assert dict(existing.volume_limits) == {}

@@ -24,6 +24,10 @@ From the operator they arrive as string settings (``ProviderContext.settings``):
 ``getNotFoundRate``    the share of ``get`` calls that answer a stale "not found" for an
                        instance that exists
 ``faultSeed``          seed of the random draws above (default: unseeded)
+``volumeAttachmentLimits`` how many volumes of a CSI driver every instance type attaches,
+                       comma-separated ``driver=count`` (``ebs.csi.aws.com=16``), as a
+                       cloud provider's ``InstanceType.volume_attachment_limits``
+                       (default: none, unbounded)
 ====================== ================================================================
 
 The rates are the cloud's behaviour, not state: a restarted karpy reads them again from
@@ -57,6 +61,7 @@ SETTINGS = (
     "deleteErrorRate",
     "getNotFoundRate",
     "faultSeed",
+    "volumeAttachmentLimits",
 )
 
 #: The rate-driven faults by name, as logged in the ``fault`` field.
@@ -154,6 +159,8 @@ class KwokOptions:
     fault_rates: Mapping[str, float] = field(default_factory=dict)
     create_slow_duration: timedelta = timedelta(seconds=30)
     fault_seed: int | None = None
+    volume_attachment_limits: Mapping[str, int] = field(default_factory=dict)
+    """Volumes per CSI driver every instance type attaches (``volumeAttachmentLimits``)."""
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, str]) -> KwokOptions:
@@ -187,6 +194,7 @@ class KwokOptions:
             if settings.get("createSlowDuration")
             else timedelta(seconds=30),
             fault_seed=_count(settings, "faultSeed") if settings.get("faultSeed") else None,
+            volume_attachment_limits=_volume_limits(settings, "volumeAttachmentLimits"),
         )
 
 
@@ -248,6 +256,19 @@ def _taints(settings: Mapping[str, str], key: str) -> tuple[NodeTaint, ...]:
             )
         taints.append(NodeTaint(key=name, value=value, effect=effect))
     return tuple(taints)
+
+
+def _volume_limits(settings: Mapping[str, str], key: str) -> dict[str, int]:
+    limits = {}
+    for item in settings.get(key, "").split(","):
+        if not item.strip():
+            continue
+        driver, _, count = item.strip().partition("=")
+        if not driver or not count.isdigit():
+            raise KwokSettingsError(
+                f"{key}: {item.strip()!r} is not driver=count (e.g. ebs.csi.aws.com=16)")
+        limits[driver] = int(count)
+    return limits
 
 
 def _patterns(items: Iterable[str]) -> list[OfferingPattern]:

@@ -130,6 +130,12 @@ class KwokCloudProvider:
             path = self.options.instance_types_file
             specs = load_catalogue(path) if path is not None else generate_catalogue()
             instance_types = to_instance_types(specs)
+        if self.options.volume_attachment_limits:
+            instance_types = [
+                replace(it, volume_attachment_limits={
+                    **it.volume_attachment_limits, **self.options.volume_attachment_limits})
+                for it in instance_types
+            ]
         self._instance_types = tuple(instance_types)
         self._reserved = tuple(
             i
@@ -248,10 +254,7 @@ class KwokCloudProvider:
         if not extra:
             return instance_types
         return [
-            InstanceType(
-                name=it.name, requirements=it.requirements, offerings=it.offerings,
-                capacity={**it.capacity, **extra}, overhead=it.overhead,
-            )
+            replace(it, capacity={**it.capacity, **extra})
             for it in instance_types
         ]
 
@@ -453,13 +456,7 @@ class KwokCloudProvider:
                     left = max(o.reservation_capacity - usage.get(o.reservation_id, 0), 0)
                     o = replace(o, reservation_capacity=left, available=o.available and left > 0)
                 offerings.append(o)
-            types[i] = InstanceType(
-                name=it.name,
-                requirements=it.requirements,
-                offerings=tuple(offerings),
-                capacity=it.capacity,
-                overhead=it.overhead,
-            )
+            types[i] = replace(it, offerings=tuple(offerings))
         return tuple(types)
 
     # -- deleting ----------------------------------------------------------------------

@@ -141,10 +141,6 @@ def _filter(
             for o in it.offerings
         )
         out.append(
-            InstanceType(
-                name=it.name, requirements=it.requirements, offerings=offerings,
-                capacity=it.capacity, overhead=it.overhead,
-                capacity_overlays=it.capacity_overlays,
-            )
+            replace(it, offerings=offerings)
         )
     return tuple(out)

@@ -23,6 +23,7 @@ CORE_KINDS: tuple[Kind, ...] = (
     kinds.PERSISTENT_VOLUME_CLAIM,
     kinds.PERSISTENT_VOLUME,
     kinds.STORAGE_CLASS,
+    kinds.CSI_NODE,
 )
 """The core kinds: what :meth:`karpy.state.Cluster.attach` follows, and the
 PodDisruptionBudgets disruption reads."""

@@ -35,10 +35,12 @@ from karpy_aws.apis import labels as aws
 from karpy_aws.apis.ec2nodeclass import EC2NodeClass
 
 __all__ = [
+    "EBS_CSI_DRIVER",
     "AMIFamilyTraits",
     "NodeClassShape",
     "SubnetZone",
     "build_instance_type",
+    "ebs_attachment_limit",
     "eni_limited_pods",
     "eviction_threshold",
     "kube_reserved",
@@ -295,6 +297,49 @@ def _ephemeral_storage(info: Mapping[str, Any], shape: NodeClassShape) -> int:
 
 def _count(devices: Iterable[Mapping[str, Any]], manufacturer: str) -> int:
     return sum(int(d.get("Count", 0)) for d in devices if d.get("Manufacturer") == manufacturer)
+
+
+EBS_CSI_DRIVER = "ebs.csi.aws.com"
+"""The CSI driver of EBS volumes, whose attachments each type limits."""
+# What Kubernetes assumes of an EBS node it knows nothing about (the in-tree plugin's
+# default), for a description without MaximumEbsAttachments: a Xen type's limit.
+_XEN_EBS_ATTACHMENTS = 39
+# A Nitro type's attachment slots, shared by EBS volumes, network interfaces and NVMe
+# instance-store volumes, for a description without MaximumEbsAttachments.
+_NITRO_SHARED_ATTACHMENTS = 28
+
+
+def ebs_attachment_limit(info: Mapping[str, Any], *, pods: int, reserved_enis: int) -> int:
+    """How many EBS volumes a node of this type can attach for pods.
+
+    EC2 says it in ``EbsInfo.MaximumEbsAttachments``: for a ``dedicated`` limit that
+    many, whatever else is attached; for a ``shared`` limit on a Nitro type the count
+    with one network interface attached (and the type's NVMe instance stores), so
+    every further interface the node attaches takes one. The node attaches as many as
+    the VPC CNI needs for its pods (``pods - 2`` IPs at ``Ipv4AddressesPerInterface -
+    1`` per interface, the eni-max-pods rule backwards), plus ``reserved_enis``, at
+    most the default card's interfaces: the upper bound, as the CNI's prefix mode is not
+    known here. The root volume takes one more. A description without the field (an
+    older API answer) falls back to 28 shared slots on Nitro minus the instance-store
+    disks, and to 39 on Xen, Kubernetes' own default.
+    """
+    ebs = info.get("EbsInfo") or {}
+    network = info.get("NetworkInfo") or {}
+    nitro = info.get("Hypervisor") == "nitro"
+    maximum = ebs.get("MaximumEbsAttachments")
+    shared = ebs.get("AttachmentLimitType", "shared") == "shared" and nitro
+    if maximum is None:
+        if not nitro:
+            return _XEN_EBS_ATTACHMENTS - 1
+        disks = ((info.get("InstanceStorageInfo") or {}).get("Disks")) or []
+        maximum = _NITRO_SHARED_ATTACHMENTS - 1 - sum(int(d.get("Count", 0)) for d in disks)
+    limit = int(maximum)
+    if shared:
+        per_eni = max(int(network.get("Ipv4AddressesPerInterface", 1) or 1) - 1, 1)
+        most = max(int(network.get("MaximumNetworkInterfaces", 1) or 1), 1)
+        enis = min(max(math.ceil(max(pods - 2, 1) / per_eni), 1) + reserved_enis, most)
+        limit -= enis - 1
+    return max(limit - 1, 0)
 
 
 def capacity(
@@ -557,6 +602,8 @@ def build_instance_type(
         architecture=arch,
         operating_systems=("windows",) if traits.windows else ("linux",),
         requirements=extra_reqs,
+        volume_attachment_limits={EBS_CSI_DRIVER: ebs_attachment_limit(
+            info, pods=cap[res.PODS], reserved_enis=reserved_enis)},
     )
 
 

@@ -43,9 +43,12 @@ COLUMNS: Final[tuple[tuple[Path, tuple[Path, ...] | None], ...]] = (
      (("NetworkCardIndex",), ("MaximumNetworkInterfaces",))),
     (("EbsInfo", "EbsOptimizedSupport"), None),
     (("EbsInfo", "EbsOptimizedInfo", "MaximumBandwidthInMbps"), None),
+    (("EbsInfo", "MaximumEbsAttachments"), None),
+    (("EbsInfo", "AttachmentLimitType"), None),
     # the columns most types lack come last, so a row's trailing nulls can be cut
     (("InstanceStorageInfo", "TotalSizeInGB"), None),
     (("InstanceStorageInfo", "NvmeSupport"), None),
+    (("InstanceStorageInfo", "Disks"), (("Count",),)),
     (("NetworkInfo", "EfaInfo", "MaximumEfaInterfaces"), None),
     (("GpuInfo", "Gpus"),
      (("Name",), ("Manufacturer",), ("Count",), ("MemoryInfo", "SizeInMiB"))),

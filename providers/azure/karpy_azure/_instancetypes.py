@@ -26,6 +26,7 @@ from karpy_azure.apis import AKSNodeClass
 from karpy_azure.apis import labels as az
 
 __all__ = [
+    "AZURE_DISK_CSI_DRIVER",
     "REGIONAL_ZONE",
     "InstanceTypeParams",
     "arm_zone",
@@ -202,6 +203,19 @@ def _supported_by_node_class(sku: Sku, params: InstanceTypeParams) -> bool:
     )
 
 
+AZURE_DISK_CSI_DRIVER = "disk.csi.azure.com"
+"""The CSI driver of Azure managed disks, which a VM attaches up to its SKU's limit."""
+
+
+def _volume_limits(sku: Sku) -> dict[str, int]:
+    """The SKU's data-disk limit for the Azure Disk CSI driver, which publishes
+    ``MaxDataDiskCount`` as its node's attachable count (the OS disk is not a data
+    disk); none when the SKU does not say, so the CSINode decides."""
+    if sku.max_data_disks is None:
+        return {}
+    return {AZURE_DISK_CSI_DRIVER: sku.max_data_disks}
+
+
 def build_instance_types(
     skus: Iterable[Sku],
     params: InstanceTypeParams,
@@ -224,6 +238,7 @@ def build_instance_types(
                 architecture=sku.architecture,
                 operating_systems=("linux",),
                 requirements=_requirements(sku, params, offerings),
+                volume_attachment_limits=_volume_limits(sku),
             )
         )
     found.sort(key=lambda it: it.name)

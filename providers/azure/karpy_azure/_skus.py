@@ -140,6 +140,7 @@ class Sku:
     ultra_ssd_zones: tuple[str, ...]  # zones where Ultra SSD can attach
     ultra_ssd_regional: bool  # Ultra SSD without an availability zone
     vm_size: VMSize | None
+    max_data_disks: int | None = None  # MaxDataDiskCount; None when the SKU does not say
 
     @property
     def gpu_manufacturer(self) -> str:
@@ -251,6 +252,8 @@ class Sku:
             ultra_ssd_zones=tuple(sorted(set(ultra))),
             ultra_ssd_regional=_bool(caps, "UltraSSDAvailable"),
             vm_size=parse_vm_size(size),
+            max_data_disks=(int(_num(caps, "MaxDataDiskCount"))
+                            if caps.get("MaxDataDiskCount") else None),
         )
 
 

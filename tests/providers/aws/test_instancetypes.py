@@ -10,9 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from karpy_aws._instancetypes import (
+    EBS_CSI_DRIVER,
     NodeClassShape,
     SubnetZone,
     build_instance_type,
+    ebs_attachment_limit,
     eni_limited_pods,
     eviction_threshold,
     kube_reserved,
@@ -231,3 +233,40 @@ def test_eviction_threshold_defaults() -> None:
         res.MEMORY: 100 * MIB,
         res.EPHEMERAL_STORAGE: 2 * GIB,
     }
+
+
+# -- EBS attachment limits (issue 41 item 3: from EC2's data, not only CSINode) -----------
+
+
+@pytest.mark.parametrize(("name", "pods", "limit"), [
+    # shared Nitro slots: 27 with one interface; 29 pods need 3 interfaces; root takes 1
+    ("m5.large", 29, 24),
+    # one NVMe instance store too (EC2 counts it in the 26)
+    ("m5d.large", 29, 23),
+    # a dedicated EBS limit does not move with the interfaces
+    ("m7i.large", 29, 31),
+    # Xen: 40, whatever the interfaces
+    ("t2.micro", 4, 39),
+    # 110 pods on 15 interfaces of 50 IPs: 3 interfaces
+    ("c5.24xlarge", 110, 24),
+])
+def test_the_ebs_limit_follows_ec2s_attachment_rules(name: str, pods: int, limit: int) -> None:
+    assert ebs_attachment_limit(ec2_info(name), pods=pods, reserved_enis=0) == limit
+
+
+def test_every_instance_type_declares_its_ebs_limit_for_the_planner() -> None:
+    it = build("m5.large")
+    assert it.volume_attachment_limits == {EBS_CSI_DRIVER: 24}
+    # interfaces reserved for other uses take slots from a shared limit
+    info = ec2_info("c5.24xlarge")
+    assert ebs_attachment_limit(info, pods=110, reserved_enis=2) == 22
+
+
+def test_an_older_description_without_the_field_falls_back_to_the_slot_rules() -> None:
+    info = ec2_info("m5d.large")
+    del info["EbsInfo"]["MaximumEbsAttachments"]
+    # 28 shared slots - 1 interface - 1 instance store, then 3 interfaces and the root
+    assert ebs_attachment_limit(info, pods=29, reserved_enis=0) == 23
+    xen = ec2_info("t2.micro")
+    del xen["EbsInfo"]["MaximumEbsAttachments"]
+    assert ebs_attachment_limit(xen, pods=4, reserved_enis=0) == 38

@@ -173,3 +173,14 @@ def test_vm_size_names_parse(
     )
     assert parse_vm_size("M8-2ms") is not None and parse_vm_size("M8-2ms").constrained_cpus == 2  # type: ignore[union-attr]
     assert parse_vm_size("D2_v2_Promo") is None
+
+
+def test_each_size_attaches_as_many_disks_as_its_sku_says() -> None:
+    # MaxDataDiskCount, the count the Azure Disk CSI driver publishes (issue 41 item 3)
+    types = build()
+    skus = {s.name: s for s in parse_skus(azurearm.skus(SCUS), SCUS)}
+    for name in ("Standard_D2s_v3", "Standard_D16plds_v5"):
+        assert skus[name].max_data_disks is not None
+        assert types[name].volume_attachment_limits == {
+            "disk.csi.azure.com": skus[name].max_data_disks}
+    assert types["Standard_D2s_v3"].volume_attachment_limits == {"disk.csi.azure.com": 4}
