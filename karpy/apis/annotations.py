@@ -10,6 +10,7 @@ __all__ = [
     "ANNOTATION_CAPACITY_OVERLAY_APPLIED",
     "ANNOTATION_DO_NOT_DISRUPT",
     "ANNOTATION_DO_NOT_REPAIR",
+    "ANNOTATION_DRIFT_COST_CHECKED",
     "ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED",
     "ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP",
     "ANNOTATION_NODEPOOL_HASH",
@@ -42,6 +43,11 @@ ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED: Final = GROUP + "/nodeclaim-min-values-
 ANNOTATION_PRICE_OVERLAY_APPLIED: Final = GROUP + "/price-overlay-applied"
 #: On a NodeClaim: a NodeOverlay added capacity to one of its instance types ("true").
 ANNOTATION_CAPACITY_OVERLAY_APPLIED: Final = GROUP + "/capacity-overlay-applied"
+ANNOTATION_DRIFT_COST_CHECKED: Final = "karpy.dev/drift-cost-checked"
+"""karpy's own, on a NodeClaim: ``"true"`` makes its drift replacement cost-checked like
+a consolidation's: the drift method replaces it only when the replacements cost no more
+per hour than it does (a provider that drifts a node early, as karpy-aws does on a spot
+rebalance recommendation, sets it). Karpenter ignores it."""
 #: Provider-specific compatibility data carried across API versions.
 ANNOTATION_PROVIDER_COMPATIBILITY: Final = COMPATIBILITY_GROUP + "/provider"
 

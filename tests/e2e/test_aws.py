@@ -30,6 +30,7 @@ from aws_kubelet import MotoKubelet
 from harness import karpy_operator
 from kube import clean_up, connect, deployment, eventually, gone, running_pods
 
+from karpy.cloudprovider import OfferingKey
 from karpy.controllers.settings import Settings
 from karpy.runtime import Client, kinds
 from karpy.runtime import errors as api_errors
@@ -78,7 +79,9 @@ def node_pool() -> dict[str, Any]:
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
-        "metadata": {"name": POOL},
+        # karpy's opt-in: a rebalance recommendation replaces the spot node, gracefully
+        "metadata": {"name": POOL,
+                     "annotations": {"karpy.dev/replace-on-rebalance-recommendation": "true"}},
         "spec": {
             "template": {
                 "metadata": {"labels": {SELECT: "yes"}},
@@ -285,6 +288,47 @@ async def test_aws_inflate_interruption_and_ice(cluster: Any, namespace: str) ->
                         timeout=600,
                         what="pods Running again after the interruption",
                     )
+
+                    # a rebalance recommendation (issue 41, item 6: opted in on the
+                    # NodePool): the node is replaced before it goes, on another offering
+                    current = {i["InstanceId"]: i for i in await instances(ec2)}
+                    target = sorted(current)[0]
+                    at_risk = (current[target]["InstanceType"],
+                               current[target]["Placement"]["AvailabilityZone"])
+                    await sqs.send_message(
+                        QueueUrl=queue_url,
+                        MessageBody=json.dumps({
+                            "version": "0", "id": str(uuid.uuid4()),
+                            "detail-type": "EC2 Instance Rebalance Recommendation",
+                            "source": "aws.ec2", "time": "2026-11-23T20:05:00Z",
+                            "region": REGION, "detail": {"instance-id": target},
+                        }),
+                    )
+                    started = time.monotonic()
+
+                    async def target_gone() -> bool:
+                        return target not in {i["InstanceId"] for i in await instances(ec2)}
+
+                    await eventually_allowed(
+                        target_gone, timeout=300, what="the recommended instance replaced"
+                    )
+                    await eventually_allowed(
+                        lambda: running_pods(client, namespace, APP, 50), timeout=600,
+                        what="pods Running again after the rebalance replacement",
+                    )
+                    drifted = [r for r in karpy.messages("disrupting node(s)")
+                               if r.get("reason") == "Drifted"]
+                    assert karpy.messages("replacing on rebalance recommendation")
+                    assert drifted and drifted[-1]["replacement-node-count"] >= 1, drifted
+                    assert provider.unavailable.is_unavailable(
+                        OfferingKey(at_risk[0], at_risk[1], "spot"))
+                    fresh = [i for i in await instances(ec2) if i["InstanceId"] not in current]
+                    assert fresh, "no replacement instance was launched"
+                    assert all((i["InstanceType"], i["Placement"]["AvailabilityZone"]) != at_risk
+                               for i in fresh), "a replacement went back to the at-risk pool"
+                    print(f"rebalance recommendation: {target} ({at_risk[0]} in {at_risk[1]}) "
+                          f"replaced by {[i['InstanceType'] for i in fresh]} and gone "
+                          f"{time.monotonic() - started:.1f} s after the message")
 
                     # ICE on the types karpy chose (the cheapest) still gets the pods Running
                     refused = {i["InstanceType"] for i in await instances(ec2)}

@@ -11,6 +11,15 @@ unavailable first, a capacity reservation interruption the NodeClaim's reservati
 (:class:`karpy_aws._reservations.CapacityReservations`); a failed instance or system
 status check sets ``karpenter.sh/nodeclaim-termination-timestamp`` to now first, so
 termination skips the graceful drain a broken instance cannot do.
+
+Beyond Karpenter, opt-in per NodePool (``karpy.dev/replace-on-rebalance-recommendation:
+"true"``): a rebalance recommendation for one of its spot NodeClaims marks that spot
+offering unavailable (as an interruption does, so no replacement goes back to the pool
+EC2 says is at risk) and annotates the NodeClaim with when it came and
+``karpy.dev/drift-cost-checked``; the provider then reports it drifted
+(``RebalanceRecommendation``), and the core's drift method replaces it gracefully,
+replacement first, within the NodePool's budgets, only if the replacement costs no more
+than the node. Without the annotation, or for an on-demand node, it is an event only.
 """
 
 from __future__ import annotations
@@ -21,8 +30,11 @@ from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 from karpy.apis import labels as wk
-from karpy.apis.annotations import ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP
-from karpy.cloudprovider import NODE_CLAIM, OfferingKey, UnavailableOfferings
+from karpy.apis.annotations import (
+    ANNOTATION_DRIFT_COST_CHECKED,
+    ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP,
+)
+from karpy.cloudprovider import NODE_CLAIM, NODE_POOL, OfferingKey, UnavailableOfferings
 from karpy.runtime import Client, EventRecorder, format_time
 from karpy.runtime import errors as kerrors
 from karpy.runtime.kinds import NODE
@@ -41,7 +53,14 @@ from karpy_aws._interruption_messages import (
 from karpy_aws._reservations import CapacityReservations
 from karpy_aws.apis import labels as aws
 
-__all__ = ["FORCEFUL", "InterruptionHandler", "InterruptionParts", "OfferingMarks"]
+__all__ = [
+    "ANNOTATION_REBALANCE_RECOMMENDED",
+    "ANNOTATION_REPLACE_ON_REBALANCE",
+    "FORCEFUL",
+    "InterruptionHandler",
+    "InterruptionParts",
+    "OfferingMarks",
+]
 
 log = logging.getLogger("karpy.aws.interruption")
 
@@ -65,6 +84,11 @@ _EVENTS: Final = {
 }
 #: kinds whose NodeClaims terminate without a graceful drain (the instance is broken)
 FORCEFUL: Final = frozenset({INSTANCE_STATUS, SYSTEM_STATUS})
+ANNOTATION_REPLACE_ON_REBALANCE: Final = "karpy.dev/replace-on-rebalance-recommendation"
+"""On a NodePool: ``"true"`` replaces its spot nodes on a rebalance recommendation."""
+ANNOTATION_REBALANCE_RECOMMENDED: Final = "karpy.dev/rebalance-recommended-at"
+"""On a NodeClaim: when EC2 recommended rebalancing it away (the provider then reports
+it drifted, reason ``RebalanceRecommendation``)."""
 
 
 class OfferingMarks(Protocol):
@@ -116,6 +140,7 @@ class InterruptionHandler:
             if node is not None:
                 self._event(node, reason, text)
             if kind == REBALANCE_RECOMMENDATION:
+                await self._rebalance(claim)
                 continue
             if kind == SPOT_INTERRUPTED:
                 labels = claim["metadata"].get("labels") or {}
@@ -158,6 +183,39 @@ class InterruptionHandler:
                     "Interruption triggered termination for the Node",
                 )
         return [c["metadata"]["name"] for c in claims]
+
+    async def _rebalance(self, claim: Mapping[str, Any]) -> None:
+        """Start the graceful replacement of a spot NodeClaim whose NodePool opted in
+        (see the module docs); nothing for any other."""
+        meta = claim["metadata"]
+        labels = meta.get("labels") or {}
+        annotations = meta.get("annotations") or {}
+        if (meta.get("deletionTimestamp") or ANNOTATION_REBALANCE_RECOMMENDED in annotations
+                or labels.get(wk.LABEL_CAPACITY_TYPE) != wk.CAPACITY_TYPE_SPOT):
+            return
+        try:
+            pool = await self._client.get(NODE_POOL, str(labels.get(wk.LABEL_NODEPOOL, "")))
+        except kerrors.NotFound:
+            return
+        opted = ((pool.get("metadata") or {}).get("annotations") or {}).get(
+            ANNOTATION_REPLACE_ON_REBALANCE)
+        if opted != "true":
+            return
+        if labels.get(wk.LABEL_INSTANCE_TYPE) and labels.get(wk.LABEL_ZONE):
+            self._provider.unavailable.mark(
+                OfferingKey(labels[wk.LABEL_INSTANCE_TYPE], labels[wk.LABEL_ZONE],
+                            wk.CAPACITY_TYPE_SPOT),
+                reason="RebalanceRecommendation",
+            )
+        try:
+            await self._client.patch(NODE_CLAIM, meta["name"], {"metadata": {"annotations": {
+                ANNOTATION_REBALANCE_RECOMMENDED: format_time(datetime.now(UTC)),
+                ANNOTATION_DRIFT_COST_CHECKED: "true",
+            }}})
+        except kerrors.NotFound:
+            return
+        log.info("replacing on rebalance recommendation",
+                 extra={"NodeClaim": meta["name"], "NodePool": labels.get(wk.LABEL_NODEPOOL)})
 
     async def _skip_graceful_drain(self, claim: Mapping[str, Any]) -> None:
         """A broken instance cannot drain gracefully: the termination timestamp set to

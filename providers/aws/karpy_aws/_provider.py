@@ -59,6 +59,7 @@ from karpy_aws._instances import (
     provider_id,
 )
 from karpy_aws._instancetypes import NodeClassShape, SubnetZone, build_instance_type
+from karpy_aws._interruption_handler import ANNOTATION_REBALANCE_RECOMMENDED
 from karpy_aws._kinds import EC2_NODE_CLASS
 from karpy_aws._launchtemplates import LaunchTemplates, TemplateContents
 from karpy_aws._metrics import AWSMetrics, launch_failure_reason
@@ -485,6 +486,10 @@ class AWSCloudProvider:
     # -- drift, repair, kinds ----------------------------------------------------------
 
     async def is_drifted(self, nodeclaim: NodeClaim) -> DriftReason | None:
+        if ANNOTATION_REBALANCE_RECOMMENDED in (nodeclaim.metadata.annotations or {}):
+            # EC2 recommended moving off this spot instance and its NodePool opted in
+            # (karpy_aws._interruption_handler): replace it gracefully, cost-checked.
+            return DriftReason("RebalanceRecommendation")
         node_class = await self._node_classes(nodeclaim.spec.node_class_ref.name)
         if node_class is None:
             return None
