@@ -64,6 +64,7 @@ VOLUME_ZONE = "volume-zone"
 LIMIT = "limit"
 RESOURCES = "resources"
 TOPOLOGY = "topology"
+VOLUME_LIMIT = "volume-limit"
 HOST_PORT = "host-port"
 SCHEDULER = "scheduler"
 
@@ -646,6 +647,8 @@ def _classify(text: str) -> Reason:
         code = TAINT
     elif "host port" in text:
         code = HOST_PORT
+    elif "would exceed volume limit" in text:
+        code = VOLUME_LIMIT
     elif "volume" in text:
         code = VOLUME_ZONE
     elif "incompatible requirements" in text:
