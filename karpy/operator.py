@@ -98,7 +98,8 @@ def build_deps(
     cluster = Cluster(clock=clock, nomination_ttl=settings.pod_nomination_ttl)
     cluster.attach(manager.cache, dynamic_resources=not settings.ignore_dra_requests,
                    node_classes=provider.supported_node_classes(),
-                   cluster_limits=cluster_limits)
+                   cluster_limits=cluster_limits,
+                   workloads=bool(settings.scheduler_config))
     cloud_provider = InstrumentedCloudProvider(provider, metrics)
     unavailable = UnavailableOfferings(clock=clock, ttl=settings.insufficient_capacity_ttl)
     overlays = overlays if overlays is not None else OverlayStore()

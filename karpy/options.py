@@ -17,12 +17,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from karpy.apis.duration import parse_duration
 from karpy.apis.strconv import parse_go_bool, parse_go_int
 from karpy.cloudprovider.registry import CLOUD_PROVIDER_ENV, installed_providers
 from karpy.controllers.settings import FeatureGates, Settings
+from karpy.scheduling.defaultspread import SchedulerConfig, parse_scheduler_config
 from karpy.scheduling.simulator import IMPROVEMENT_BUDGET
 
 __all__ = [
@@ -165,41 +164,13 @@ def _gates(text: str) -> FeatureGates:
     return FeatureGates.parse(text)
 
 
-def _scheduler_config(text: str) -> None:
+def _scheduler_config(text: str) -> SchedulerConfig:
     """SCHEDULER_CONFIG (Karpenter v1.15.0, pkg/operator/options ParseSchedulerConfiguration):
-    a YAML/JSON document whose one field is ``podTopologySpread.defaultConstraints``.
-
-    karpy's simulator does not apply kube-scheduler's default spread constraints, so a
-    document that sets any is refused rather than ignored (a scheduler that spreads pods
-    karpy packs together would leave them pending); an empty one is accepted. Unknown
-    fields are refused, as Karpenter's strict decoding does.
-    """
-    if not text.strip():
-        return
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValueError(f"is not a YAML/JSON document ({' '.join(str(exc).split())})") from None
-    if doc is None:
-        return
-    if not isinstance(doc, dict):
-        raise ValueError("must be a mapping with the field podTopologySpread")
-    unknown = sorted(set(doc) - {"podTopologySpread"})
-    if unknown:
-        raise ValueError(f"unknown field {unknown[0]!r} (known: podTopologySpread)")
-    spread = doc.get("podTopologySpread") or {}
-    if not isinstance(spread, dict):
-        raise ValueError("podTopologySpread must be a mapping with the field defaultConstraints")
-    unknown = sorted(set(spread) - {"defaultConstraints"})
-    if unknown:
-        raise ValueError(
-            f"unknown field podTopologySpread.{unknown[0]} (known: defaultConstraints)"
-        )
-    if spread.get("defaultConstraints"):
-        raise ValueError(
-            "podTopologySpread.defaultConstraints: karpy does not apply kube-scheduler's "
-            "default topology spread constraints yet; unset SCHEDULER_CONFIG"
-        )
+    a YAML/JSON document whose field ``podTopologySpread.defaultConstraints`` are the
+    default scheduler's default spread constraints, and karpy's own ``profiles`` those
+    of other schedulers (:mod:`karpy.scheduling.defaultspread`). Unknown fields are
+    refused, as Karpenter's strict decoding does."""
+    return parse_scheduler_config(text)
 
 
 def _budget(text: str) -> int:
@@ -304,8 +275,9 @@ SETTINGS: tuple[Setting, ...] = (
             "with the NodeRepair gate, run Karpenter v1.14's node repair controller instead "
             "of repair as a disruption method", _bool, "BOOL"),
     Setting("--scheduler-config", "SCHEDULER_CONFIG", "",
-            "kube-scheduler settings to mirror (podTopologySpread.defaultConstraints); karpy "
-            "refuses a document that sets default constraints", _scheduler_config, "YAML"),
+            "kube-scheduler settings to mirror: podTopologySpread.defaultConstraints (the "
+            "default scheduler's) and karpy's profiles[] (other schedulers')",
+            _scheduler_config, "YAML"),
     Setting("--log-level", "LOG_LEVEL", "info",
             "debug, info, warn or error: the level of karpy's and its providers' loggers",
             _log_level, "LEVEL"),
@@ -463,6 +435,7 @@ def options_from_args(
         cluster_name=values["--cluster-name"],
         feature_gates=values["--feature-gates"],
         legacy_node_repair=values["--legacy-node-repair"],
+        scheduler_config=values["--scheduler-config"],
         improvement_budget=values["--cost-improvement-budget"],
         preference_policy=values["--preference-policy"],
         min_values_policy=values["--min-values-policy"],

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Final, Literal
 
 from karpy.apis.strconv import parse_go_bool
+from karpy.scheduling.defaultspread import SchedulerConfig
 from karpy.scheduling.simulator import IMPROVEMENT_BUDGET
 
 __all__ = ["UNIMPLEMENTED_GATES", "FeatureGates", "Settings"]
@@ -129,6 +130,9 @@ class Settings:
     pod_nomination_ttl: float = 20.0
     """How long a pod nominated to an in-flight NodeClaim is not provisioned again."""
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    scheduler_config: SchedulerConfig = field(default_factory=SchedulerConfig)
+    """SCHEDULER_CONFIG: kube-scheduler's default topology spread constraints per
+    scheduler, given to pending pods without their own (Karpenter v1.15.0)."""
     legacy_node_repair: bool = False
     """LEGACY_NODE_REPAIR (Karpenter v1.15): with NodeRepair on, run v1.14's node repair
     controller instead of repair as a disruption method (docs/disruption.md, Repair)."""

@@ -28,6 +28,7 @@ __all__ = [
     "PERSISTENT_VOLUME_CLAIM",
     "POD",
     "POD_DISRUPTION_BUDGET",
+    "REPLICATION_CONTROLLER",
     "REPLICA_SET",
     "SECRET",
     "SERVICE",
@@ -110,6 +111,9 @@ PERSISTENT_VOLUME_CLAIM = Kind(
 )
 DEPLOYMENT = Kind(group="apps", version="v1", plural="deployments", kind="Deployment")
 REPLICA_SET = Kind(group="apps", version="v1", plural="replicasets", kind="ReplicaSet")
+REPLICATION_CONTROLLER = Kind(
+    group="", version="v1", plural="replicationcontrollers", kind="ReplicationController"
+)
 STATEFUL_SET = Kind(group="apps", version="v1", plural="statefulsets", kind="StatefulSet")
 DAEMON_SET = Kind(group="apps", version="v1", plural="daemonsets", kind="DaemonSet")
 POD_DISRUPTION_BUDGET = Kind(

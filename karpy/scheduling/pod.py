@@ -15,7 +15,12 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any, Final, TypeVar, cast
 
-from karpy.apis.pods import is_owned_by_daemonset, is_terminal, is_terminating
+from karpy.apis.pods import (
+    controller_reference,
+    is_owned_by_daemonset,
+    is_terminal,
+    is_terminating,
+)
 from karpy.scheduling import resources as res
 from karpy.scheduling.devices import DeviceClaim
 from karpy.scheduling.requirements import Requirements
@@ -98,6 +103,8 @@ class SpreadConstraint:
     min_domains: int | None = None
     node_affinity_policy: str = HONOR
     node_taints_policy: str = IGNORE
+    default: bool = False
+    """A default constraint of the pod's scheduler (SCHEDULER_CONFIG), not its own."""
 
     @property
     def required(self) -> bool:
@@ -105,9 +112,10 @@ class SpreadConstraint:
         return self.when_unsatisfiable != SCHEDULE_ANYWAY
 
     def __str__(self) -> str:
+        origin = ", a default constraint of SCHEDULER_CONFIG" if self.default else ""
         return (
             f"topology spread on {self.topology_key} (maxSkew={self.max_skew}, "
-            f"{self.when_unsatisfiable}, selector {self.selector})"
+            f"{self.when_unsatisfiable}, selector {self.selector}{origin})"
         )
 
 
@@ -367,6 +375,19 @@ def _weighted(terms: Iterable[Mapping[str, Any]]) -> list[tuple[int, Mapping[str
     return weighted
 
 
+# The controllers kube-scheduler's helper.DefaultSelector reads a selector from.
+_SELECTOR_OWNERS = frozenset({
+    ("v1", "ReplicationController"), ("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet"),
+})
+
+
+def _controller(pod: Mapping[str, Any]) -> tuple[str, str] | None:
+    ref = controller_reference(pod)
+    if ref is None or (ref.get("apiVersion"), ref.get("kind")) not in _SELECTOR_OWNERS:
+        return None
+    return str(ref["kind"]), str(ref.get("name") or "")
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Pod:
     """A pod as the simulator needs it. Build with :meth:`from_dict`.
@@ -409,6 +430,13 @@ class Pod:
     """The persistent volumes the pod attaches, per CSI driver (``namespace/claim``
     IDs), for volume attachment limits; set by the caller that resolves the claims
     (:func:`dataclasses.replace`), empty for a pod without any."""
+    scheduler_name: str = ""
+    """``spec.schedulerName`` ("" for the default scheduler): whose default spread
+    constraints apply to it (:mod:`karpy.scheduling.defaultspread`)."""
+    controller: tuple[str, str] | None = None
+    """(kind, name) of its controlling ReplicationController, ReplicaSet or StatefulSet,
+    the owners whose selector kube-scheduler folds into a default spread selector;
+    None for any other pod."""
     raw: Mapping[str, Any] | None = field(default=None, repr=False)
     key: str = field(init=False, repr=False)
     signature: tuple[Any, ...] = field(init=False, repr=False)
@@ -538,6 +566,8 @@ class Pod:
             is_daemon=is_owned_by_daemonset(pod),
             terminal=is_terminal(pod),
             terminating=is_terminating(pod),
+            scheduler_name=str(spec.get("schedulerName") or ""),
+            controller=_controller(pod),
             raw=pod if keep_raw else None,
         )
 

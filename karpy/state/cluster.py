@@ -30,6 +30,7 @@ import dataclasses
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -70,6 +71,7 @@ from karpy.state.pod_scheduling import PodSchedulingTimes
 from karpy.state.pods import is_provisionable, is_reschedulable, pod_key
 from karpy.state.statenode import NodePods, StateNode
 from karpy.state.volumes import ClaimRef, VolumeError, VolumeIndex, claim_refs
+from karpy.state.workloads import WorkloadSelectors
 
 __all__ = ["Cluster", "ReleaseHandler"]
 
@@ -132,6 +134,9 @@ class Cluster:
         self._with_volumes: dict[tuple[str, bool], tuple[int, Pod]] = {}
         self.volumes = VolumeIndex()
         """PersistentVolumeClaims, PersistentVolumes and StorageClasses, indexed."""
+        self.workloads = WorkloadSelectors()
+        """Services' and controllers' selectors, for default spread constraints (only
+        fed when :meth:`attach` is asked for them)."""
         self.cluster_limits = ClusterLimits()
         """karpy's ClusterLimits (only fed when :meth:`attach` is asked for them)."""
         self.watches_cluster_limits = False
@@ -164,10 +169,13 @@ class Cluster:
     def attach(
         self, cache: Cache, *, dynamic_resources: bool = False,
         node_classes: Iterable[Kind] | None = None, cluster_limits: bool = False,
+        workloads: bool = False,
     ) -> None:
         """Register on the cache's shared informers of the kinds the model follows;
         with ``dynamic_resources`` (IGNORE_DRA_REQUESTS false) resource.k8s.io's too,
-        with ``cluster_limits`` (the API server serves them) karpy's ClusterLimits.
+        with ``cluster_limits`` (the API server serves them) karpy's ClusterLimits, with
+        ``workloads`` (SCHEDULER_CONFIG sets default constraints) Services,
+        ReplicationControllers, ReplicaSets and StatefulSets.
 
         ``node_classes`` (the cloud provider's supported NodeClasses) restricts the
         NodeClaims the model takes in to those whose ``nodeClassRef`` names one of
@@ -218,6 +226,15 @@ class Cluster:
                 (RESOURCE_SLICE, FuncHandler(d.update_slice, lambda _o, n: d.update_slice(n),
                                              d.delete_slice)),
             ]
+        if workloads:
+            w = self.workloads
+            handlers.append((kinds.SERVICE, FuncHandler(
+                w.update_service, lambda _o, n: w.update_service(n), w.delete_service)))
+            for kind in (kinds.REPLICATION_CONTROLLER, kinds.REPLICA_SET, kinds.STATEFUL_SET):
+                handlers.append((kind, FuncHandler(
+                    partial(w.update_owner, kind.kind),
+                    lambda _o, n, k=kind.kind: w.update_owner(k, n),  # type: ignore[misc]
+                    partial(w.delete_owner, kind.kind))))
         if cluster_limits:
             self.watches_cluster_limits = True
             limits = self.cluster_limits

@@ -2,7 +2,8 @@
 the user meets them: the v1.15.0 default FEATURE_GATES and the v1.15.2 AWS_FEATURE_GATES
 strings get past the checks (karpy refused the three new core gates before);
 LEGACY_NODE_REPAIR and SCHEDULER_CONFIG (Karpenter v1.15.0 pkg/operator/options) are
-read, and a SCHEDULER_CONFIG karpy cannot honour stops it with one line naming it."""
+read, and a SCHEDULER_CONFIG kube-scheduler would refuse (Karpenter's validation) stops it
+with one line naming the field."""
 
 from __future__ import annotations
 
@@ -67,16 +68,25 @@ def test_a_scheduler_config_without_default_constraints_is_accepted(config: str)
 @pytest.mark.parametrize(
     ("config", "words"),
     [
-        ("podTopologySpread:\n  defaultConstraints:\n  - maxSkew: 1\n"
+        ("podTopologySpread:\n  defaultConstraints:\n  - maxSkew: 0\n"
          "    topologyKey: topology.kubernetes.io/zone\n    whenUnsatisfiable: ScheduleAnyway",
-         "defaultConstraints: karpy does not apply"),
+         "podTopologySpread.defaultConstraints[0].maxSkew must be greater than 0"),
+        ("podTopologySpread:\n  defaultConstraints:\n  - maxSkew: 1\n"
+         "    topologyKey: topology.kubernetes.io/zone\n    whenUnsatisfiable: DoNotSchedule\n"
+         "    labelSelector: {matchLabels: {app: x}}",
+         "labelSelector must not be set, as selectors are deduced for each pod"),
+        ("podTopologySpread:\n  defaultConstraints:\n"
+         "  - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}\n"
+         "  - {maxSkew: 2, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}",
+         "defaultConstraints[1] is a duplicate of [0], {zone, DoNotSchedule}"),
+        ("profiles:\n- podTopologySpread: {}", "profiles[0].schedulerName must be set"),
         ("podTopologySpreads: {}", "unknown field 'podTopologySpreads'"),
         ("podTopologySpread:\n  defaultConstraint: []",
          "unknown field podTopologySpread.defaultConstraint"),
         ("[1, 2", "is not a YAML/JSON document"),
     ],
 )  # fmt: skip
-def test_a_scheduler_config_karpy_cannot_honour_is_refused_naming_it(
+def test_a_scheduler_config_kube_scheduler_would_refuse_is_refused_naming_it(
     config: str, words: str
 ) -> None:
     with pytest.raises(ConfigError) as caught:
@@ -84,3 +94,18 @@ def test_a_scheduler_config_karpy_cannot_honour_is_refused_naming_it(
     line = str(caught.value)
     assert line.startswith("SCHEDULER_CONFIG (flag --scheduler-config)") and "\n" not in line
     assert words in line
+
+
+def test_default_constraints_are_read_per_scheduler() -> None:
+    config = _options({"SCHEDULER_CONFIG": (
+        "podTopologySpread:\n  defaultConstraints:\n"
+        "  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, "
+        "whenUnsatisfiable: DoNotSchedule}\n"
+        "profiles:\n- schedulerName: batch\n  podTopologySpread: {}\n"
+    )}).settings.scheduler_config
+    [zone] = config.for_scheduler("")
+    assert (zone.topology_key, zone.max_skew, zone.required) == (
+        "topology.kubernetes.io/zone", 1, True)
+    assert config.for_scheduler("default-scheduler") == (zone,)
+    assert config.for_scheduler("batch") == ()
+    assert config.for_scheduler("unknown") == ()

@@ -37,6 +37,7 @@ from karpy.controllers.instruments import KarpenterMetrics
 from karpy.controllers.settings import Settings
 from karpy.runtime import Clock, EventRecorder
 from karpy.scheduling import NodePoolTemplate, Pod
+from karpy.scheduling.defaultspread import with_defaults
 from karpy.scheduling.filtering import filtered_out
 from karpy.scheduling.reservations import without_reserved
 from karpy.scheduling.simulator import SchedulerOptions
@@ -139,7 +140,7 @@ class SchedulingInputs:
                            "error": str(exc)},
                 )
 
-        out = self.cluster.pending_pods(skip=skip, invalid=invalid)
+        out = self._with_default_spread(self.cluster.pending_pods(skip=skip, invalid=invalid))
         if dra:
             resolved = (self._with_claims(p, dra[p.key]) if p.key in dra else p for p in out)
             out = [p for p in resolved if p is not None]
@@ -155,9 +156,26 @@ class SchedulingInputs:
             return None
         return resolved
 
+    def _with_default_spread(self, pods: list[Pod]) -> list[Pod]:
+        """``pods``, each without spread constraints of its own given its scheduler's
+        default constraints (SCHEDULER_CONFIG) with the selector kube-scheduler would
+        deduce for it, as Karpenter v1.15's DefaultTopologySpreadInjector."""
+        config = self.settings.scheduler_config
+        if not config:
+            return pods
+        workloads = self.cluster.workloads
+        out = []
+        for pod in pods:
+            defaults = config.for_scheduler(pod.scheduler_name)
+            if defaults and not pod.spread_constraints:
+                pod = with_defaults(pod, defaults, workloads.selector_for(pod))
+            out.append(pod)
+        return out
+
     def moving_pods(self) -> list[Pod]:
-        """Pods on machines being deleted, restricted to where their volumes can go;
-        a pod whose volumes cannot be resolved is left out, as Karpenter does."""
+        """Pods on machines being deleted, restricted to where their volumes can go
+        and given their scheduler's default spread constraints; a pod whose volumes
+        cannot be resolved is left out, as Karpenter does."""
         out = []
         for pod in self.cluster.reschedulable_pods():
             try:
@@ -168,7 +186,7 @@ class SchedulingInputs:
                     extra={"Pod": {"name": pod.name, "namespace": pod.namespace},
                            "error": str(exc)},
                 )
-        return out
+        return self._with_default_spread(out)
 
     def _skips_dra(self, obj: Mapping[str, Any], pod: Pod) -> bool:
         """Whether ``pod`` has Dynamic Resource Allocation claims and IGNORE_DRA_REQUESTS

@@ -14,6 +14,7 @@ from karpy.apis import NodeClaim
 from karpy.cloudprovider import OfferingKey
 from karpy.controllers.settings import Settings
 from karpy.runtime import errors
+from karpy.scheduling.defaultspread import parse_scheduler_config
 from karpy.state.testing import daemonset, node, nodeclaim, nodepool, pod
 
 LOGGER = "controller"
@@ -555,3 +556,28 @@ async def test_the_queue_depth_is_what_the_last_solve_left_unplaced() -> None:
     [(second, left)] = depth()
     assert second["scheduling_id"] != first["scheduling_id"], "the next solve replaced it"
     assert left == 0
+
+
+async def test_scheduler_config_defaults_reach_the_pending_pods_of_their_scheduler() -> None:
+    config = parse_scheduler_config(
+        "profiles:\n- schedulerName: batch\n  podTopologySpread:\n    defaultConstraints:\n"
+        "    - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, "
+        "whenUnsatisfiable: DoNotSchedule}\n")
+    h = build(Settings(scheduler_config=config))
+    h.cluster.update_nodepool(nodepool())
+    h.cluster.workloads.update_owner("ReplicaSet", {
+        "metadata": {"name": "web-1", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}}})
+    for name, scheduler in (("batch-0", "batch"), ("default-0", "")):
+        obj = pod(name, cpu="1", memory="256Mi", labels={"app": "web"})
+        obj["metadata"]["ownerReferences"] = [{
+            "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1",
+            "controller": True, "uid": "rs-1"}]
+        if scheduler:
+            obj["spec"]["schedulerName"] = scheduler
+        h.cluster.update_pod(obj)
+    by_name = {p.name: p for p in h.provisioner.inputs.pending_pods()}
+    [spread] = by_name["batch-0"].spread_constraints
+    assert spread.default and spread.topology_key == "topology.kubernetes.io/zone"
+    assert spread.selector.matches({"app": "web"}) and not spread.selector.matches({})
+    assert by_name["default-0"].spread_constraints == ()

@@ -21,6 +21,9 @@ const (
 	// a test creating 1,000+ pods waits on the API server, not on them.
 	clientQPS   = 500
 	clientBurst = 1000
+	// spreadScheduler is the scheduler name of the second kube-scheduler profile,
+	// whose default topology spread constraints spread its pods over the zones.
+	spreadScheduler = "karpy-e2e-spread"
 )
 
 // component is one child process of the supervisor.
@@ -89,7 +92,21 @@ clientConnection:
   burst: %d
 leaderElection:
   leaderElect: false
-`, strconv.Quote(l.kubeconfig("scheduler")), clientQPS, clientBurst)
+profiles:
+- schedulerName: default-scheduler
+# A second profile, as a cluster running a second scheduler has: its pods (and only
+# its pods) are spread over the zones by default (tests/e2e/test_default_spread_e2e.py).
+- schedulerName: %s
+  pluginConfig:
+  - name: PodTopologySpread
+    args:
+      defaultingType: List
+      defaultConstraints:
+      - maxSkew: 1
+        minDomains: 3
+        topologyKey: topology.kubernetes.io/zone
+        whenUnsatisfiable: DoNotSchedule
+`, strconv.Quote(l.kubeconfig("scheduler")), clientQPS, clientBurst, spreadScheduler)
 	if err := writeFileAtomic(l.schedulerConfig(), []byte(schedulerConfig), 0o644); err != nil {
 		return err
 	}
