@@ -37,6 +37,7 @@ SELECT = "karpy-e2e-volume-limits"
 DRIVER = "ebs.csi.aws.com"
 LIMIT, PODS = 16, 40
 AGENT_NOT_READY = {"key": f"{DRIVER}/agent-not-ready", "effect": "NoSchedule"}
+UNREGISTERED = "karpenter.sh/unregistered"
 CSI_DRIVER = Kind(group="storage.k8s.io", version="v1", plural="csidrivers",
                   kind="CSIDriver", namespaced=False)
 
@@ -88,10 +89,16 @@ async def csi_node_plugin(client: KubeClient, stop: asyncio.Event) -> None:
                                           "allocatable": {"count": LIMIT}}]},
                 })
             taints = (node.get("spec") or {}).get("taints") or []
+            if any(t.get("key") == UNREGISTERED for t in taints):
+                continue  # karpy registers it first; its taint patch must not race ours
             kept = [t for t in taints if t.get("key") != AGENT_NOT_READY["key"]]
             if kept != taints:
+                # the whole list is written: guarded by the version read, so a taint
+                # someone else changed meanwhile is never put back (Conflict: next round)
                 with contextlib.suppress(errors.NotFound, errors.Conflict):
-                    await client.patch(kinds.NODE, name, {"spec": {"taints": kept}})
+                    await client.patch(kinds.NODE, name, {
+                        "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+                        "spec": {"taints": kept}})
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=0.5)
 
