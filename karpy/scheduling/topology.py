@@ -88,6 +88,8 @@ class GroupSpec:
     min_domains: int | None = None
     node_filter: NodeFilter | None = None
     inverse: bool = False
+    default: bool = False
+    """A spread the pods' scheduler gives them by default (SCHEDULER_CONFIG)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -182,6 +184,8 @@ class TopologyGroup:
             rule += f", maxSkew {spec.max_skew}"
             if spec.min_domains is not None:
                 rule += f", minDomains {spec.min_domains}"
+            if spec.default:
+                rule += ", a default constraint of SCHEDULER_CONFIG"
         rule += ")"
         if spec.key != LABEL_HOSTNAME:
             shown = ", ".join(f"{d}={c}" for d, c in sorted(self.counts.items())[:10])

@@ -136,6 +136,7 @@ class TopologyRules:
             max_skew=spread.max_skew,
             min_domains=spread.min_domains,
             node_filter=node_filter,
+            default=spread.default,
         )
 
     def term_spec(self, kind: str, term: AffinityTerm, inverse: bool = False) -> GroupSpec:

@@ -105,3 +105,20 @@ def test_a_pod_with_its_own_constraints_or_another_scheduler_keeps_them() -> Non
 def test_a_default_constraint_says_where_it_came_from() -> None:
     [constraint] = CONFIG.for_scheduler("")
     assert "a default constraint of SCHEDULER_CONFIG" in str(constraint)
+
+
+def test_a_pod_waiting_on_a_default_constraint_is_told_which() -> None:
+    # one zone only, maxSkew 1 and minDomains 2: the second pod cannot be placed, and the
+    # reason names the rule as SCHEDULER_CONFIG's
+    config = parse_scheduler_config(
+        "podTopologySpread:\n  defaultConstraints:\n"
+        f"  - {{maxSkew: 1, minDomains: 2, topologyKey: {ZONE}, "
+        "whenUnsatisfiable: DoNotSchedule}\n")
+    selector = {"matchLabels": {"app": "web"}, "matchExpressions": []}
+    pods = [with_defaults(owned(f"web-{i}", {"app": "web"}, ("ReplicaSet", "web")),
+                          config.for_scheduler(""), selector) for i in range(2)]
+    one_zone = nodepool(requirements=[{"key": ZONE, "operator": "In", "values": ["zone-a"]}])
+    results = Simulator([one_zone]).solve(pods)
+    [error] = results.errors
+    assert "topology spread on topology.kubernetes.io/zone" in error.reason
+    assert "a default constraint of SCHEDULER_CONFIG" in error.reason
