@@ -76,7 +76,6 @@ class Template:
     __slots__ = (
         "budgets",
         "catalog",
-        "claims",
         "groups",
         "index",
         "limit_names",
@@ -116,7 +115,6 @@ class Template:
         self.limited = bool(self.budgets)
         self.limit_names = tuple(sorted(
             {name for b in self.budgets for name in b.limits if name != NODES}))
-        self.claims = 0
         single = groups[0] if len(groups) == 1 else None
         self.simple_fit = single is not None and not any(single.overhead) and not single.host_ports
 

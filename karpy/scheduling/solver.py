@@ -612,7 +612,6 @@ class Solve:
         self.hostnames += 1
         claim.index = len(self.claims)
         self.claims.append(claim)
-        claim.template.claims += 1
         for budget in claim.template.budgets:
             budget.claims += 1
 

@@ -141,6 +141,11 @@ class Cluster:
         """karpy's ClusterLimits (only fed when :meth:`attach` is asked for them)."""
         self.watches_cluster_limits = False
         """Whether :meth:`attach` registered on the ClusterLimit informer."""
+        # What each ClusterLimit covers and uses, kept until a NodePool, a pool's usage
+        # or the ClusterLimits change (every template of every round asks for it).
+        self._pools_version = 0
+        self._limit_usage: dict[
+            str, tuple[int, ClusterLimitEntry, tuple[list[str], dict[str, int]]]] = {}
         self.devices = DeviceIndex()
         """ResourceClaims, their templates, DeviceClasses and ResourceSlices (only fed
         when :meth:`attach` is asked for dynamic resources)."""
@@ -453,6 +458,7 @@ class Cluster:
             state.initialized_at = self.clock.monotonic()
 
     def _add_usage(self, pool: str, usage: Mapping[str, int], *, sign: int) -> None:
+        self._pools_version += 1
         total = self._usage.setdefault(pool, {})
         for name, amount in usage.items():
             value = total.get(name, 0) + sign * amount
@@ -870,10 +876,12 @@ class Cluster:
             log.error("ignoring invalid nodepool", extra={"NodePool": {"name": name},
                                                           "error": error})
         self._nodepools[name] = NodePoolEntry(raw=nodepool, model=model, error=error)
+        self._pools_version += 1
 
     def delete_nodepool(self, nodepool: Object) -> None:
         """A NodePool is gone."""
         self._nodepools.pop(str(nodepool["metadata"]["name"]), None)
+        self._pools_version += 1
 
     def nodepools(self) -> list[NodePoolEntry]:
         """Every NodePool, heaviest weight first, then by name."""
@@ -905,13 +913,19 @@ class Cluster:
     def cluster_limit_usage(
         self, limit: ClusterLimitEntry
     ) -> tuple[list[str], dict[str, int]]:
-        """(the NodePools the ClusterLimit covers by name, what their machines use)."""
+        """(the NodePools the ClusterLimit covers by name, what their machines use);
+        computed once per change of the NodePools, their usage or the ClusterLimit (a
+        changed ClusterLimit is a new entry). Read-only."""
+        cached = self._limit_usage.get(limit.name)
+        if cached is not None and cached[0] == self._pools_version and cached[1] is limit:
+            return cached[2]
         pools = sorted(name for name, entry in self._nodepools.items()
                        if limit.selects(entry.raw))
         total: dict[str, int] = {}
         for name in pools:
             for resource, amount in self._usage.get(name, {}).items():
                 total[resource] = total.get(resource, 0) + amount
+        self._limit_usage[limit.name] = (self._pools_version, limit, (pools, total))
         return pools, total
 
     def update_csinode(self, csinode: Object) -> None:
